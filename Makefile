@@ -1,0 +1,123 @@
+# ludo - build, test, run and install.
+#
+#   make            build build/ludo, build/libludo.a, build/libludo.so
+#   make run        install deps if missing, build, run the echo example
+#   make test       install deps if missing, build, run every test
+#   make asan       ASan+UBSan build in build-asan/ and run the tests on it
+#   make bench      run the benchmarks (bench/)
+#   make install    PREFIX=/usr/local: binary, libraries, header, ludo.pc,
+#                   Lua modules
+#   make clean
+
+PREFIX   ?= /usr/local
+BUILD    ?= build
+CC       ?= cc
+PKGS     := lua5.4 libuv jansson libpcre2-8
+OPT      ?= -O2
+SAN      ?=
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS_ALL := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror \
+  -Wno-unused-parameter -fvisibility=hidden -D_GNU_SOURCE \
+  -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(CFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
+
+LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/script/*.c \
+              runtime/env/*.c runtime/bind/*.c runtime/*.c))
+CLI_SRC  := $(sort $(wildcard runtime/cli/*.c))
+LUA_SRC  := $(sort $(wildcard lua/ludo/*.lua lua/ludo/*/*.lua rubrics/*.lua \
+              features/*.lua))
+CTEST_SRC := $(sort $(wildcard spec/c/*.c))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/embedded.o
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+# Lua C modules loadable by a stock lua5.4 (busted specs, Lua hosts): each is
+# a link to libludo.so, which exports luaopen_ludo_<name>.
+CMODS    := json re host
+
+.PHONY: all deps run test test-only asan bench install clean examples
+all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
+     $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -DLUDO_SOURCE_ROOT='"$(CURDIR)"' -c $< -o $@
+
+$(BUILD)/gen/embedded.c: scripts/embed.lua $(LUA_SRC)
+	@mkdir -p $(dir $@)
+	lua5.4 scripts/embed.lua $@ $(LUA_SRC)
+
+$(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/libludo.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libludo.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(LDLIBS_ALL) -Wl,-E
+
+$(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
+	@mkdir -p $(dir $@)
+	ln -sf ../../libludo.so $@
+
+$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a
+	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(LDLIBS_ALL)
+
+# Examples with C parts.
+examples: $(BUILD)/gridworld
+GRID_SRC := $(sort $(wildcard examples/gridworld/*.c))
+$(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h
+	@mkdir -p $(dir $@)
+	$(if $(GRID_SRC),$(CC) $(CFLAGS_ALL) -o $@ $(GRID_SRC) \
+	  $(BUILD)/libludo.a $(LDLIBS_ALL),touch $@)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/ludo run examples/echo --episodes 3 --seed 7
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) scripts/test.sh
+
+test-only: all
+	@BUILD=$(BUILD) scripts/test.sh
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -fno-sanitize-recover=undefined" all
+	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
+
+bench: all
+	@scripts/bench.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
+	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/share/ludo
+	install -m 755 $(BUILD)/ludo $(DESTDIR)$(PREFIX)/bin/ludo
+	install -m 644 $(BUILD)/libludo.a $(DESTDIR)$(PREFIX)/lib/libludo.a
+	install -m 755 $(BUILD)/libludo.so $(DESTDIR)$(PREFIX)/lib/libludo.so
+	install -m 644 include/ludo.h $(DESTDIR)$(PREFIX)/include/ludo.h
+	cp -R lua rubrics features $(DESTDIR)$(PREFIX)/share/ludo/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' \
+	  -e 's|@PKGS@|$(PKGS)|g' scripts/ludo.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ludo.pc
+
+clean:
+	rm -rf build build-asan
+
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d \
+  $(BUILD)/obj/*/*/*/*.d)

@@ -1,0 +1,51 @@
+-- The echo environment (OpenEnv's echo_env semantics, written for ludo):
+-- the action carries a message, the observation echoes it with its length,
+-- the reward comes from the message, and state() counts the steps.
+local R = require("ludo.rubrics")
+
+local Length = R.Rubric:extend("Length")
+-- OpenEnv's echo reward is 0.1 per character; capped at 1 here.
+function Length:forward(action)
+  return math.min(1.0, #action.message * 0.1)
+end
+
+local NonEmpty = R.Rubric:extend("NonEmpty")
+function NonEmpty:forward(action)
+  return #action.message > 0 and 1.0 or 0.0
+end
+
+local Printable = R.Rubric:extend("Printable")
+function Printable:forward(action)
+  return action.message:find("[^\32-\126]") and 0.0 or 1.0
+end
+
+local env = {
+  name = "echo_env",
+  description = "Echoes the message back; reward grows with its length.",
+  version = "1.0.0",
+  concurrent = true,
+  action = { message = "string" },
+  observation = { echoed_message = "string", message_length = "integer" },
+  rubric = R.WeightedSum({ Length(), NonEmpty(), Printable() },
+    { 0.6, 0.2, 0.2 }),
+}
+
+local count = 0
+
+function env.reset()
+  count = 0
+  return { echoed_message = "Echo environment ready!", message_length = 0,
+    reward = 0.0 }
+end
+
+function env.step(action)
+  count = count + 1
+  return { echoed_message = action.message,
+    message_length = #action.message }
+end
+
+function env.state()
+  return { step_count = count }
+end
+
+return env

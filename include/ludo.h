@@ -1,0 +1,298 @@
+/* ludo.h - the public C API of ludo, an embeddable runtime for agent and
+ * reinforcement-learning environments written in Lua 5.4.
+ *
+ * A host creates a runtime, loads environments (Lua modules) into it and
+ * opens sessions. Every session owns its own sandboxed lua_State. Calls come
+ * in two forms:
+ *
+ *   - blocking: ludo_session_reset/step/state run the runtime's loop until
+ *     the call completes and return its JSON result;
+ *   - non-blocking: the *_async variants start the call and return at once;
+ *     the completion callback runs from ludo_runtime_poll() or
+ *     ludo_runtime_run(), which a host calls from its own frame loop.
+ *
+ * Threading: a runtime and everything created from it belong to the thread
+ * that created the runtime. Use one runtime per thread for parallelism.
+ *
+ * Errors: every function that can fail returns 0 or a negative LUDO_E* code.
+ * ludo_err_name() and ludo_strerror() describe a code. Sessions also keep a
+ * human-readable message for their last failure (ludo_session_errmsg()).
+ *
+ * Ownership words used below: "borrowed until X" means the library owns the
+ * memory and it stays valid until X; "copies" means the library keeps its own
+ * copy of an input; "caller frees with X" means ownership passes to the caller.
+ */
+#ifndef LUDO_H
+#define LUDO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LUDO_VERSION_MAJOR 0
+#define LUDO_VERSION_MINOR 1
+#define LUDO_VERSION_PATCH 0
+#define LUDO_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__)
+#define LUDO_EXTERN __attribute__((visibility("default")))
+#else
+#define LUDO_EXTERN
+#endif
+
+/* Error codes, grouped by range: -1xx I/O, -2xx protocol/parse, -3xx
+ * argument/state, -4xx callback/script, -5xx memory, -6xx sandbox limits. */
+#define LUDO_ERRNO_MAP(X)                                                    \
+  X(EIO, -100, "input/output error")                                         \
+  X(ENOENT, -101, "no such file or module")                                  \
+  X(EPARSE, -200, "malformed JSON")                                          \
+  X(ESCHEMA, -201, "value does not match the declared schema")               \
+  X(EVALUE, -202, "value cannot be represented as JSON")                     \
+  X(EINVAL, -300, "invalid argument")                                        \
+  X(EBUSY, -301, "a call is already in progress")                            \
+  X(ECLOSED, -302, "session or runtime is closed")                           \
+  X(ECANCELED, -303, "call was cancelled")                                   \
+  X(ESCRIPT, -400, "error raised by Lua code")                               \
+  X(ELOAD, -401, "environment module failed to load")                        \
+  X(ENOMEM, -500, "memory limit exceeded")                                   \
+  X(ETIMEOUT, -600, "CPU budget exceeded")
+
+typedef enum {
+#define LUDO__ERR_ENUM(name, code, msg) LUDO_##name = (code),
+  LUDO_ERRNO_MAP(LUDO__ERR_ENUM)
+#undef LUDO__ERR_ENUM
+  LUDO_OK = 0
+} ludo_errno_t;
+
+/* Returns the symbolic name of an error code ("ENOMEM"), or "EUNKNOWN".
+ * The string is static. */
+LUDO_EXTERN const char *ludo_err_name(int err);
+
+/* Returns a static English description of an error code. */
+LUDO_EXTERN const char *ludo_strerror(int err);
+
+/* Returns the library version as "MAJOR.MINOR.PATCH" (static string). */
+LUDO_EXTERN const char *ludo_version(void);
+
+typedef struct ludo_runtime_s ludo_runtime_t;
+typedef struct ludo_env_s ludo_env_t;
+typedef struct ludo_session_s ludo_session_t;
+
+/* Log levels, lowest is most verbose. */
+typedef enum {
+  LUDO_LOG_DEBUG = 0,
+  LUDO_LOG_INFO = 1,
+  LUDO_LOG_WARN = 2,
+  LUDO_LOG_ERROR = 3
+} ludo_log_level_t;
+
+/* Receives log lines: Lua print() output of a session (level INFO, `who` is
+ * the session id) and runtime messages (`who` is "ludo"). `msg` is borrowed
+ * until the callback returns and is not NUL-terminated past `len` in general
+ * (it is NUL-terminated, but may contain NUL bytes from Lua strings). */
+typedef void (*ludo_log_cb)(void *ud, ludo_log_level_t level, const char *who,
+                            const char *msg, size_t len);
+
+/* Allocator hook with lua_Alloc's contract: nsize == 0 frees ptr and returns
+ * NULL; otherwise returns a block of nsize bytes (moving ptr's contents) or
+ * NULL on failure, leaving ptr untouched. osize is the old size when ptr is
+ * not NULL. Every byte the runtime allocates, Lua states included, goes
+ * through it. */
+typedef void *(*ludo_alloc_fn)(void *ud, void *ptr, size_t osize,
+                               size_t nsize);
+
+/* Runtime options. Initialise with ludo_options_init() and change fields. */
+typedef struct ludo_options_s {
+  ludo_alloc_fn alloc;     /* NULL: malloc/realloc/free */
+  void *alloc_ud;          /* passed to alloc */
+  size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
+  uint32_t cpu_budget_ms;  /* Lua running time per call; default 10000 */
+  uint64_t max_instructions; /* VM instructions per call; 0 = no limit */
+  const char *module_path; /* ';'-separated roots holding lua/, rubrics/,
+                              features/; searched before the embedded copies.
+                              NULL: $LUDO_PATH, else none. Copied. */
+  ludo_log_cb log;         /* NULL: lines at WARN and above go to stderr */
+  void *log_ud;            /* passed to log */
+  unsigned prewarm;        /* pre-warmed session states kept per env;
+                              default 4 */
+} ludo_options_t;
+
+/* Fills `opts` with the defaults described above. */
+LUDO_EXTERN void ludo_options_init(ludo_options_t *opts);
+
+/* Creates a runtime. `opts` may be NULL for defaults; it is copied.
+ * On success stores the runtime in *out (caller frees with
+ * ludo_runtime_free). Returns 0, LUDO_EINVAL or LUDO_ENOMEM. */
+LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
+                                 const ludo_options_t *opts);
+
+/* Closes every session (pending calls complete with LUDO_ECANCELED), frees
+ * every environment and then the runtime. Accepts NULL. Must not be called
+ * from inside a ludo callback. */
+LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
+
+/* Runs the work that is ready now (completed timers, resumed calls, pool
+ * refills) and returns without blocking. Returns the number of calls that
+ * are still in flight (>= 0), or a negative error code. Call it once per
+ * frame from a host's own loop. */
+LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt);
+
+/* Runs the loop until no call is in flight. Returns 0 or LUDO_EBUSY when
+ * called from inside a ludo callback. */
+LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
+
+/* Memory figures of a runtime. */
+typedef struct ludo_stats_s {
+  size_t lua_bytes;      /* bytes held by all live Lua states (sessions,
+                            pre-warmed states, compile states) */
+  size_t heap_bytes;     /* all bytes the runtime holds, Lua included */
+  unsigned sessions;     /* open sessions */
+  unsigned prewarmed;    /* ready states waiting in env pools */
+  unsigned calls;        /* calls in flight */
+} ludo_stats_t;
+
+/* Fills *stats. Returns 0 or LUDO_EINVAL. */
+LUDO_EXTERN int ludo_runtime_stats(ludo_runtime_t *rt, ludo_stats_t *stats);
+
+/* ---- host functions -------------------------------------------------- */
+
+/* A host module: a table of C functions that every session state of an
+ * environment can `require(name)`. Each function receives `ud` as its first
+ * upvalue (lua_touserdata(L, lua_upvalueindex(1))) and the session through
+ * ludo_session_from_lua(L). Functions follow lua_CFunction rules and may
+ * raise Lua errors. `funcs` is a luaL_Reg-shaped array ending with
+ * {NULL, NULL}; declared as void pointers so this header does not need
+ * lua.h. Borrowed until the environment is freed. */
+typedef struct ludo_host_func_s {
+  const char *name;
+  int (*fn)(void *L); /* really lua_CFunction: int (*)(lua_State *) */
+} ludo_host_func_t;
+
+typedef struct ludo_host_module_s {
+  const char *name;               /* module name for require() */
+  const ludo_host_func_t *funcs;  /* NULL-terminated */
+  void *ud;                       /* first upvalue of every function */
+} ludo_host_module_t;
+
+/* Environment load options. Initialise with ludo_env_options_init(). */
+typedef struct ludo_env_options_s {
+  const ludo_host_module_t *modules; /* array of host modules or NULL */
+  size_t nmodules;
+} ludo_env_options_t;
+
+LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *opts);
+
+/* ---- environments ---------------------------------------------------- */
+
+/* Loads the environment at `path`: a folder holding env.lua (or init.lua),
+ * or a .lua file. The module is compiled once and run in a probe state to
+ * read its metadata and schemas. `opts` may be NULL; it is copied (the
+ * module arrays it points to are borrowed, see above).
+ * On success stores the environment in *out; it belongs to `rt` and is
+ * freed by ludo_env_free() or ludo_runtime_free().
+ * Returns 0, LUDO_ENOENT (no such file), LUDO_ELOAD (syntax or runtime
+ * error in the module, or a malformed declaration; see ludo_runtime_errmsg),
+ * LUDO_EINVAL or LUDO_ENOMEM. */
+LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
+                              const ludo_env_options_t *opts,
+                              ludo_env_t **out);
+
+/* Message describing the runtime's last failed ludo_env_load() or
+ * ludo_session_open(). Borrowed until the next such call. Never NULL. */
+LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt);
+
+/* Frees an environment. Returns LUDO_EBUSY (and frees nothing) while it has
+ * open sessions. Accepts NULL. */
+LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
+
+/* The environment's description as JSON: {"name", "description", "version",
+ * "author", "documentation_url", "readme_content", "concurrent",
+ * "action", "observation", "state"} where the last three are JSON Schemas.
+ * Borrowed until the environment is freed. */
+LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len);
+
+/* Makes sure `n` ready states wait in the environment's pool, building the
+ * missing ones now. Returns 0 or a negative error code. */
+LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
+
+/* ---- sessions -------------------------------------------------------- */
+
+/* Opens a session: takes a ready state from the pool (or builds one) with
+ * the environment module, its rubric and transforms instantiated. The
+ * episode starts with the first reset. Stores the session in *out (caller
+ * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD. */
+LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
+
+/* Closes a session: runs the module's close() if any, completes a pending
+ * call's callback with LUDO_ECANCELED and frees the Lua state. Accepts NULL.
+ * Safe to call from inside that session's own completion callback. */
+LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
+
+/* The session's id (a UUID string). Borrowed until close. */
+LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s);
+
+/* Bytes held by the session's Lua state now. */
+LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s);
+
+/* Host data slot: the library never touches it. */
+LUDO_EXTERN void ludo_session_set_data(ludo_session_t *s, void *data);
+LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s);
+
+/* The session a host function runs in, from its lua_State (passed as void*
+ * so this header does not need lua.h). NULL when `L` is not a session's. */
+LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L);
+
+/* Message for the session's last failed call, e.g.
+ * "ESCHEMA: action.message: expected string, got number".
+ * Borrowed until the next call on the session. Never NULL. */
+LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s);
+
+/* Blocking calls. `json`/`len` is the input: reset options
+ * ({"seed":1,"episode_id":"e1",...}, or NULL/empty for none), the action for
+ * step, nothing for state (pass NULL, 0). On success out/out_len receive
+ * the result JSON, borrowed until the next call on this session or its
+ * close:
+ *   reset, step: {"observation":{...},"reward":R,"done":B[,"metadata":{...}]}
+ *   state:       {"episode_id":...,"step_count":N,...}
+ * Returns 0 or LUDO_EPARSE, LUDO_ESCHEMA, LUDO_EVALUE, LUDO_ESCRIPT,
+ * LUDO_ENOMEM, LUDO_ETIMEOUT, LUDO_EBUSY (a call is in flight on this
+ * session, or called from inside a callback), LUDO_ECLOSED.
+ * After any error the session stays open and usable. */
+LUDO_EXTERN int ludo_session_reset(ludo_session_t *s, const char *json,
+                                   size_t len, const char **out,
+                                   size_t *out_len);
+LUDO_EXTERN int ludo_session_step(ludo_session_t *s, const char *json,
+                                  size_t len, const char **out,
+                                  size_t *out_len);
+LUDO_EXTERN int ludo_session_state(ludo_session_t *s, const char **out,
+                                   size_t *out_len);
+
+/* Completion callback of a non-blocking call. `status` is 0 or a negative
+ * code; on success `data` is the result JSON, on failure the error message.
+ * `data` is borrowed until the callback returns. The callback may start the
+ * next call on the same session or close it. */
+typedef void (*ludo_call_cb)(ludo_session_t *s, int status, const char *data,
+                             size_t len, void *ud);
+
+/* Non-blocking calls: copy the input, start the call and return. The call
+ * runs as far as it can at once; `cb` runs later from ludo_runtime_poll()
+ * or ludo_runtime_run(), never from inside this function. Returns 0, or
+ * LUDO_EBUSY / LUDO_ECLOSED / LUDO_ENOMEM, in which case `cb` is never
+ * called. */
+LUDO_EXTERN int ludo_session_reset_async(ludo_session_t *s, const char *json,
+                                         size_t len, ludo_call_cb cb,
+                                         void *ud);
+LUDO_EXTERN int ludo_session_step_async(ludo_session_t *s, const char *json,
+                                        size_t len, ludo_call_cb cb,
+                                        void *ud);
+LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
+                                         void *ud);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LUDO_H */

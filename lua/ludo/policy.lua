@@ -1,0 +1,111 @@
+-- ludo.policy: drives an agent policy for `ludo run` in its own sandboxed
+-- state (never the environment's). A policy module returns a table with
+-- act(observation, info) -> action, or is itself that function; optional
+-- reset(observation) at the start of each episode. Without a policy,
+-- a random one draws actions that satisfy the declared action schema.
+local json = require("ludo.json")
+local null = require("ludo.null")
+
+local M = {}
+
+local WORDS = { "hello", "ludo", "agent", "reward", "step", "echo", "grid",
+  "policy", "world", "lua" }
+
+local function random_value(s, depth)
+  depth = depth or 0
+  if type(s) ~= "table" then return null end
+  if s.const ~= nil then return s.const end
+  if s.enum ~= nil then return s.enum[math.random(#s.enum)] end
+  local choices = s.anyOf or s.oneOf
+  if choices then return random_value(choices[math.random(#choices)], depth) end
+  local t = s.type
+  if type(t) == "table" then t = t[math.random(#t)] end
+  if t == nil then t = s.properties and "object" or "string" end
+  if t == "object" then
+    local out, required = {}, {}
+    for _, k in ipairs(s.required or {}) do required[k] = true end
+    local names = {}
+    for k in pairs(s.properties or {}) do names[#names + 1] = k end
+    table.sort(names)
+    for _, k in ipairs(names) do
+      if required[k] or (depth < 3 and math.random() < 0.5) then
+        out[k] = random_value(s.properties[k], depth + 1)
+      end
+    end
+    return out
+  elseif t == "array" then
+    local out = json.array()
+    local lo = s.minItems or 0
+    local hi = math.max(lo, math.min(s.maxItems or 3, lo + 3))
+    for i = 1, math.random(lo, hi) do
+      out[i] = random_value(s.items, depth + 1)
+    end
+    return out
+  elseif t == "integer" then
+    local lo = s.minimum or 0
+    local hi = s.maximum or (lo + 10)
+    return math.random(math.ceil(lo), math.floor(hi))
+  elseif t == "number" then
+    local lo = s.minimum or 0
+    local hi = s.maximum or (lo + 1)
+    return lo + (hi - lo) * math.random()
+  elseif t == "boolean" then
+    return math.random() < 0.5
+  elseif t == "null" then
+    return null
+  end
+  local w = WORDS[math.random(#WORDS)]
+  if s.maxLength and #w > s.maxLength then w = w:sub(1, s.maxLength) end
+  return w
+end
+M.random_value = random_value
+
+local act, on_reset, action_schema
+
+-- Sets the policy up. `mod` is what the policy file returned (nil for the
+-- random policy); `info_json` is the environment's description.
+function M.init(mod, info_json)
+  local info = assert(json.decode(info_json))
+  action_schema = info.action
+  if mod == nil then
+    act = function() return random_value(action_schema) end
+  elseif type(mod) == "function" then
+    act = mod
+  elseif type(mod) == "table" and type(mod.act) == "function" then
+    act = mod.act
+    on_reset = mod.reset
+  else
+    error("EINVAL: a policy returns act(observation) or a table with act",
+      0)
+  end
+end
+
+-- Starts an episode: seeds the policy's random numbers.
+function M.reset(seed, result_json)
+  if seed then math.randomseed(seed) end
+  if on_reset then
+    local r = assert(json.decode(result_json))
+    on_reset(r.observation, r)
+  end
+end
+
+local last
+
+-- Reads a reset or step result; returns its reward (number or nil) and
+-- done flag.
+function M.observe(result_json)
+  last = assert(json.decode(result_json))
+  local reward = last.reward
+  if reward == null or type(reward) ~= "number" then reward = nil end
+  return reward, last.done == true
+end
+
+-- The policy's next action, as JSON text, for the last observed result.
+function M.act()
+  local action = act(last.observation, last)
+  local text, err = json.encode(action)
+  if not text then error("EVALUE: the policy's action: " .. err, 0) end
+  return text
+end
+
+return M

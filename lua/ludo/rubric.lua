@@ -1,0 +1,432 @@
+-- ludo.rubric: the Rubric base class, a composable reward function.
+--
+-- A rubric computes a score from (action, observation). Subclasses
+-- implement `forward(action, observation)`; instances are called:
+--
+--   local Rubric = require("ludo.rubric")
+--   local Compiles = Rubric:extend("Compiles")
+--   function Compiles:forward(action) return load(action.code) and 1.0 or 0.0 end
+--   local Code = Rubric:extend("Code")
+--   function Code:init() self.compiles = Compiles() end  -- a child rubric
+--   function Code:forward(a, o) return self.compiles(a, o) end
+--   local score = Code()(action, observation)
+--
+-- This follows OpenEnv's Rubric (see docs: OPENENV.md section 3.1) with
+-- these ludo differences: hooks return removal handles; reset, state_dict
+-- and load_state_dict recurse into children; reset also clears last_score;
+-- child names must be strings without dots and must not shadow a method;
+-- waiting (async) is coroutine-based, so a call always returns the score
+-- itself, never a coroutine.
+--
+-- Layout. A rubric instance has its own metatable whose `__index` is a
+-- per-instance "view" table, whose own `__index` is the class. Child rubrics
+-- live in the view, never raw in the instance, so assigning a rubric to a
+-- field (`self.code = Compiles()`) always reaches `__newindex`, which
+-- registers it (re-assigning a registered name replaces the child in place;
+-- assigning a non-rubric to it later shadows the field but keeps the child
+-- registered, as OpenEnv does). All lookups are plain table lookups.
+-- A field first assigned a non-rubric value is stored raw; assigning a
+-- rubric to it later does not register it (clear it with nil first, or use
+-- `add_child`). The instance's private fields start with `_rb_`.
+local class = require("ludo.class")
+
+local type, error, rawget, rawset, getmetatable, setmetatable =
+  type, error, rawget, rawset, getmetatable, setmetatable
+local tostring, pairs, select = tostring, pairs, select
+local format, find = string.format, string.find
+local tmove, sort = table.move, table.sort
+
+local Rubric = class.Object:extend("Rubric")
+
+-- Classes whose forward may wait (via ludo.async) set `async = true`.
+Rubric.async = false
+
+-- Bumped whenever a child is registered anywhere; is_async caches carry the
+-- generation they were computed at.
+local generation = 0
+
+local METAMETHODS = class.METAMETHODS
+local view_metas = setmetatable({}, { __mode = "k" })
+
+local function is_rubric(v)
+  -- True when `v` is a rubric instance (its metatable is marked).
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  return type(mt) == "table" and rawget(mt, "__rubric") == true
+end
+
+-- Returns true when `v` is a Rubric instance.
+Rubric.is_rubric = is_rubric
+
+local add_child
+
+local function rubric_newindex(self, key, value)
+  -- Field assignment: rubrics become children; see the header.
+  if is_rubric(value) then
+    add_child(self, key, value, false, 3)
+  elseif type(key) == "string" and self._rb_map[key] ~= nil then
+    self._rb_view[key] = value
+  else
+    rawset(self, key, value)
+  end
+end
+
+-- Makes a raw rubric instance of `cls` (used by class.lua's `Cls(...)`).
+function Rubric.__new(cls)
+  local vm = view_metas[cls]
+  if vm == nil then
+    vm = { __index = cls }
+    view_metas[cls] = vm
+  end
+  local view = setmetatable({}, vm)
+  local mt = {
+    __index = view, __newindex = rubric_newindex, __class = cls,
+    __name = cls.__name, __rubric = true,
+  }
+  for i = 1, #METAMETHODS do
+    local k = METAMETHODS[i]
+    if k ~= "__newindex" and k ~= "__mode" then
+      local v = cls[k]
+      if v ~= nil then mt[k] = v end
+    end
+  end
+  return setmetatable({
+    _rb_view = view, _rb_names = {}, _rb_map = {}, _rb_list = {},
+    -- Hook lists are false when empty: a raw hit, no __index walk.
+    _rb_pre = false, _rb_post = false,
+  }, mt)
+end
+
+-- Initialises the base; subclasses may call Rubric.init(self) but need not
+-- (the base state is made before init runs).
+function Rubric.init(self) end -- luacheck: ignore 212
+
+local function contains(root, target, seen)
+  -- True when `target` is `root` or one of its descendants.
+  if root == target then return true end
+  if seen[root] then return false end
+  seen[root] = true
+  local list = root._rb_list
+  for i = 1, #list do
+    if contains(list[i], target, seen) then return true end
+  end
+  return false
+end
+
+add_child = function(self, name, child, hidden, level)
+  -- Registers `child` under `name`; `hidden` keeps it out of the fields.
+  level = level or 2
+  if type(name) ~= "string" then
+    error(format("%s: a child rubric's name must be a string, got %s",
+      tostring(self), type(name)), level + 1)
+  end
+  if name == "" or find(name, ".", 1, true) then
+    error(format("%s: bad child rubric name %q (it must be non-empty and "
+      .. "have no dots, which separate path components)",
+      tostring(self), name), level + 1)
+  end
+  if not is_rubric(child) then
+    error(format("%s: child %q is not a Rubric (got %s)", tostring(self),
+      name, type(child)), level + 1)
+  end
+  if contains(child, self, {}) then
+    error(format("%s: adding child %q would make a cycle", tostring(self),
+      name), level + 1)
+  end
+  local view = self._rb_view
+  if not hidden then
+    local current = class.of(self)[name]
+    if type(current) == "function" then
+      error(format("%s: a child rubric named %q would hide the method %s; "
+        .. "choose another name", tostring(self), name, name), level + 1)
+    end
+  end
+  local names, map, list = self._rb_names, self._rb_map, self._rb_list
+  local pos
+  if map[name] == nil then
+    pos = #names + 1
+    names[pos] = name
+  else
+    for i = 1, #names do
+      if names[i] == name then pos = i; break end
+    end
+  end
+  list[pos] = child
+  map[name] = child
+  if not hidden then
+    view[name] = child
+    view[pos] = child
+  end
+  generation = generation + 1
+end
+
+-- Registers `child` under `name` explicitly (same as assigning the field,
+-- but also works for names first used by a plain value). Returns `child`.
+function Rubric:add_child(name, child)
+  add_child(self, name, child, false, 2)
+  return child
+end
+
+-- Registers `child` under `name` without exposing it as a field or index
+-- (RubricDict uses this so keys never shadow methods). Returns `child`.
+function Rubric:add_hidden_child(name, child)
+  add_child(self, name, child, true, 2)
+  return child
+end
+
+-- Computes the score. Subclasses must implement it.
+function Rubric:forward(action, observation) -- luacheck: ignore 212
+  error(format("%s.forward is not implemented: subclasses of Rubric must "
+    .. "define forward(action, observation)", class.of(self).__name), 2)
+end
+
+-- rubric(action, observation): runs pre-hooks hook(self, action, obs), then
+-- forward, stores last_score, runs post-hooks hook(self, action, obs, score)
+-- and returns the score. The score is not clamped or checked.
+function Rubric.__call(self, action, observation)
+  local pre = self._rb_pre
+  if pre then
+    for i = 1, #pre do pre[i](self, action, observation) end
+  end
+  local score = self:forward(action, observation)
+  self.last_score = score
+  local post = self._rb_post
+  if post then
+    for i = 1, #post do post[i](self, action, observation, score) end
+  end
+  return score
+end
+
+-- The call order of OpenEnv's containers (Sequential, Gate, WeightedSum):
+-- forward (and so the children) runs first, then the pre-hooks, then
+-- last_score is stored and the post-hooks run. Containers install it as
+-- their `__call`.
+function Rubric.children_first_call(self, action, observation)
+  local score = self:forward(action, observation)
+  local pre = self._rb_pre
+  if pre then
+    for i = 1, #pre do pre[i](self, action, observation) end
+  end
+  self.last_score = score
+  local post = self._rb_post
+  if post then
+    for i = 1, #post do post[i](self, action, observation, score) end
+  end
+  return score
+end
+
+local Handle = class.Object:extend("RubricHookHandle")
+
+local function is_callable(f)
+  if type(f) == "function" then return true end
+  local mt = getmetatable(f)
+  return type(mt) == "table" and mt.__call ~= nil
+end
+Rubric.is_callable = is_callable
+
+local function add_hook(self, field, fn, what)
+  -- Appends a hook, copying the list so a running call is not disturbed.
+  if not is_callable(fn) then
+    error(format("%s: %s expects a function, got %s", tostring(self), what,
+      type(fn)), 3)
+  end
+  local handles_field = field .. "_h"
+  local old = rawget(self, field) or {}
+  local oldh = rawget(self, handles_field) or {}
+  local n = #old
+  local new = tmove(old, 1, n, 1, {})
+  local newh = tmove(oldh, 1, n, 1, {})
+  local h = Handle()
+  h.rubric, h.field = self, field
+  new[n + 1], newh[n + 1] = fn, h
+  rawset(self, field, new)
+  rawset(self, handles_field, newh)
+  return h
+end
+
+-- Removes the hook; returns true, or false when it was already removed.
+function Handle:remove()
+  local r, field = self.rubric, self.field
+  if r == nil then return false end
+  self.rubric = nil
+  local handles_field = field .. "_h"
+  local hooks, handles = rawget(r, field), rawget(r, handles_field)
+  local n = #handles
+  local new, newh = {}, {}
+  for i = 1, n do
+    if handles[i] ~= self then
+      new[#new + 1], newh[#newh + 1] = hooks[i], handles[i]
+    end
+  end
+  if #new == 0 then new, newh = false, false end
+  rawset(r, field, new)
+  rawset(r, handles_field, newh)
+  return true
+end
+
+-- Registers hook(self, action, observation, score), run after forward.
+-- Returns a handle whose :remove() unregisters it.
+function Rubric:register_forward_hook(fn)
+  return add_hook(self, "_rb_post", fn, "register_forward_hook")
+end
+
+-- Registers hook(self, action, observation), run before forward (after it
+-- for containers, see children_first_call). Returns a removal handle.
+function Rubric:register_forward_pre_hook(fn)
+  return add_hook(self, "_rb_pre", fn, "register_forward_pre_hook")
+end
+
+-- Returns the immediate child rubrics, in registration order (an array).
+function Rubric:children()
+  local list = self._rb_list
+  return tmove(list, 1, #list, 1, {})
+end
+
+-- Returns the immediate children as an array of {name, rubric} pairs:
+--   for _, p in ipairs(r:named_children()) do print(p[1], p[2]) end
+function Rubric:named_children()
+  local names, list, out = self._rb_names, self._rb_list, {}
+  for i = 1, #names do out[i] = { names[i], list[i] } end
+  return out
+end
+
+local function collect(r, prefix, out, with_names)
+  -- Depth-first pre-order walk of r's descendants.
+  local names, list = r._rb_names, r._rb_list
+  for i = 1, #names do
+    local child = list[i]
+    local full = prefix == "" and names[i] or prefix .. "." .. names[i]
+    out[#out + 1] = with_names and { full, child } or child
+    collect(child, full, out, with_names)
+  end
+  return out
+end
+
+-- Returns all descendant rubrics, depth-first pre-order (an array; the
+-- rubric itself is not included).
+function Rubric:rubrics()
+  return collect(self, "", {}, false)
+end
+
+-- Returns all descendants as an array of {dotted_name, rubric} pairs,
+-- depth-first pre-order ("code", "code.syntax", "style", ...). `prefix`
+-- (optional) is put before every name, joined with a dot.
+function Rubric:named_rubrics(prefix)
+  if prefix ~= nil and type(prefix) ~= "string" then
+    error("named_rubrics: prefix must be a string", 2)
+  end
+  return collect(self, prefix or "", {}, true)
+end
+
+-- Returns the descendant at dotted `path` ("code.syntax"); raises
+-- "Rubric path not found: <path>" when there is none.
+function Rubric:get_rubric(path)
+  if type(path) ~= "string" then
+    error("get_rubric: path must be a string, got " .. type(path), 2)
+  end
+  local r = self
+  local start = 1
+  while true do
+    local dot = find(path, ".", start, true)
+    local name = path:sub(start, (dot or 0) - 1)
+    r = r._rb_map[name]
+    if r == nil then error("Rubric path not found: " .. path, 2) end
+    if dot == nil then return r end
+    start = dot + 1
+  end
+end
+
+-- Returns true when this rubric or any descendant may wait (its class has
+-- async = true). Cached; registering a child anywhere invalidates it.
+function Rubric:is_async()
+  if rawget(self, "_rb_async_gen") == generation then
+    return rawget(self, "_rb_async")
+  end
+  local v = self.async == true
+  if not v then
+    local list = self._rb_list
+    for i = 1, #list do
+      if list[i]:is_async() then v = true; break end
+    end
+  end
+  rawset(self, "_rb_async", v)
+  rawset(self, "_rb_async_gen", generation)
+  return v
+end
+
+-- Clears per-episode state, recursively: clears last_score and resets
+-- every child. Subclasses with state override it and call
+-- `Cls.super.reset(self)`.
+function Rubric:reset()
+  rawset(self, "last_score", nil)
+  local list = self._rb_list
+  for i = 1, #list do list[i]:reset() end
+end
+
+-- Returns the configuration as plain JSON-serialisable data, recursively:
+-- subclasses add their own keys (calling `Cls.super.state_dict(self)`
+-- first); children's state goes under `children` by name. A leaf without
+-- configuration returns an empty table.
+function Rubric:state_dict()
+  local s = {}
+  local names, list = self._rb_names, self._rb_list
+  if #names > 0 then
+    local ch = {}
+    for i = 1, #names do ch[names[i]] = list[i]:state_dict() end
+    s.children = ch
+  end
+  return s
+end
+
+-- Loads configuration made by state_dict, recursively. Keys that are
+-- absent are left unchanged; a child name that does not exist raises.
+-- Subclasses read their own keys after calling the super method.
+function Rubric:load_state_dict(state)
+  if type(state) ~= "table" then
+    error(format("%s: load_state_dict expects a table, got %s",
+      tostring(self), type(state)), 2)
+  end
+  local ch = state.children
+  if ch == nil then return end
+  if type(ch) ~= "table" then
+    error(format("%s: load_state_dict: children must be a table, got %s",
+      tostring(self), type(ch)), 2)
+  end
+  local map, unknown = self._rb_map, {}
+  for name in pairs(ch) do
+    if map[name] == nil then unknown[#unknown + 1] = tostring(name) end
+  end
+  if #unknown > 0 then
+    sort(unknown)
+    error(format("%s: load_state_dict: no child rubric named %q",
+      tostring(self), unknown[1]), 2)
+  end
+  local names, list = self._rb_names, self._rb_list
+  for i = 1, #names do
+    local cs = ch[names[i]]
+    if cs ~= nil then list[i]:load_state_dict(cs) end
+  end
+end
+
+-- Checks the rubric arguments of a container constructor; `who` names the
+-- caller in errors, raised at `level`. Accepts either rubrics as separate
+-- arguments or one plain array of rubrics. Returns an array and its length.
+function Rubric.rubric_args(who, level, ...)
+  local count = select("#", ...)
+  local list
+  if count == 1 and type((...)) == "table" and not is_rubric((...)) then
+    list = (...)
+    count = #list
+  else
+    list = { ... }
+  end
+  for i = 1, count do
+    if not is_rubric(list[i]) then
+      error(format("%s: argument %d is not a Rubric (got %s)", who, i,
+        type(list[i])), level + 1)
+    end
+  end
+  return list, count
+end
+
+return Rubric

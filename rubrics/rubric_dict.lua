@@ -1,0 +1,129 @@
+-- rubrics.rubric_dict: RubricDict, rubrics by key, in insertion order.
+--
+--   local RubricDict = require("rubrics.rubric_dict")
+--   local d = RubricDict({{"code", Compiles()}, {"style", Style()}})
+--   d:set("tests", PassesTests())
+--   d:get("code"); d:has("style"); for _, k in ipairs(d:keys()) do ... end
+--
+-- Keys are child names (they appear in named_rubrics as "code", ...).
+-- Unlike OpenEnv, keys never shadow methods: entries are reached through
+-- get/set/has/keys/values/items and are not fields, so a key named "keys"
+-- or "get" is fine. Keys are non-empty strings without dots. Initial
+-- content is an array of {key, rubric} pairs (kept in that order) or a map
+-- {key = rubric} (added in sorted key order, since Lua maps are unordered).
+-- A container only: calling it raises, as OpenEnv's NotImplementedError.
+local Rubric = require("ludo.rubric")
+
+local error, type, format, pairs, sort =
+  error, type, string.format, pairs, table.sort
+
+local RubricDict = Rubric:extend("RubricDict")
+
+local function add_all(self, content, who, level)
+  -- Adds pairs or a map, see the header.
+  if type(content) ~= "table" or Rubric.is_rubric(content) then
+    error(who .. ": expected an array of {key, rubric} pairs or a map "
+      .. "of key = rubric", level + 1)
+  end
+  if #content > 0 then
+    for i = 1, #content do
+      local p = content[i]
+      if type(p) ~= "table" or Rubric.is_rubric(p) then
+        error(format("%s: item %d must be a {key, rubric} pair", who, i),
+          level + 1)
+      end
+      self:set(p[1], p[2])
+    end
+    return
+  end
+  local keys = {}
+  for k in pairs(content) do
+    if type(k) ~= "string" then
+      error(format("%s: keys must be strings, got %s", who, type(k)),
+        level + 1)
+    end
+    keys[#keys + 1] = k
+  end
+  sort(keys)
+  for i = 1, #keys do self:set(keys[i], content[keys[i]]) end
+end
+
+-- RubricDict(content?): see the header for the accepted forms.
+function RubricDict:init(content)
+  if content ~= nil then add_all(self, content, "RubricDict", 3) end
+end
+
+-- Sets `key` to `rubric` (a new key goes last; an existing one keeps its
+-- place). Returns the dict.
+function RubricDict:set(key, rubric)
+  if type(key) ~= "string" then
+    error("RubricDict.set: key must be a string, got " .. type(key), 2)
+  end
+  if not Rubric.is_rubric(rubric) then
+    error(format("RubricDict.set: value for %q must be a Rubric, got %s",
+      key, type(rubric)), 2)
+  end
+  self:add_hidden_child(key, rubric)
+  return self
+end
+
+-- Returns the rubric at `key`, or nil.
+function RubricDict:get(key)
+  return self._rb_map[key]
+end
+
+-- Returns true when `key` is present.
+function RubricDict:has(key)
+  return self._rb_map[key] ~= nil
+end
+
+-- Returns the number of entries (also #d).
+function RubricDict:len()
+  return #self._rb_names
+end
+
+RubricDict.__len = RubricDict.len
+
+-- Returns the keys in insertion order (a new array).
+function RubricDict:keys()
+  local names, out = self._rb_names, {}
+  for i = 1, #names do out[i] = names[i] end
+  return out
+end
+
+-- Returns the rubrics in insertion order (a new array).
+function RubricDict:values()
+  return self:children()
+end
+
+-- Returns {key, rubric} pairs in insertion order (a new array).
+function RubricDict:items()
+  return self:named_children()
+end
+
+-- Adds entries from pairs or a map (see the header). Returns the dict.
+function RubricDict:update(content)
+  add_all(self, content, "RubricDict.update", 2)
+  return self
+end
+
+-- Returns an iterator over (key, rubric) in insertion order; pairs(d) does
+-- the same.
+function RubricDict:iter()
+  local names, list, i = self._rb_names, self._rb_list, 0
+  return function()
+    i = i + 1
+    local k = names[i]
+    if k ~= nil then return k, list[i] end
+  end
+end
+
+RubricDict.__pairs = function(self) return self:iter() end
+
+function RubricDict:forward() -- luacheck: ignore 212
+  error("RubricDict.forward() is not implemented. RubricDict is a "
+    .. "container: look up its rubrics by key and combine their scores "
+    .. "yourself, or use WeightedSum or Sequential.", 3)
+end
+
+return RubricDict

@@ -1,0 +1,55 @@
+-- rubrics.sequential: Sequential, run rubrics in order and fail fast.
+--
+--   local Sequential = require("rubrics.sequential")
+--   local r = Sequential(Gate(Compiles()), Gate(PassesTests(), 0.5), Style())
+--
+-- OpenEnv semantics: an empty Sequential scores 1.0; children run in order;
+-- a child scoring exactly 0 (0 or 0.0) stops the run and the result is 0.0
+-- (negative scores do not stop: Sequential(-1, 0.3) scores 0.3); otherwise
+-- the result is the last child's score. Children are named rubric_0,
+-- rubric_1, ... (0-based, as in OpenEnv); Lua access is 1-based: seq[i]
+-- and seq:get(i) return the i-th child, #seq and seq:len() the count, and
+-- ipairs(seq) iterates them. Like OpenEnv, the children are evaluated
+-- before the Sequential's own pre-hooks run (Rubric.children_first_call).
+-- A child that waits (an LLMJudge under a driver) simply suspends the whole
+-- call; children never overlap.
+local Rubric = require("ludo.rubric")
+
+local Sequential = Rubric:extend("Sequential")
+
+-- Sequential(r1, r2, ...) or Sequential{r1, r2, ...}: raises when an
+-- argument is not a Rubric.
+function Sequential:init(...)
+  local list, n = Rubric.rubric_args("Sequential", 3, ...)
+  for i = 1, n do
+    self:add_child("rubric_" .. (i - 1), list[i])
+  end
+end
+
+Sequential.__call = Rubric.children_first_call
+
+function Sequential:forward(action, observation)
+  local list = self._rb_list
+  local n = #list
+  if n == 0 then return 1.0 end
+  local score
+  for i = 1, n do
+    score = list[i](action, observation)
+    if score == 0 then return 0.0 end
+  end
+  return score
+end
+
+-- Returns the number of children (also #seq).
+function Sequential:len()
+  return #self._rb_list
+end
+
+Sequential.__len = Sequential.len
+
+-- Returns the i-th child (1-based), or nil (also seq[i]).
+function Sequential:get(i)
+  return self._rb_list[i]
+end
+
+return Sequential

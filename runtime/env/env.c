@@ -1,0 +1,281 @@
+/* env.c - loading environment modules and keeping pools of pre-warmed
+ * session states. */
+#include "env/env.h"
+
+#include <lauxlib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "script/json.h"
+
+void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
+  va_end(ap);
+}
+
+typedef struct {
+  ludo_env_t *env;
+  ludo__pstate_t *ps;
+} build_req_t;
+
+/* Runs in the new state, protected and under the CPU budget: loads the
+ * runner and the environment module, and keeps runner.dispatch.
+ * [-0, +0, e] */
+static int build_protected(lua_State *L) {
+  build_req_t *r = lua_touserdata(L, 1);
+  ludo_env_t *env = r->env;
+  ludo__json_setup(L);
+  ludo__modules_require(L, "ludo.runner"); /* runner */
+  lua_getfield(L, -1, "dispatch");
+  r->ps->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "init");             /* runner, init */
+  ludo__modules_loadfile(L, &env->modules, env->file);
+  lua_pushstring(L, env->name);
+  lua_call(L, 1, 1);                       /* runner, init, mod */
+  lua_pushstring(L, env->name);
+  lua_call(L, 2, 1);                       /* runner, info */
+  if (env->info.len == 0) {
+    ludo__json_encode(L, -1, &env->info, LUDO__JSON_MAXDEPTH, NULL);
+    lua_getfield(L, -1, "concurrent");
+    env->concurrent = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+  return 0;
+}
+
+int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
+  ludo_runtime_t *rt = env->rt;
+  ludo__pstate_t *ps;
+  build_req_t r;
+  int rc;
+  lua_State *L;
+  *out = NULL;
+  ps = ludo__calloc(&rt->heap, sizeof *ps);
+  if (ps == NULL) return LUDO_ENOMEM;
+  ps->dispatch_ref = LUA_NOREF;
+  ps->st.heap = &rt->heap;
+  ps->st.cap = rt->opts.memory_cap;
+  ps->st.total = &rt->lua_live;
+  ps->st.log = &rt->log;
+  ps->st.who = env->name;
+  ps->st.modules = &env->modules;
+  ps->st.loop = &rt->loop;
+  rc = ludo__state_open(&ps->st);
+  if (rc != 0) {
+    ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s",
+                         env->name);
+    ludo__free(&rt->heap, ps, sizeof *ps);
+    return rc;
+  }
+  L = ps->st.L;
+  rc = ludo__sched_init(&ps->sched, &ps->st);
+  if (rc == 0) {
+    ps->sched.budget_ns = (uint64_t)rt->opts.cpu_budget_ms * 1000000u;
+    ps->sched.max_instr = rt->opts.max_instructions;
+    r.env = env;
+    r.ps = ps;
+    lua_pushcfunction(L, build_protected);
+    lua_pushlightuserdata(L, &r);
+    ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
+    ludo__state_run_begin(&ps->st);
+    rc = ludo__state_pcall(&ps->st, L, 1, 0);
+    ludo__state_run_end(&ps->st);
+    ludo__state_disarm(&ps->st, NULL);
+    if (rc != 0) {
+      const char *msg = lua_tostring(L, -1);
+      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT) rc = LUDO_ELOAD;
+      ludo__runtime_seterr(rt, "%s", msg ? msg : "ELOAD: unknown error");
+    }
+  } else {
+    ludo__runtime_seterr(rt, "ELOAD: cannot load ludo.async into %s",
+                         env->name);
+  }
+  if (rc != 0) {
+    ludo__pstate_free(rt, ps);
+    return rc;
+  }
+  lua_settop(L, 0);
+  *out = ps;
+  return 0;
+}
+
+void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
+  if (ps == NULL) return;
+  ludo__sched_close(&ps->sched);
+  ludo__state_close(&ps->st);
+  ludo__free(&rt->heap, ps, sizeof *ps);
+}
+
+/* ---- pool refill ----------------------------------------------------- */
+
+static void refill_cb(uv_idle_t *h) {
+  ludo_env_t *env = h->data;
+  ludo__pstate_t *ps;
+  if (env->npool >= env->target || ludo__env_build(env, &ps) != 0) {
+    uv_idle_stop(h);
+    env->refill_on = 0;
+    return;
+  }
+  ps->next = env->pool;
+  env->pool = ps;
+  env->npool++;
+}
+
+void ludo__env_want_refill(ludo_env_t *env) {
+  if (env->npool < env->target && !env->refill_on) {
+    uv_idle_start(&env->refill, refill_cb);
+    env->refill_on = 1;
+  }
+}
+
+/* ---- load / destroy -------------------------------------------------- */
+
+static char *dup_str(ludo_runtime_t *rt, const char *s, size_t n) {
+  return ludo__strndup(&rt->heap, s, n);
+}
+
+static void free_str(ludo_runtime_t *rt, char *s) {
+  if (s) ludo__free(&rt->heap, s, strlen(s) + 1);
+}
+
+static int is_dir(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int is_file(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int ludo__env_load(ludo_runtime_t *rt, const char *path,
+                   const ludo_env_options_t *opts, ludo_env_t **out) {
+  ludo_env_t *env;
+  ludo__pstate_t *ps;
+  char file[4200], dir[4096];
+  const char *base;
+  size_t n = strlen(path);
+  int rc;
+  while (n > 1 && path[n - 1] == '/') n--;
+  if (n == 0 || n >= sizeof dir - 16) {
+    ludo__runtime_seterr(rt, "EINVAL: bad environment path");
+    return LUDO_EINVAL;
+  }
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  if (is_dir(dir)) {
+    snprintf(file, sizeof file, "%s/env.lua", dir);
+    if (!is_file(file)) snprintf(file, sizeof file, "%s/init.lua", dir);
+    if (!is_file(file)) {
+      ludo__runtime_seterr(rt, "ENOENT: %s has no env.lua or init.lua",
+                           dir);
+      return LUDO_ENOENT;
+    }
+  } else if (is_file(dir)) {
+    char *slash;
+    memcpy(file, dir, n + 1);
+    slash = strrchr(dir, '/');
+    if (slash == NULL)
+      strcpy(dir, ".");
+    else if (slash == dir)
+      dir[1] = '\0';
+    else
+      *slash = '\0';
+  } else {
+    ludo__runtime_seterr(rt, "ENOENT: no environment at %s", dir);
+    return LUDO_ENOENT;
+  }
+  env = ludo__calloc(&rt->heap, sizeof *env);
+  if (env == NULL) return LUDO_ENOMEM;
+  env->rt = rt;
+  ludo__buf_init(&env->info, ludo__alloc_fn, &rt->heap);
+  env->file = dup_str(rt, file, strlen(file));
+  env->modules.dir = dup_str(rt, dir, strlen(dir));
+  env->modules.cache = &rt->cache;
+  /* Default name: the folder's name, or the file's without ".lua". */
+  {
+    const char *nm = strcmp(strrchr(file, '/') ? strrchr(file, '/') + 1
+                                               : file,
+                            "env.lua") == 0 ||
+                             strcmp(strrchr(file, '/') ? strrchr(file, '/') + 1
+                                                       : file,
+                                    "init.lua") == 0
+                         ? dir
+                         : file;
+    size_t len;
+    base = strrchr(nm, '/') ? strrchr(nm, '/') + 1 : nm;
+    len = strlen(base);
+    if (len > 4 && strcmp(base + len - 4, ".lua") == 0) len -= 4;
+    env->name = dup_str(rt, base, len);
+  }
+  if (opts != NULL && opts->nmodules > 0) {
+    env->host = ludo__malloc(&rt->heap, opts->nmodules * sizeof *env->host);
+    if (env->host != NULL) {
+      memcpy(env->host, opts->modules, opts->nmodules * sizeof *env->host);
+      env->modules.host = env->host;
+      env->modules.nhost = opts->nmodules;
+    }
+  }
+  if (env->file == NULL || env->modules.dir == NULL || env->name == NULL ||
+      (opts != NULL && opts->nmodules > 0 && env->host == NULL)) {
+    ludo__env_destroy(env);
+    return LUDO_ENOMEM;
+  }
+  env->target = rt->opts.prewarm;
+  uv_idle_init(&rt->loop, &env->refill);
+  env->refill.data = env;
+  /* The probe state reads the declaration and becomes the first ready
+   * state of the pool. */
+  rc = ludo__env_build(env, &ps);
+  if (rc != 0) {
+    ludo__env_destroy(env);
+    return rc;
+  }
+  ps->next = env->pool;
+  env->pool = ps;
+  env->npool = 1;
+  env->next = rt->envs;
+  rt->envs = env;
+  ludo__env_want_refill(env);
+  *out = env;
+  return 0;
+}
+
+static void refill_closed(uv_handle_t *h) {
+  ludo_env_t *env = h->data;
+  ludo__free(&env->rt->heap, env, sizeof *env);
+}
+
+void ludo__env_destroy(ludo_env_t *env) {
+  ludo_runtime_t *rt = env->rt;
+  ludo_env_t **pp;
+  for (pp = &rt->envs; *pp; pp = &(*pp)->next) {
+    if (*pp == env) {
+      *pp = env->next;
+      break;
+    }
+  }
+  while (env->pool) {
+    ludo__pstate_t *ps = env->pool;
+    env->pool = ps->next;
+    ludo__pstate_free(rt, ps);
+  }
+  env->npool = 0;
+  ludo__buf_free(&env->info);
+  free_str(rt, env->file);
+  free_str(rt, env->modules.dir);
+  free_str(rt, env->name);
+  if (env->host)
+    ludo__free(&rt->heap, env->host, env->modules.nhost * sizeof *env->host);
+  if (env->refill.loop != NULL) {
+    uv_idle_stop(&env->refill);
+    uv_close((uv_handle_t *)&env->refill, refill_closed);
+  } else {
+    ludo__free(&rt->heap, env, sizeof *env);
+  }
+}

@@ -1,0 +1,111 @@
+/* core.c - the "ludo.core" module: host primitives of a session state
+ * (time, sleep, log, call input, ids). The Lua face is lua/ludo/init.lua. */
+#include <lauxlib.h>
+#include <math.h>
+#include <uv.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/uuid.h"
+#include "ludo.h"
+#include "script/json.h"
+#include "script/sched.h"
+#include "script/state.h"
+
+/* ludo.core.now() -> seconds (float) on a monotonic clock. */
+static int ludo_l_core_now(lua_State *L) {
+  lua_pushnumber(L, (lua_Number)ludo__clock_ns() / 1e9);
+  return 1;
+}
+
+static void sleep_closed(uv_handle_t *h) { ludo__op_free(h->data); }
+
+static void sleep_cancel(ludo__op_t *op) {
+  uv_timer_t *t = op->data;
+  uv_timer_stop(t);
+  uv_close((uv_handle_t *)t, sleep_closed);
+}
+
+static void sleep_fired(uv_timer_t *t) {
+  ludo__op_t *op = t->data;
+  uv_close((uv_handle_t *)t, sleep_closed);
+  ludo__op_complete(op, NULL, NULL);
+}
+
+/* ludo.core.sleep(seconds) -> op handle; await it with ludo.async.await.
+ * Raises outside a session call. */
+static int ludo_l_core_sleep(lua_State *L) {
+  lua_Number secs = luaL_checknumber(L, 1);
+  ludo__state_t *st = ludo__state_of(L);
+  ludo__op_t *op;
+  uv_timer_t *t;
+  uint64_t ms;
+  luaL_argcheck(L, secs >= 0 && secs < 1e9 && !isnan(secs), 1,
+                "seconds must be between 0 and 1e9");
+  op = ludo__op_new(L, sizeof(uv_timer_t), sleep_cancel);
+  t = op->data;
+  uv_timer_init(st->loop, t);
+  t->data = op;
+  ms = (uint64_t)ceil(secs * 1000.0);
+  uv_timer_start(t, sleep_fired, ms, 0);
+  return 1;
+}
+
+/* ludo.core.log(level, message): level is "debug"|"info"|"warn"|"error". */
+static int ludo_l_core_log(lua_State *L) {
+  static const char *const levels[] = {"debug", "info", "warn", "error",
+                                       NULL};
+  int level = luaL_checkoption(L, 1, NULL, levels);
+  size_t len;
+  const char *msg = luaL_checklstring(L, 2, &len);
+  ludo__state_t *st = ludo__state_of(L);
+  ludo__log_write(st ? st->log : NULL, (ludo_log_level_t)level,
+                  st && st->who ? st->who : "lua", msg, len);
+  return 0;
+}
+
+/* ludo.core.input() -> the decoded JSON input of the running call, or nil
+ * when the call has none. Raises EPARSE on malformed input. */
+static int ludo_l_core_input(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  ludo__sched_t *s = st ? st->sched : NULL;
+  if (s == NULL || s->input == NULL || s->input_len == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
+  return 1;
+}
+
+/* ludo.core.uuid() -> a random UUID v4 string. */
+static int ludo_l_core_uuid(lua_State *L) {
+  char id[LUDO__UUID_LEN + 1];
+  if (ludo__uuid4(id) != 0) return luaL_error(L, "EIO: no random source");
+  lua_pushstring(L, id);
+  return 1;
+}
+
+/* ludo.core.who() -> the session id (or "lua"). */
+static int ludo_l_core_who(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  lua_pushstring(L, st && st->who ? st->who : "lua");
+  return 1;
+}
+
+/* ludo.core.memory() -> bytes used by this state, cap (0: none). */
+static int ludo_l_core_memory(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  lua_pushinteger(L, st ? (lua_Integer)st->used : 0);
+  lua_pushinteger(L, st ? (lua_Integer)st->cap : 0);
+  return 2;
+}
+
+LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
+  static const luaL_Reg funcs[] = {
+      {"now", ludo_l_core_now},     {"sleep", ludo_l_core_sleep},
+      {"log", ludo_l_core_log},     {"input", ludo_l_core_input},
+      {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
+      {"memory", ludo_l_core_memory}, {NULL, NULL}};
+  luaL_newlib(L, funcs);
+  return 1;
+}

@@ -1,0 +1,51 @@
+/* json.h - JSON <-> Lua values.
+ *
+ * Decoding uses jansson (it keeps integers and reals apart and reports the
+ * line/column of a syntax error, which cJSON cannot: see docs/json.md).
+ * Encoding writes straight from Lua values into a buffer.
+ *
+ * Mapping: null <-> ludo.null (a sentinel table from the "ludo.null"
+ * module); arrays <-> tables carrying the ludo.json.array metatable (so an
+ * empty array survives a round trip), plain sequences also encode as arrays;
+ * objects <-> tables with string keys (an empty plain table is an object);
+ * integers <-> Lua integers, reals <-> Lua floats (1.0 stays 1.0); object
+ * keys are written sorted, so the same value always gives the same text. */
+#ifndef LUDO_SCRIPT_JSON_H
+#define LUDO_SCRIPT_JSON_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "ludo.h"
+
+#define LUDO__JSON_MAXDEPTH 128
+
+/* Makes sure the registry holds the null sentinel and the array metatable.
+ * Requires "ludo.null" through the global require. [-0, +0, e] */
+void ludo__json_setup(lua_State *L);
+
+/* Decodes `len` bytes of JSON and pushes the value. On malformed input or
+ * nesting deeper than `maxdepth` raises "EPARSE: <what> at line L column C"
+ * or "EPARSE: nesting deeper than N at <path>". [-0, +1, e] */
+void ludo__json_decode(lua_State *L, const char *s, size_t len,
+                       int maxdepth);
+
+/* Appends the JSON text of the value at `idx` to `b`. `skip`, when not
+ * NULL, is a NULL-terminated list of keys left out of a top-level object.
+ * Raises "EVALUE: <what> at <path>" for values JSON cannot carry
+ * (functions, userdata, threads, mixed or sparse tables, non-string keys,
+ * invalid UTF-8, nesting deeper than maxdepth: cycles end there) and
+ * "ENOMEM" when `b` cannot grow. NaN and infinities become null.
+ * [-0, +0, e] */
+void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
+                       const char *const *skip);
+
+/* Pushes the null sentinel. [-0, +1, -] */
+void ludo__json_pushnull(lua_State *L);
+
+/* Opens the Lua module "ludo.json": encode, decode, null, array, is_array.
+ * [-0, +1, e] */
+LUDO_EXTERN int luaopen_ludo_json(lua_State *L);
+
+#endif

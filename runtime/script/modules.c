@@ -1,0 +1,371 @@
+/* modules.c - module resolution, compiled-code cache and the sandbox's
+ * require() (see modules.h). */
+#include "script/modules.h"
+
+#include <lauxlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "script/json.h"
+#include "script/state.h"
+
+LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
+LUDO_EXTERN int luaopen_ludo_re(lua_State *L);
+
+static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
+static const char loaded_key = 'l'; /* registry of a state: loaded mods */
+static const char loading = 'x';    /* marks a module being loaded */
+
+/* ---- the cache ------------------------------------------------------- */
+
+static int cc_setup(lua_State *C) {
+  lua_newtable(C);
+  lua_rawsetp(C, LUA_REGISTRYINDEX, &cache_key);
+  return 0;
+}
+
+int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
+                         const char *path) {
+  const char *p, *q;
+  cc->heap = heap;
+  cc->roots = NULL;
+  cc->nroots = 0;
+  cc->C = lua_newstate(ludo__alloc_fn, heap);
+  if (cc->C == NULL) return LUDO_ENOMEM;
+  lua_pushcfunction(cc->C, cc_setup);
+  if (lua_pcall(cc->C, 0, 0, 0) != LUA_OK) goto nomem;
+  if (path == NULL || *path == '\0') return 0;
+  /* Split the ';'-separated roots. */
+  for (p = path; *p; p = *q ? q + 1 : q) {
+    q = strchr(p, ';');
+    if (q == NULL) q = p + strlen(p);
+    if (q > p) {
+      char **nr = ludo__realloc(heap, cc->roots, cc->nroots * sizeof *nr,
+                                (cc->nroots + 1) * sizeof *nr);
+      if (nr == NULL) goto nomem;
+      cc->roots = nr;
+      cc->roots[cc->nroots] = ludo__strndup(heap, p, (size_t)(q - p));
+      if (cc->roots[cc->nroots] == NULL) goto nomem;
+      cc->nroots++;
+    }
+  }
+  return 0;
+nomem:
+  ludo__codecache_free(cc);
+  return LUDO_ENOMEM;
+}
+
+void ludo__codecache_free(ludo__codecache_t *cc) {
+  size_t i;
+  for (i = 0; i < cc->nroots; i++)
+    ludo__free(cc->heap, cc->roots[i], strlen(cc->roots[i]) + 1);
+  ludo__free(cc->heap, cc->roots, cc->nroots * sizeof *cc->roots);
+  cc->roots = NULL;
+  cc->nroots = 0;
+  if (cc->C) lua_close(cc->C);
+  cc->C = NULL;
+}
+
+/* Reads a whole file into b. Returns 0, or -1 when it cannot be opened. */
+static int read_file(const char *path, ludo__buf_t *b) {
+  char tmp[8192];
+  size_t n;
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return -1;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+    if (ludo__buf_add(b, tmp, n)) {
+      fclose(f);
+      return -2;
+    }
+  }
+  fclose(f);
+  return 0;
+}
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  return ludo__buf_add(ud, p, sz) ? 1 : 0;
+}
+
+typedef struct {
+  const char *key, *chunk, *src;
+  size_t keylen, srclen;
+  ludo__buf_t *bc;
+} compile_req_t;
+
+/* In C (protected): compiles src, stores {bytecode, chunkname} under key.
+ * On a syntax error returns the message. [-0, +1, e] */
+static int cc_compile(lua_State *C) {
+  compile_req_t *r = lua_touserdata(C, 1);
+  if (luaL_loadbufferx(C, r->src, r->srclen, r->chunk, "t") != LUA_OK)
+    return 1; /* the message */
+  if (lua_dump(C, dump_writer, r->bc, 0) != 0)
+    return luaL_error(C, "ENOMEM: cannot keep compiled code");
+  lua_pop(C, 1);
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, r->key, r->keylen);
+  lua_createtable(C, 2, 0);
+  lua_pushlstring(C, r->bc->p, r->bc->len);
+  lua_rawseti(C, -2, 1);
+  lua_pushstring(C, r->chunk);
+  lua_rawseti(C, -2, 2);
+  lua_rawset(C, -3);
+  lua_pop(C, 1);
+  lua_pushnil(C);
+  return 1;
+}
+
+/* Looks key up in the cache; on a hit loads the bytecode into L.
+ * Returns 1 on a hit (function pushed on L), 0 on a miss. [-0, +(0|1), e] */
+static int cc_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
+                     size_t keylen) {
+  lua_State *C = cc->C;
+  size_t bclen;
+  const char *bc, *chunk;
+  int rc;
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, key, keylen); /* short keys only; see callers */
+  if (lua_rawget(C, -2) != LUA_TTABLE) {
+    lua_pop(C, 2);
+    return 0;
+  }
+  lua_rawgeti(C, -1, 1);
+  lua_rawgeti(C, -2, 2);
+  bc = lua_tolstring(C, -2, &bclen);
+  chunk = lua_tostring(C, -1);
+  rc = luaL_loadbufferx(L, bc, bclen, chunk, "b");
+  lua_pop(C, 4);
+  if (rc != LUA_OK) lua_error(L);
+  return 1;
+}
+
+/* Compiles src under key and loads it into L. Raises ELOAD on a syntax
+ * error. [-0, +1, e] */
+static void cc_add(lua_State *L, ludo__codecache_t *cc, const char *key,
+                   size_t keylen, const char *chunk, const char *src,
+                   size_t srclen) {
+  ludo__buf_t bc;
+  compile_req_t r;
+  int rc;
+  ludo__buf_init(&bc, ludo__alloc_fn, cc->heap);
+  r.key = key;
+  r.keylen = keylen;
+  r.chunk = chunk;
+  r.src = src;
+  r.srclen = srclen;
+  r.bc = &bc;
+  lua_pushcfunction(cc->C, cc_compile);
+  lua_pushlightuserdata(cc->C, &r);
+  rc = lua_pcall(cc->C, 1, 1, 0);
+  ludo__buf_free(&bc);
+  if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
+    const char *msg = lua_tostring(cc->C, -1);
+    lua_pushfstring(L, "ELOAD: %s", msg ? msg : "cannot compile");
+    lua_pop(cc->C, 1);
+    lua_error(L);
+  }
+  lua_pop(cc->C, 1);
+  if (!cc_lookup(L, cc, key, keylen))
+    luaL_error(L, "ELOAD: compiled code vanished from the cache");
+}
+
+/* ---- resolution ------------------------------------------------------ */
+
+static int valid_name(const char *name) {
+  const char *p;
+  if (*name == '\0' || *name == '.') return 0;
+  if (strstr(name, "..") != NULL) return 0;
+  for (p = name; *p; p++) {
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+/* Tries one candidate file. On success compiles/loads it. */
+static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
+                    const char *path) {
+  ludo__buf_t src;
+  int rc;
+  ludo__buf_init(&src, ludo__alloc_fn, m->cache->heap);
+  rc = read_file(path, &src);
+  if (rc != 0) {
+    ludo__buf_free(&src);
+    if (rc == -2) luaL_error(L, "ENOMEM: reading %s", path);
+    if (tried) {
+      luaL_addstring(tried, "\n\t");
+      luaL_addstring(tried, path);
+    }
+    return 0;
+  }
+  lua_pushfstring(L, "@%s", path);
+  /* Never raise while src is held: copy it into a Lua string first. */
+  lua_pushlstring(L, src.p ? src.p : "", src.len);
+  ludo__buf_free(&src);
+  {
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    const char *chunk = lua_tostring(L, -2);
+    cc_add(L, m->cache, path, strlen(path), chunk, s, n);
+  }
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+  return 1;
+}
+
+void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
+                            const char *path) {
+  if (cc_lookup(L, m->cache, path, strlen(path))) return;
+  if (!try_file(L, m, NULL, path))
+    luaL_error(L, "ENOENT: cannot read %s", path);
+}
+
+void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
+  ludo__codecache_t *cc = m->cache;
+  luaL_Buffer tried;
+  char rel[512], path[4096], key[4200];
+  size_t i, n;
+  const ludo__embedded_t *e;
+  int keylen;
+  if (!valid_name(name) || strlen(name) >= sizeof rel)
+    luaL_error(L, "ENOENT: invalid module name '%s' (letters, digits, _ . - "
+                  "only)", name);
+  /* Resolved names are cached per env folder. */
+  keylen = snprintf(key, sizeof key, "%s|%s", m->dir ? m->dir : "", name);
+  if (keylen > 0 && (size_t)keylen < sizeof key &&
+      cc_lookup(L, cc, key, (size_t)keylen))
+    return;
+  for (i = 0, n = strlen(name); i <= n; i++)
+    rel[i] = name[i] == '.' ? '/' : name[i];
+  luaL_buffinit(L, &tried);
+#define TRY(...)                                              \
+  do {                                                        \
+    snprintf(path, sizeof path, __VA_ARGS__);                 \
+    if (try_file(L, m, &tried, path)) goto found;             \
+  } while (0)
+  if (m->dir) {
+    TRY("%s/%s.lua", m->dir, rel);
+    TRY("%s/%s/init.lua", m->dir, rel);
+  }
+  for (i = 0; i < cc->nroots; i++) {
+    TRY("%s/lua/%s.lua", cc->roots[i], rel);
+    TRY("%s/lua/%s/init.lua", cc->roots[i], rel);
+    if (strncmp(name, "rubrics.", 8) == 0 || strncmp(name, "features.", 9) == 0)
+      TRY("%s/%s.lua", cc->roots[i], rel);
+  }
+#undef TRY
+  for (e = ludo__embedded; e->name; e++) {
+    if (strcmp(e->name, name) == 0) {
+      char chunk[600];
+      snprintf(chunk, sizeof chunk, "@%s", e->path);
+      luaL_pushresult(&tried);
+      lua_pop(L, 1);
+      cc_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len);
+      return;
+    }
+  }
+  luaL_addstring(&tried, "\n\t(embedded modules)");
+  luaL_pushresult(&tried);
+  luaL_error(L, "ENOENT: module '%s' not found; searched:%s", name,
+             lua_tostring(L, -1));
+found:
+  /* stack: tried-buffer stuff..., fn. Cache under the name key too. */
+  {
+    /* The function is on top; the luaL_Buffer may sit below it. */
+    lua_insert(L, -2);
+    lua_pop(L, 1);
+    if (keylen > 0 && (size_t)keylen < sizeof key) {
+      lua_State *C = cc->C;
+      /* Alias: name key -> same entry as the path key. */
+      lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+      lua_pushstring(C, path);
+      lua_rawget(C, -2);
+      lua_pushlstring(C, key, (size_t)keylen);
+      lua_insert(C, -2);
+      lua_rawset(C, -3);
+      lua_pop(C, 1);
+    }
+  }
+}
+
+/* ---- require --------------------------------------------------------- */
+
+static int host_module_open(lua_State *L, const ludo_host_module_t *hm) {
+  const ludo_host_func_t *f;
+  lua_newtable(L);
+  for (f = hm->funcs; f && f->name; f++) {
+    lua_pushlightuserdata(L, hm->ud);
+    lua_pushcclosure(L, (lua_CFunction)(void *)f->fn, 1);
+    lua_setfield(L, -2, f->name);
+  }
+  return 1;
+}
+
+static int l_require(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  ludo__state_t *st = ludo__state_of(L);
+  ludo__modules_t *m = st ? st->modules : NULL;
+  size_t i;
+  lua_settop(L, 1);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &loaded_key); /* 2: loaded */
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 2) != LUA_TNIL) {
+    if (lua_touserdata(L, -1) == &loading)
+      return luaL_error(L, "require: loop while loading module '%s'", name);
+    return 1;
+  }
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, (void *)&loading);
+  lua_setfield(L, 2, name);
+  /* 3: the loader function */
+  if (m != NULL) {
+    for (i = 0; i < m->nhost; i++) {
+      if (strcmp(m->host[i].name, name) == 0) {
+        host_module_open(L, &m->host[i]);
+        goto done;
+      }
+    }
+  }
+  if (strcmp(name, "ludo.core") == 0) {
+    lua_pushcfunction(L, luaopen_ludo_core);
+  } else if (strcmp(name, "ludo.json") == 0) {
+    lua_pushcfunction(L, luaopen_ludo_json);
+  } else if (strcmp(name, "ludo.re") == 0) {
+    lua_pushcfunction(L, luaopen_ludo_re);
+  } else if (m != NULL) {
+    ludo__modules_load(L, m, name);
+  } else {
+    return luaL_error(L, "ENOENT: module '%s' not found", name);
+  }
+  lua_pushvalue(L, 1);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    /* Forget the "loading" mark so a later require may try again. */
+    lua_pushnil(L);
+    lua_setfield(L, 2, name);
+    return lua_error(L);
+  }
+done:
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, 2, name);
+  return 1;
+}
+
+void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
+  (void)m;
+  lua_newtable(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &loaded_key);
+  lua_pushcfunction(L, l_require);
+  lua_setglobal(L, "require");
+}
+
+void ludo__modules_require(lua_State *L, const char *name) {
+  lua_pushcfunction(L, l_require);
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);
+}

@@ -1,0 +1,195 @@
+/* sched.c - calls as coroutines of a session state (see sched.h). */
+#include "script/sched.h"
+
+#include <lauxlib.h>
+#include <string.h>
+
+#include "ludo.h"
+#include "script/modules.h"
+
+static void list_init(ludo__op_t *head) { head->next = head->prev = head; }
+
+static void list_remove(ludo__op_t *op) {
+  op->prev->next = op->next;
+  op->next->prev = op->prev;
+  op->next = op->prev = op;
+}
+
+int ludo__sched_init(ludo__sched_t *s, ludo__state_t *st) {
+  lua_State *L = st->L;
+  memset(s, 0, sizeof *s);
+  s->st = st;
+  s->co_ref = s->pending_ref = LUA_NOREF;
+  list_init(&s->ops);
+  st->sched = s;
+  /* stack: -> PENDING */
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "ludo.async");
+  if (ludo__state_pcall(st, L, 1, 1) != 0) {
+    ludo__log(st->log, LUDO_LOG_ERROR, "ludo", "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return LUDO_ELOAD;
+  }
+  lua_getfield(L, -1, "PENDING");
+  s->pending_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+  s->co = lua_newthread(L);
+  s->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+static void cancel_ops(ludo__sched_t *s) {
+  while (s->ops.next != &s->ops) {
+    ludo__op_t *op = s->ops.next;
+    list_remove(op);
+    op->sched = NULL;
+    if (s->st->L != NULL) luaL_unref(s->st->L, LUA_REGISTRYINDEX, op->ref);
+    op->ref = LUA_NOREF;
+    op->cancel(op);
+  }
+}
+
+void ludo__sched_close(ludo__sched_t *s) {
+  cancel_ops(s);
+  s->in_call = s->waiting = 0;
+}
+
+/* Ends the call: runs done, then clears the thread for the next call. */
+static void finish(ludo__sched_t *s, int status) {
+  lua_State *co = s->co;
+  cancel_ops(s);
+  ludo__state_disarm(s->st, co);
+  s->waiting = 0;
+  s->input = NULL;
+  s->input_len = 0;
+  if (s->done) s->done(s, status, co, s->done_ud);
+  if (status == 0)
+    lua_settop(co, 0);
+  else
+    lua_resetthread(co);
+  s->in_call = 0;
+}
+
+static void resume(ludo__sched_t *s, int nargs) {
+  ludo__state_t *st = s->st;
+  lua_State *co = s->co;
+  int nres = 0, rc;
+  s->waiting = 0;
+  ludo__state_run_begin(st);
+  s->resuming = 1;
+  rc = lua_resume(co, NULL, nargs, &nres);
+  s->resuming = 0;
+  ludo__state_run_end(st);
+  if (rc == LUA_YIELD) {
+    int ok = 0;
+    if (nres >= 2 && !st->killed) {
+      lua_rawgeti(co, LUA_REGISTRYINDEX, s->pending_ref);
+      ok = lua_rawequal(co, -1, -1 - nres);
+      lua_pop(co, 1);
+    }
+    lua_pop(co, nres);
+    if (ok && s->ops.next != &s->ops) {
+      s->waiting = 1;
+      return;
+    }
+    lua_pushstring(co, ok ? "ESCRIPT: the call waits, but on nothing that "
+                            "can complete"
+                          : "ESCRIPT: the call yielded outside the ludo "
+                            "protocol (wait with ludo.async.await)");
+    finish(s, LUDO_ESCRIPT);
+    return;
+  }
+  if (rc == LUA_OK) {
+    finish(s, 0);
+    return;
+  }
+  {
+    int code;
+    if (rc != LUA_ERRMEM && !st->killed && lua_type(co, -1) == LUA_TSTRING) {
+      /* Add where it happened (the thread's stack is still intact). */
+      luaL_traceback(co, co, lua_tostring(co, -1), 0);
+      lua_remove(co, -2);
+    }
+    code = ludo__state_error(st, co, rc);
+    finish(s, code);
+  }
+}
+
+int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
+                      const char *input, size_t input_len,
+                      ludo__sched_done_cb done, void *ud) {
+  if (s->in_call) return LUDO_EBUSY;
+  s->in_call = 1;
+  s->done = done;
+  s->done_ud = ud;
+  s->input = input;
+  s->input_len = input_len;
+  ludo__state_arm(s->st, s->budget_ns, s->max_instr);
+  lua_settop(s->co, 0);
+  lua_rawgeti(s->co, LUA_REGISTRYINDEX, fnref);
+  lua_pushinteger(s->co, arg);
+  resume(s, 1);
+  return 0;
+}
+
+void ludo__sched_cancel(ludo__sched_t *s) {
+  if (!s->in_call) return;
+  lua_settop(s->co, 0);
+  lua_pushliteral(s->co, "ECANCELED: the call was cancelled");
+  finish(s, LUDO_ECANCELED);
+}
+
+/* ---- operations ------------------------------------------------------ */
+
+ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
+  ludo__state_t *st = ludo__state_of(L);
+  ludo__sched_t *s = st ? st->sched : NULL;
+  ludo__op_t *op, **box;
+  if (s == NULL || !s->in_call || st->loop == NULL)
+    luaL_error(L, "EINVAL: this primitive waits, and can only be used "
+                  "inside a session call");
+  box = lua_newuserdatauv(L, sizeof *box, 0); /* the Lua handle */
+  op = ludo__calloc(st->heap, sizeof *op + extra);
+  if (op == NULL) luaL_error(L, "ENOMEM: cannot start an operation");
+  *box = op;
+  op->size = sizeof *op + extra;
+  op->data = extra ? (void *)(op + 1) : NULL;
+  op->cancel = c;
+  op->heap = st->heap;
+  op->sched = s;
+  lua_pushvalue(L, -1);
+  op->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  op->next = s->ops.next;
+  op->prev = &s->ops;
+  s->ops.next->prev = op;
+  s->ops.next = op;
+  return op;
+}
+
+void ludo__op_complete(ludo__op_t *op, int (*push)(lua_State *co, void *ud),
+                       void *ud) {
+  ludo__sched_t *s = op->sched;
+  lua_State *co;
+  int n = 0;
+  if (s == NULL) return;
+  list_remove(op);
+  op->sched = NULL;
+  co = s->co;
+  if (!s->waiting || s->resuming) {
+    /* Completed while the call runs (e.g. synchronously): nothing waits
+     * on this yet. Should not happen for loop-driven primitives. */
+    luaL_unref(co, LUA_REGISTRYINDEX, op->ref);
+    op->ref = LUA_NOREF;
+    return;
+  }
+  lua_checkstack(co, 8);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, op->ref);
+  luaL_unref(co, LUA_REGISTRYINDEX, op->ref);
+  op->ref = LUA_NOREF;
+  if (push) n = push(co, ud);
+  resume(s, 1 + n);
+}
+
+void ludo__op_free(ludo__op_t *op) {
+  ludo__free(op->heap, op, op->size);
+}

@@ -1,0 +1,317 @@
+/* state.c - sandboxed Lua states (see state.h and docs/sandbox.md).
+ *
+ * The recipe: lua_newstate with a counting allocator that refuses growth
+ * past the cap; a permanent count hook (inherited by every coroutine) that
+ * checks the call's CPU budget and, once exceeded, re-arms itself to fire on
+ * every instruction so no pcall can swallow the timeout; only base, table,
+ * string, math, utf8 and coroutine; no dofile/loadfile/string.dump; load
+ * restricted to text chunks; print routed to the log; setmetatable refusing
+ * __gc (finalizers run with hooks off, so they could spin forever);
+ * collectgarbage limited to harmless options; the string metatable hidden. */
+#include "script/state.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "ludo.h"
+#include "script/modules.h"
+
+static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  ludo__state_t *st = ud;
+  void *p;
+  if (ptr == NULL) osize = 0;
+  if (nsize == 0) {
+    if (ptr != NULL) {
+      ludo__alloc_fn(st->heap, ptr, osize, 0);
+      st->used -= osize;
+      if (st->total) *st->total -= osize;
+    }
+    return NULL;
+  }
+  if (nsize > osize) {
+    /* Growth-only refusal: shrinking and freeing always succeed. */
+    if (st->cap != 0 && st->used + (nsize - osize) > st->cap) return NULL;
+    if (st->fail_after >= 0 && st->fail_after-- == 0) return NULL;
+  }
+  p = ludo__alloc_fn(st->heap, ptr, osize, nsize);
+  if (p == NULL) return NULL;
+  st->used = st->used - osize + nsize;
+  if (st->total) *st->total = *st->total - osize + nsize;
+  if (st->used > st->peak) st->peak = st->used;
+  return p;
+}
+
+ludo__state_t *ludo__state_of(lua_State *L) {
+  /* A state is ours when it allocates through state_alloc; its ud is then
+   * the ludo__state_t. Works from any thread of the state and returns NULL
+   * for foreign states (e.g. a stock lua5.4 loading ludo's C modules). */
+  void *ud;
+  return lua_getallocf(L, &ud) == state_alloc ? ud : NULL;
+}
+
+static void budget_hook(lua_State *L, lua_Debug *ar) {
+  ludo__state_t *st = ludo__state_of(L);
+  (void)ar;
+  if (st == NULL || !st->armed) return;
+  if (!st->killed) {
+    st->instr += LUDO__HOOK_COUNT;
+    if (st->max_instr != 0 && st->instr > st->max_instr) st->killed = 1;
+    if (st->budget_ns != 0) {
+      uint64_t now = ludo__clock_ns();
+      if (st->used_ns + (now - st->run_start_ns) > st->budget_ns)
+        st->killed = 1;
+    }
+    if (!st->killed) return;
+  }
+  /* From now on fire on every instruction of this thread: whatever pcall
+   * or xpcall catches the error, the next instruction raises it again. */
+  lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
+  lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+  lua_error(L);
+}
+
+static int state_panic(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  const char *msg = lua_tostring(L, -1);
+  ludo__log(st ? st->log : NULL, LUDO_LOG_ERROR, "ludo",
+            "unprotected Lua error: %s", msg ? msg : "(not a string)");
+  return 0; /* Lua aborts */
+}
+
+/* print(...): joins tostring() of the arguments with tabs and sends the
+ * line to the log at INFO level, named after the session. */
+static int l_print(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  int n = lua_gettop(L), i;
+  luaL_Buffer b;
+  size_t len;
+  const char *s;
+  luaL_buffinit(L, &b);
+  for (i = 1; i <= n; i++) {
+    s = luaL_tolstring(L, i, &len); /* may raise */
+    if (i > 1) luaL_addchar(&b, '\t');
+    luaL_addvalue(&b);
+    (void)s;
+  }
+  luaL_pushresult(&b);
+  s = lua_tolstring(L, -1, &len);
+  ludo__log_write(st->log, LUDO_LOG_INFO, st->who ? st->who : "lua", s, len);
+  return 0;
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]): text chunks only. */
+static int l_load(lua_State *L) {
+  int n = lua_gettop(L);
+  const char *mode = luaL_optstring(L, 3, "t");
+  if (strchr(mode, 't') == NULL) {
+    luaL_pushfail(L);
+    lua_pushliteral(L, "EPERM: binary chunks are not allowed in the sandbox");
+    return 2;
+  }
+  if (n < 3) lua_settop(L, 3);
+  lua_pushliteral(L, "t");
+  lua_replace(L, 3);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n < 4 ? 3 : 4, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* setmetatable(t, mt): refuses metatables with __gc. */
+static int l_setmetatable(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    if (lua_rawget(L, 2) != LUA_TNIL)
+      return luaL_error(L, "EPERM: __gc metamethods are not allowed in "
+                           "the sandbox");
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* collectgarbage(opt): only options that cannot hurt the host. */
+static int l_collectgarbage(lua_State *L) {
+  static const char *const allowed[] = {"collect", "count", "step",
+                                        "isrunning", NULL};
+  int n = lua_gettop(L);
+  luaL_checkoption(L, 1, "collect", allowed);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, n, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static void wrap_global(lua_State *L, const char *name, lua_CFunction fn) {
+  lua_getglobal(L, name);
+  lua_pushcclosure(L, fn, 1);
+  lua_setglobal(L, name);
+}
+
+/* Runs inside lua_pcall: opens and trims the libraries. [-0, +0, m] */
+static int open_sandbox(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  static const luaL_Reg libs[] = {
+      {LUA_GNAME, luaopen_base},         {LUA_TABLIBNAME, luaopen_table},
+      {LUA_STRLIBNAME, luaopen_string},  {LUA_MATHLIBNAME, luaopen_math},
+      {LUA_UTF8LIBNAME, luaopen_utf8},   {LUA_COLIBNAME, luaopen_coroutine},
+      {NULL, NULL}};
+  const luaL_Reg *lib;
+  for (lib = libs; lib->func; lib++) {
+    luaL_requiref(L, lib->name, lib->func, 1);
+    lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  lua_setglobal(L, "dofile");
+  lua_pushnil(L);
+  lua_setglobal(L, "loadfile");
+  lua_pushcfunction(L, l_print);
+  lua_setglobal(L, "print");
+  wrap_global(L, "load", l_load);
+  wrap_global(L, "setmetatable", l_setmetatable);
+  wrap_global(L, "collectgarbage", l_collectgarbage);
+  /* string.dump would hand out bytecode; the sandbox never loads it, but
+   * there is no reason to offer it. */
+  lua_getglobal(L, LUA_STRLIBNAME);
+  lua_pushnil(L);
+  lua_setfield(L, -2, "dump");
+  lua_pop(L, 1);
+  /* Hide the string metatable: getmetatable("") returns false. */
+  lua_pushliteral(L, "");
+  lua_getmetatable(L, -1);
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+  lua_pop(L, 2);
+  if (st->modules != NULL) ludo__modules_install(L, st->modules);
+  return 0;
+}
+
+int ludo__state_open(ludo__state_t *st) {
+  lua_State *L;
+  int rc;
+  st->used = st->peak = 0;
+  st->fail_after = -1;
+  st->armed = st->killed = 0;
+  st->budget_ns = st->max_instr = st->used_ns = st->instr = 0;
+  st->run_start_ns = 0;
+  st->sched = NULL;
+  L = lua_newstate(state_alloc, st);
+  if (L == NULL) return LUDO_ENOMEM;
+  st->L = L;
+  lua_atpanic(L, state_panic);
+  /* The hook is set before any thread exists, so every coroutine inherits
+   * it (lua_newthread copies the creating thread's hook). */
+  lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  lua_pushcfunction(L, open_sandbox);
+  rc = lua_pcall(L, 0, 0, 0);
+  if (rc != LUA_OK) {
+    ludo__log(st->log, LUDO_LOG_ERROR, "ludo", "opening a Lua state: %s",
+              lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+    lua_close(L);
+    st->L = NULL;
+    return rc == LUA_ERRMEM ? LUDO_ENOMEM : LUDO_ESCRIPT;
+  }
+  return 0;
+}
+
+void ludo__state_close(ludo__state_t *st) {
+  if (st->L == NULL) return;
+  lua_close(st->L);
+  st->L = NULL;
+}
+
+void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
+                     uint64_t max_instr) {
+  st->armed = 1;
+  st->killed = 0;
+  st->budget_ns = budget_ns;
+  st->max_instr = max_instr;
+  st->used_ns = 0;
+  st->instr = 0;
+}
+
+void ludo__state_run_begin(ludo__state_t *st) {
+  st->run_start_ns = ludo__clock_ns();
+}
+
+void ludo__state_run_end(ludo__state_t *st) {
+  st->used_ns += ludo__clock_ns() - st->run_start_ns;
+}
+
+void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
+  st->armed = 0;
+  st->killed = 0;
+  if (co != NULL) lua_sethook(co, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  lua_sethook(st->L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+}
+
+static int msgh(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg == NULL) {
+    msg = lua_pushfstring(L, "(error object is a %s value)",
+                          luaL_typename(L, 1));
+  }
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres) {
+  int base = lua_gettop(L) - nargs, rc;
+  lua_pushcfunction(L, msgh);
+  lua_insert(L, base);
+  rc = lua_pcall(L, nargs, nres, base);
+  lua_remove(L, base);
+  if (rc == LUA_OK) return 0;
+  return ludo__state_error(st, L, rc);
+}
+
+static const struct {
+  const char *name;
+  int code;
+} err_codes[] = {
+#define LUDO__ERR_ROW(name, code, msg) {#name, code},
+    LUDO_ERRNO_MAP(LUDO__ERR_ROW)
+#undef LUDO__ERR_ROW
+};
+
+int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
+  const char *msg;
+  size_t i;
+  if (st->killed) {
+    lua_pop(L, 1);
+    if (st->max_instr != 0 && st->instr > st->max_instr)
+      lua_pushfstring(L, "ETIMEOUT: the call exceeded its budget of %I VM "
+                         "instructions", (lua_Integer)st->max_instr);
+    else
+      lua_pushfstring(L, "ETIMEOUT: the call exceeded its CPU budget of %I "
+                         "ms", (lua_Integer)(st->budget_ns / 1000000));
+    return LUDO_ETIMEOUT;
+  }
+  if (status == LUA_ERRMEM) {
+    lua_pop(L, 1);
+    lua_pushfstring(L, "ENOMEM: the session's memory limit of %I bytes was "
+                       "reached", (lua_Integer)st->cap);
+    return LUDO_ENOMEM;
+  }
+  msg = lua_tostring(L, -1);
+  if (msg == NULL) {
+    const char *tn = luaL_typename(L, -1);
+    lua_pop(L, 1);
+    lua_pushfstring(L, "ESCRIPT: (error object is a %s value)", tn);
+    return LUDO_ESCRIPT;
+  }
+  /* Messages raised by ludo's own code start with a code name. */
+  for (i = 0; i < sizeof err_codes / sizeof err_codes[0]; i++) {
+    size_t n = strlen(err_codes[i].name);
+    if (strncmp(msg, err_codes[i].name, n) == 0 && msg[n] == ':')
+      return err_codes[i].code;
+  }
+  lua_pushfstring(L, "ESCRIPT: %s", msg);
+  lua_remove(L, -2);
+  return LUDO_ESCRIPT;
+}

@@ -1,0 +1,79 @@
+/* state.h - sandboxed Lua states: one per session, with a byte-counting
+ * allocator that refuses growth past a cap, a CPU budget per call enforced by
+ * a count hook that pcall cannot swallow, and only the safe libraries. */
+#ifndef LUDO_SCRIPT_STATE_H
+#define LUDO_SCRIPT_STATE_H
+
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+
+struct ludo__modules_s;
+struct uv_loop_s;
+
+/* Instructions between two checks of the budget. */
+#define LUDO__HOOK_COUNT 1000
+
+typedef struct ludo__state_s {
+  lua_State *L;
+  ludo__alloc_t *heap;        /* runtime allocator (parent); borrowed */
+  size_t used;                /* bytes held by this state */
+  size_t cap;                 /* refuse growth past this; 0 = no cap */
+  size_t peak;
+  size_t *total;              /* also counted here when not NULL */
+  long fail_after;            /* tests: fail the Nth allocation (<0 off) */
+
+  /* CPU budget of the current call. */
+  int armed;                  /* budget enforced while 1 */
+  int killed;                 /* budget exceeded in this call */
+  uint64_t budget_ns;         /* running time allowed per call; 0 = none */
+  uint64_t max_instr;         /* instructions allowed per call; 0 = none */
+  uint64_t used_ns;           /* running time used so far in this call */
+  uint64_t run_start_ns;      /* start of the current running stretch */
+  uint64_t instr;             /* instructions counted in this call */
+
+  const ludo__log_t *log;     /* borrowed */
+  const char *who;            /* name used for print(); borrowed */
+  struct ludo__modules_s *modules; /* module resolver; borrowed */
+  struct uv_loop_s *loop;     /* loop for waiting primitives; may be NULL */
+  void *owner;                /* the session or other owner; opaque */
+  void *sched;                /* scheduler data of the call in flight */
+} ludo__state_t;
+
+/* Creates the sandboxed state in st->L. The caller fills heap, cap, log,
+ * who, modules, loop, owner first (the rest is zeroed here). Returns 0 or
+ * LUDO_ENOMEM. */
+int ludo__state_open(ludo__state_t *st);
+
+/* Closes the state; afterwards st->used is 0. Accepts st->L == NULL. */
+void ludo__state_close(ludo__state_t *st);
+
+/* The ludo__state_t of any thread of a sandboxed state, or NULL when L is
+ * not a ludo state. [-0, +0, -] */
+ludo__state_t *ludo__state_of(lua_State *L);
+
+/* Starts the budget of a new call. */
+void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
+                     uint64_t max_instr);
+/* Marks the start/end of a stretch of running Lua inside the call (around
+ * each lua_resume). */
+void ludo__state_run_begin(ludo__state_t *st);
+void ludo__state_run_end(ludo__state_t *st);
+/* Ends the call's budget; restores the normal hook on thread `co`. */
+void ludo__state_disarm(ludo__state_t *st, lua_State *co);
+
+/* Protected call with a traceback message handler (STYLE rule 11): like
+ * lua_pcall, but the error message gets a traceback and a memory error
+ * becomes "ENOMEM: ...". Returns a LUDO_E* code (0 on success) and leaves
+ * the error message on the stack on failure. [-(nargs+1), +(nres|1), -] */
+int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres);
+
+/* Maps a Lua status after a failed resume/pcall to a LUDO_E* code and
+ * replaces the error object on top of L with a message string that begins
+ * with the code's name ("ETIMEOUT: ..."). [-1, +1, m] */
+int ludo__state_error(ludo__state_t *st, lua_State *L, int status);
+
+#endif
