@@ -37,8 +37,8 @@ local Rubric = require("ludo.rubric")
 local jsontext = require("ludo.jsontext")
 local null = require("ludo.null")
 
-local type, error, tostring, tonumber, pcall, select, getmetatable =
-  type, error, tostring, tonumber, pcall, select, getmetatable
+local type, error, tostring, tonumber, pcall, getmetatable, pairs =
+  type, error, tostring, tonumber, pcall, getmetatable, pairs
 local format, find, sub, match = string.format, string.find, string.sub,
   string.match
 local concat, pack = table.concat, table.pack
@@ -132,6 +132,77 @@ local function is_client(c)
   return type(mt) == "table" and mt.__call ~= nil
 end
 
+local function class_end(p, i)
+  -- Returns the index of the "]" closing the set opened at p[i], or nil.
+  local n = #p
+  i = i + 1
+  if sub(p, i, i) == "^" then i = i + 1 end
+  if sub(p, i, i) == "]" then i = i + 1 end -- a leading ] is literal
+  while i <= n do
+    local c = sub(p, i, i)
+    if c == "%" then
+      if i == n then return nil end
+      i = i + 2
+    elseif c == "]" then
+      return i
+    else
+      i = i + 1
+    end
+  end
+  return nil
+end
+
+-- Returns nil when `p` is a well-formed Lua pattern, else a reason. The
+-- matcher only reports syntax errors on the paths it explores, so this
+-- checks the whole pattern up front.
+function LLMJudge.pattern_error(p)
+  local n, i, open, closed, count = #p, 1, {}, {}, 0
+  while i <= n do
+    local c = sub(p, i, i)
+    if c == "%" then
+      if i == n then return "pattern ends with '%'" end
+      local d = sub(p, i + 1, i + 1)
+      if d == "b" then
+        if i + 3 > n then return "missing arguments to '%b'" end
+        i = i + 4
+      elseif d == "f" then
+        if sub(p, i + 2, i + 2) ~= "[" then
+          return "missing '[' after '%f' in pattern"
+        end
+        local e = class_end(p, i + 2)
+        if e == nil then return "malformed pattern (missing ']')" end
+        i = e + 1
+      elseif find(d, "%d") then
+        local k = tonumber(d)
+        if k == 0 or not closed[k] then
+          return "invalid capture index %" .. d
+        end
+        i = i + 2
+      else
+        i = i + 2
+      end
+    elseif c == "[" then
+      local e = class_end(p, i)
+      if e == nil then return "malformed pattern (missing ']')" end
+      i = e + 1
+    elseif c == "(" then
+      count = count + 1
+      if count > 32 then return "too many captures" end
+      open[#open + 1] = count
+      i = i + 1
+    elseif c == ")" then
+      if #open == 0 then return "invalid pattern capture" end
+      closed[open[#open]] = true
+      open[#open] = nil
+      i = i + 1
+    else
+      i = i + 1
+    end
+  end
+  if #open > 0 then return "unfinished capture" end
+  return nil
+end
+
 local function check_pattern(p, level)
   if p == nil or p == null then return nil end
   if type(p) ~= "string" then
@@ -139,6 +210,10 @@ local function check_pattern(p, level)
       .. type(p), level + 1)
   end
   local ok, err = pcall(find, "", p)
+  if ok then
+    err = LLMJudge.pattern_error(p)
+    ok = err == nil
+  end
   if not ok then
     error(format("LLMJudge: bad score_pattern %q: %s", p, tostring(err)),
       level + 1)

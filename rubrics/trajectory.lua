@@ -69,8 +69,27 @@ end
 
 -- Returns a plain-data deep copy of `v` (see the header).
 function TrajectoryRubric.plain_copy(v)
-  if type(v) ~= "table" then return plain(v) end
-  return plain(v, {}, {})
+  local tv = type(v)
+  if tv ~= "table" then
+    if tv == "function" or tv == "userdata" or tv == "thread" then
+      return tostring(v)
+    end
+    return v
+  end
+  if v == null then return v end
+  -- Fast path for flat tables of plain values, the common step shape; any
+  -- nested table or odd value falls back to the full copy.
+  local copy = {}
+  for k, x in next, v do
+    local tx, tk = type(x), type(k)
+    if tx == "table" or tx == "function" or tx == "userdata"
+      or tx == "thread" or (tk ~= "string" and tk ~= "number"
+      and tk ~= "boolean") then
+      return plain(v, {}, {})
+    end
+    copy[k] = x
+  end
+  return copy
 end
 local plain_copy = TrajectoryRubric.plain_copy
 

@@ -44,7 +44,8 @@ local function check_weights(n, weights, level)
     copy[i] = w
     total = total + w
   end
-  if not (abs(total - 1.0) <= 1e-6) then
+  -- Written so that a NaN sum fails too.
+  if not (abs(total - 1.0) <= 1e-6) then -- luacheck: ignore 581
     error("Weights must sum to 1.0, got " .. jsontext.number(total),
       level + 1)
   end
@@ -81,7 +82,7 @@ local function forward_gather(self, action, observation)
 end
 
 function WeightedSum:forward(action, observation)
-  if self:is_async() and can_wait() then
+  if can_wait() and self:is_async() then
     return forward_gather(self, action, observation)
   end
   local list, w = self._rb_list, self._ws_weights

@@ -22,8 +22,8 @@ local M = {}
 
 local type, tostring, tonumber, error = type, tostring, tonumber, error
 local pairs, getmetatable, setmetatable = pairs, getmetatable, setmetatable
-local format, byte, gsub, find, match =
-  string.format, string.byte, string.gsub, string.find, string.match
+local format, gsub, find, match =
+  string.format, string.gsub, string.find, string.match
 local mtype, huge = math.type, math.huge
 local sort, concat = table.sort, table.concat
 

@@ -5,13 +5,15 @@
 --
 --   local Rubric = require("ludo.rubric")
 --   local Compiles = Rubric:extend("Compiles")
---   function Compiles:forward(action) return load(action.code) and 1.0 or 0.0 end
+--   function Compiles:forward(action)
+--     return load(action.code) and 1.0 or 0.0
+--   end
 --   local Code = Rubric:extend("Code")
 --   function Code:init() self.compiles = Compiles() end  -- a child rubric
 --   function Code:forward(a, o) return self.compiles(a, o) end
 --   local score = Code()(action, observation)
 --
--- This follows OpenEnv's Rubric (see docs: OPENENV.md section 3.1) with
+-- This follows OpenEnv's Rubric (openenv.core.rubrics.base) with
 -- these ludo differences: hooks return removal handles; reset, state_dict
 -- and load_state_dict recurse into children; reset also clears last_score;
 -- child names must be strings without dots and must not shadow a method;
@@ -94,6 +96,8 @@ function Rubric.__new(cls)
     _rb_view = view, _rb_names = {}, _rb_map = {}, _rb_list = {},
     -- Hook lists are false when empty: a raw hit, no __index walk.
     _rb_pre = false, _rb_post = false,
+    -- The is_async cache: value and the generation it was computed at.
+    _rb_async = false, _rb_async_gen = -1,
   }, mt)
 end
 
@@ -120,9 +124,10 @@ add_child = function(self, name, child, hidden, level)
     error(format("%s: a child rubric's name must be a string, got %s",
       tostring(self), type(name)), level + 1)
   end
-  if name == "" or find(name, ".", 1, true) then
+  if name == "" or find(name, ".", 1, true) or find(name, "^_rb_") then
     error(format("%s: bad child rubric name %q (it must be non-empty and "
-      .. "have no dots, which separate path components)",
+      .. "have no dots, which separate path components, and must not "
+      .. "start with _rb_, which is reserved)",
       tostring(self), name), level + 1)
   end
   if not is_rubric(child) then
@@ -339,9 +344,7 @@ end
 -- Returns true when this rubric or any descendant may wait (its class has
 -- async = true). Cached; registering a child anywhere invalidates it.
 function Rubric:is_async()
-  if rawget(self, "_rb_async_gen") == generation then
-    return rawget(self, "_rb_async")
-  end
+  if self._rb_async_gen == generation then return self._rb_async end
   local v = self.async == true
   if not v then
     local list = self._rb_list
@@ -349,8 +352,7 @@ function Rubric:is_async()
       if list[i]:is_async() then v = true; break end
     end
   end
-  rawset(self, "_rb_async", v)
-  rawset(self, "_rb_async_gen", generation)
+  self._rb_async, self._rb_async_gen = v, generation
   return v
 end
 
@@ -361,6 +363,16 @@ function Rubric:reset()
   rawset(self, "last_score", nil)
   local list = self._rb_list
   for i = 1, #list do list[i]:reset() end
+end
+
+-- Sets last_score to nil on this rubric and every descendant, without
+-- touching other state. A runner that reports every last_score after a
+-- step can call it before the step, so that children a Sequential did not
+-- reach show nil rather than an earlier step's score.
+function Rubric:clear_last_scores()
+  rawset(self, "last_score", nil)
+  local list = self._rb_list
+  for i = 1, #list do list[i]:clear_last_scores() end
 end
 
 -- Returns the configuration as plain JSON-serialisable data, recursively:

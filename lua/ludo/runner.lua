@@ -15,21 +15,17 @@
 --     the named descendants).
 --   state(): env.state() (if any) completed with episode_id and step_count.
 local core = require("ludo.core")
-local schema = require("ludo.schema")
 local null = require("ludo.null")
 
 local M = {}
 
 local RESET, STEP, STATE, CLOSE = 1, 2, 3, 4
-M.RESET, M.STEP, M.STATE, M.CLOSE = RESET, STEP, STATE, CLOSE
 
-local env            -- the environment module's table
-local env_step, env_reset, env_state
+local env_step, env_reset, env_state, env_close
 local validate_action
 local rubric, named  -- root rubric and its {name, rubric} pairs
 local transform
 local episode_id, step_count = nil, 0
-local info
 
 local input = core.input
 local type, error, pairs = type, error, pairs
@@ -38,72 +34,23 @@ local function fail(code, fmt, ...)
   error(code .. ": " .. string.format(fmt, ...), 0)
 end
 
-local function callable(v)
-  if type(v) == "function" then return true end
-  local mt = getmetatable(v)
-  return type(mt) == "table" and mt.__call ~= nil
-end
-
--- Reads the environment module's declaration. `default_name` is used when
--- the module has no name (the folder or file name).
-function M.init(mod, default_name)
-  if type(mod) ~= "table" then
-    fail("ELOAD", "the environment module must return a table, got %s",
-      type(mod))
-  end
-  if type(mod.step) ~= "function" then
-    fail("ELOAD", "the environment module has no step(action) function")
-  end
-  if mod.reset ~= nil and type(mod.reset) ~= "function" then
-    fail("ELOAD", "reset must be a function")
-  end
-  if mod.state ~= nil and type(mod.state) ~= "function" then
-    fail("ELOAD", "state must be a function")
-  end
-  env = mod
-  env_step, env_reset, env_state = mod.step, mod.reset, mod.state
-  local ok, action = pcall(schema.expand, mod.action, "action")
-  if not ok then fail("ELOAD", "%s", action) end
-  local ok2, observation = pcall(schema.expand, mod.observation,
-    "observation")
-  if not ok2 then fail("ELOAD", "%s", observation) end
-  local ok3, state = pcall(schema.expand, mod.state_schema, "state_schema")
-  if not ok3 then fail("ELOAD", "%s", state) end
-  validate_action = mod.action ~= nil and schema.compile(action) or nil
-
+-- Binds the session to the environment module `mod` (already checked by
+-- ludo.envinfo in the probe state). `validate` is the C validator of the
+-- declared action schema, or nil.
+function M.init(mod, validate)
+  env_step, env_reset, env_state, env_close =
+    mod.step, mod.reset, mod.state, mod.close
+  validate_action = validate
   rubric = mod.rubric
-  if rubric ~= nil and not callable(rubric) then
-    fail("ELOAD", "rubric must be a rubric object or a function, got %s",
-      type(rubric))
-  end
   named = {}
-  if rubric ~= nil and type(rubric) == "table"
-      and type(rubric.named_rubrics) == "function" then
+  if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
+  then
     named = rubric:named_rubrics()
   end
   transform = mod.transform
-  if transform ~= nil and not callable(transform) then
-    fail("ELOAD", "transform must be a function or a transform object")
-  end
-  local concurrent = mod.concurrent
-  if concurrent == nil then concurrent = true end
-  info = {
-    name = mod.name or default_name or "Environment",
-    description = mod.description
-      or ((mod.name or default_name or "Environment") .. " environment"),
-    version = mod.version or "1.0.0",
-    author = mod.author or null,
-    documentation_url = mod.documentation_url or null,
-    readme_content = mod.readme or null,
-    concurrent = concurrent and true or false,
-    action = schema.clean(action),
-    observation = schema.clean(observation),
-    state = schema.clean(state),
-  }
-  return info
 end
 
-function M.info() return info end
+
 
 local function observation_of(obs, what)
   if obs == nil then return {} end
@@ -158,7 +105,7 @@ end
 local function step(action)
   if action == nil then action = {} end
   if validate_action ~= nil then
-    local ok, err = validate_action(action, "action")
+    local ok, err = validate_action(action)
     if not ok then error("ESCHEMA: " .. err, 0) end
   end
   local obs = observation_of(env_step(action), "step")
@@ -207,7 +154,7 @@ function M.dispatch(kind)
   if kind == RESET then return reset(input()) end
   if kind == STATE then return state() end
   if kind == CLOSE then
-    if type(env.close) == "function" then env.close() end
+    if env_close ~= nil then env_close() end
     return nil
   end
   fail("EINVAL", "unknown call kind %s", tostring(kind))

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "script/json.h"
+#include "script/schema.h"
 
 void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
   va_list ap;
@@ -21,6 +22,36 @@ typedef struct {
   ludo_env_t *env;
   ludo__pstate_t *ps;
 } build_req_t;
+
+/* Probe state only: checks the declaration, writes env->info and compiles
+ * the action schema. Stack: mod on top. [-0, +0, e] */
+static void describe(lua_State *L, ludo_env_t *env) {
+  ludo__buf_t tmp;
+  char err[512];
+  int declared, rc;
+  ludo__modules_require(L, "ludo.envinfo");
+  lua_getfield(L, -1, "describe");
+  lua_pushvalue(L, -3);
+  lua_pushstring(L, env->name);
+  lua_call(L, 2, 2);                       /* mod, envinfo, info, declared */
+  declared = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  ludo__json_encode(L, -1, &env->info, LUDO__JSON_MAXDEPTH, NULL);
+  lua_getfield(L, -1, "concurrent");
+  env->concurrent = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (declared) {
+    lua_getfield(L, -1, "action");
+    ludo__buf_init(&tmp, ludo__alloc_fn, &env->rt->heap);
+    ludo__json_encode(L, -1, &tmp, LUDO__JSON_MAXDEPTH, NULL);
+    rc = ludo__schema_compile(&env->rt->heap, tmp.p, tmp.len,
+                              &env->action_schema, err, sizeof err);
+    ludo__buf_free(&tmp);
+    if (rc != 0) luaL_error(L, "ELOAD: action schema: %s", err);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);                           /* mod */
+}
 
 /* Runs in the new state, protected and under the CPU budget: loads the
  * runner and the environment module, and keeps runner.dispatch.
@@ -36,15 +67,13 @@ static int build_protected(lua_State *L) {
   ludo__modules_loadfile(L, &env->modules, env->file);
   lua_pushstring(L, env->name);
   lua_call(L, 1, 1);                       /* runner, init, mod */
-  lua_pushstring(L, env->name);
-  lua_call(L, 2, 1);                       /* runner, info */
-  if (env->info.len == 0) {
-    ludo__json_encode(L, -1, &env->info, LUDO__JSON_MAXDEPTH, NULL);
-    lua_getfield(L, -1, "concurrent");
-    env->concurrent = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 2);
+  if (env->info.len == 0) describe(L, env);
+  if (env->action_schema != NULL)
+    ludo__schema_push_validator(L, env->action_schema, "action");
+  else
+    lua_pushnil(L);
+  lua_call(L, 2, 0);                       /* runner */
+  lua_pop(L, 1);
   return 0;
 }
 
@@ -267,6 +296,8 @@ void ludo__env_destroy(ludo_env_t *env) {
   }
   env->npool = 0;
   ludo__buf_free(&env->info);
+  ludo__schema_free(env->action_schema);
+  env->action_schema = NULL;
   free_str(rt, env->file);
   free_str(rt, env->modules.dir);
   free_str(rt, env->name);

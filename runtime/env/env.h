@@ -52,6 +52,7 @@ struct ludo_env_s {
   ludo__modules_t modules;
   ludo_host_module_t *host;    /* owned copy of the array */
   ludo__buf_t info;            /* JSON description */
+  struct ludo__schema_s *action_schema; /* compiled, shared; may be NULL */
   int concurrent;
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */

@@ -36,6 +36,16 @@ void ludo__json_pushnull(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &null_key);
 }
 
+int ludo__json_is_array(lua_State *L, int idx) {
+  int r = 0;
+  if (lua_type(L, idx) == LUA_TTABLE && lua_getmetatable(L, idx)) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &array_key);
+    r = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+  }
+  return r;
+}
+
 /* ---- paths for error messages ---------------------------------------- */
 
 typedef struct {

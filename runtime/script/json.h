@@ -41,6 +41,9 @@ void ludo__json_decode(lua_State *L, const char *s, size_t len,
 void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
                        const char *const *skip);
 
+/* 1 when the value at idx is a table marked as a JSON array. [-0, +0, -] */
+int ludo__json_is_array(lua_State *L, int idx);
+
 /* Pushes the null sentinel. [-0, +1, -] */
 void ludo__json_pushnull(lua_State *L);
 

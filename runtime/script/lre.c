@@ -29,16 +29,19 @@
 #define LUDO_L_REGEX_MT "ludo.regex"
 #define LUDO_L_RE_CACHE_MAX 64
 
-/* Default limits and the largest values re.limits() accepts. Hooks never
- * fire inside pcre2, so the match limit is the only bound on a
- * catastrophic backtracking pattern's running time. */
-#define LUDO_L_RE_MATCH_DEFAULT 1000000
+/* Default limits and the range re.limits() accepts. Hooks never fire
+ * inside pcre2, so the match limit is the only bound on the running time
+ * of one catastrophic backtracking search: 10^7 steps (pcre2's and
+ * OpenResty's default) take about 20 ms with the JIT and 150 ms in the
+ * interpreter. The heap limit keeps the interpreter's backtracking frames
+ * well under a session's memory cap (64 MiB by default). */
+#define LUDO_L_RE_MATCH_DEFAULT 10000000
 #define LUDO_L_RE_MATCH_MAX 100000000
 #define LUDO_L_RE_DEPTH_DEFAULT 1000000
 #define LUDO_L_RE_DEPTH_MAX 100000000
-#define LUDO_L_RE_HEAP_DEFAULT (64 * 1024 * 1024)
-#define LUDO_L_RE_HEAP_MAX ((lua_Integer)1 << 32)
+#define LUDO_L_RE_HEAP_DEFAULT (32 * 1024 * 1024)
 #define LUDO_L_RE_HEAP_MIN 1024
+#define LUDO_L_RE_HEAP_MAX ((lua_Integer)1 << 30)
 
 /* Offsets copied from the ovector live on the C stack up to this many
  * groups, in a userdata box beyond. */
@@ -51,19 +54,32 @@
 /* Registry key of the per-state context. */
 static const char ludo__lre_ctx_key = 'r';
 
+/* A compiled pattern's C side. It is allocated apart from its Lua box and
+ * linked into its context, so that the context's finalizer can free it if
+ * Lua could not run the box's finalizer (a __gc call itself needs memory,
+ * and fails when the state is at its memory cap). */
+typedef struct ludo__lre_node_s {
+  ludo__regex_t re;
+  struct ludo__lre_node_s *prev, *next; /* ring anchored in the context */
+  lua_Alloc fn;                         /* allocator of this node */
+  void *ud;
+} ludo__lre_node_t;
+
 typedef struct ludo__lre_ctx_s {
   ludo__regex_limits_t lim;
-  int used; /* ring slots in use, up to LUDO_L_RE_CACHE_MAX */
-  int hand; /* clock hand: next ring slot (1-based) to consider */
+  int used;              /* ring slots in use, up to LUDO_L_RE_CACHE_MAX */
+  int hand;              /* clock hand: next ring slot (1-based) to visit */
+  ludo__lre_node_t live; /* sentinel of the ring of live nodes */
 } ludo__lre_ctx_t;
 /* user values: 1 = cache {[opts] = {[pattern] = regex}},
  *              2 = ring {[slot] = regex} */
 
+/* The Lua box of a regex ("ludo.regex" userdata). */
 typedef struct ludo__lre_regex_s {
-  ludo__regex_t re;
-  uint32_t opts;         /* cache key, kept when re is freed */
-  unsigned char ref;     /* clock bit: used since the hand last passed */
-  unsigned char cached;  /* holds a ring slot */
+  ludo__lre_node_t *node; /* owned; NULL once freed */
+  uint32_t opts;          /* cache key */
+  unsigned char ref;      /* clock bit: used since the hand last passed */
+  unsigned char cached;   /* holds a ring slot */
 } ludo__lre_regex_t;
 /* user value 1 = the pattern string */
 
@@ -152,7 +168,7 @@ static ludo__lre_ctx_t *lre_ctx(lua_State *L) {
  * [-0, +0, v] */
 static ludo__lre_regex_t *ludo_l_check_regex(lua_State *L, int idx) {
   ludo__lre_regex_t *rx = luaL_checkudata(L, idx, LUDO_L_REGEX_MT);
-  if (rx->re.code == NULL) luaL_argerror(L, idx, "regex was freed");
+  if (rx->node == NULL) luaL_argerror(L, idx, "regex was freed");
   return rx;
 }
 
@@ -189,7 +205,7 @@ static ludo__lre_regex_t *lre_cache_get(lua_State *L, int pat,
     lua_pushvalue(L, pat); /* stack: cache byopts pattern */
     if (lua_rawget(L, -2) == LUA_TUSERDATA) {
       rx = lua_touserdata(L, -1); /* stack: cache byopts regex */
-      if (rx->re.code != NULL) {
+      if (rx->node != NULL) {
         rx->ref = 1;
         lua_replace(L, -3); /* stack: regex byopts */
         lua_pop(L, 1);      /* stack: regex */
@@ -219,7 +235,7 @@ static void lre_cache_put(lua_State *L, int rxi, int pat) {
     for (;;) { /* ends within two turns: each pass clears a bit */
       lua_rawgeti(L, -1, ctx->hand); /* stack: cache ring victim */
       victim = lua_touserdata(L, -1);
-      if (victim == NULL || !victim->ref || victim->re.code == NULL) break;
+      if (victim == NULL || !victim->ref || victim->node == NULL) break;
       victim->ref = 0;
       lua_pop(L, 1);
       ctx->hand = ctx->hand % LUDO_L_RE_CACHE_MAX + 1;
@@ -261,20 +277,31 @@ static void lre_cache_put(lua_State *L, int rxi, int pat) {
   lua_pop(L, 3);
 }
 
+/* Unlinks `node` from its context's ring and frees it with everything it
+ * holds. */
+static void lre_node_free(ludo__lre_node_t *node) {
+  node->prev->next = node->next;
+  node->next->prev = node->prev;
+  ludo__regex_free(&node->re);
+  node->fn(node->ud, node, sizeof(*node), 0);
+}
+
 /* Compiles the pattern at `pat` with `opts` into a new regex object. On
  * success pushes it and returns it; on failure pushes the failure triple
  * and returns NULL.
  * [-0, +(1|3), m] */
 static ludo__lre_regex_t *lre_compile(lua_State *L, int pat, uint32_t opts) {
+  ludo__lre_ctx_t *ctx = lre_ctx(L);
   size_t plen, size;
   const char *p = lua_tolstring(L, pat, &plen);
   ludo__lre_regex_t *rx;
+  ludo__lre_node_t *node;
   char err[320];
   void *ud;
   lua_Alloc fn = lua_getallocf(L, &ud);
-  int rc;
+  int rc, tries;
 
-  /* The box exists, with its __gc, before pcre2 allocates anything. */
+  /* The box exists, with its __gc, before anything is allocated in C. */
   rx = lua_newuserdatauv(L, sizeof(*rx), 1);
   memset(rx, 0, sizeof(*rx));
   rx->opts = opts;
@@ -282,12 +309,26 @@ static ludo__lre_regex_t *lre_compile(lua_State *L, int pat, uint32_t opts) {
   lua_pushvalue(L, pat);
   lua_setiuservalue(L, -2, 1); /* stack: regex */
 
-  rc = ludo__regex_compile(&rx->re, p, plen, opts, fn, ud, err, sizeof(err));
-  if (rc == LUDO_ENOMEM) {
-    /* pcre2 memory is invisible to the collector: collect and retry. */
-    lua_gc(L, LUA_GCCOLLECT);
-    rc = ludo__regex_compile(&rx->re, p, plen, opts, fn, ud, err,
+  for (tries = 0; tries < 2; tries++) {
+    if (tries > 0) /* pcre2 memory is invisible to the collector */
+      lua_gc(L, LUA_GCCOLLECT);
+    node = fn(ud, NULL, 0, sizeof(*node));
+    if (node == NULL) {
+      rc = LUDO_ENOMEM;
+      continue;
+    }
+    memset(node, 0, sizeof(*node));
+    node->fn = fn;
+    node->ud = ud;
+    node->next = ctx->live.next;
+    node->prev = &ctx->live;
+    node->next->prev = node;
+    ctx->live.next = node;
+    rc = ludo__regex_compile(&node->re, p, plen, opts, fn, ud, err,
                              sizeof(err));
+    if (rc == 0) break;
+    lre_node_free(node);
+    if (rc != LUDO_ENOMEM) break;
   }
   if (rc != 0) {
     lua_pop(L, 1);
@@ -298,8 +339,9 @@ static ludo__lre_regex_t *lre_compile(lua_State *L, int pat, uint32_t opts) {
     }
     return NULL;
   }
+  rx->node = node;
   /* Tell the collector about the memory pcre2 holds for this object. */
-  size = ludo__regex_size(&rx->re) / 1024;
+  size = ludo__regex_size(&node->re) / 1024;
   if (size > 0) lua_gc(L, LUA_GCSTEP, size > 1 << 20 ? 1 << 20 : (int)size);
   return rx;
 }
@@ -334,8 +376,8 @@ typedef struct ludo__lre_ov_s {
  * [-0, +1, m] */
 static size_t *lre_ov(lua_State *L, ludo__lre_ov_t *ov,
                       const ludo__lre_regex_t *rx) {
-  size_t n = 2 * ((size_t)rx->re.ngroups + 1);
-  if (rx->re.ngroups <= LUDO_L_RE_SMALL_GROUPS) {
+  size_t n = 2 * ((size_t)rx->node->re.ngroups + 1);
+  if (rx->node->re.ngroups <= LUDO_L_RE_SMALL_GROUPS) {
     lua_pushnil(L);
     ov->v = ov->small;
   } else {
@@ -354,15 +396,15 @@ static int lre_search(const ludo__lre_ctx_t *ctx, ludo__lre_regex_t *rx,
   const size_t *src;
   size_t pairs, i, set;
   int rc;
-  if (rx->re.code == NULL) return LUDO_L_RE_EFREED;
-  rc = ludo__regex_exec(&rx->re, s, len, off, flags, &ctx->lim);
+  if (rx->node == NULL) return LUDO_L_RE_EFREED;
+  rc = ludo__regex_exec(&rx->node->re, s, len, off, flags, &ctx->lim);
   if (rc < 0) {
-    if (ludo__regex_is_utf_error(rc)) ov[0] = ludo__regex_bad_offset(&rx->re);
+    if (ludo__regex_is_utf_error(rc)) ov[0] = ludo__regex_bad_offset(&rx->node->re);
     return rc;
   }
   if (rc == 0) return 0;
-  src = ludo__regex_ovector(&rx->re);
-  pairs = (size_t)rx->re.ngroups + 1;
+  src = ludo__regex_ovector(&rx->node->re);
+  pairs = (size_t)rx->node->re.ngroups + 1;
   set = (size_t)rc < pairs ? (size_t)rc : pairs;
   for (i = 0; i < 2 * set; i++) ov[i] = src[i];
   for (; i < 2 * pairs; i++) ov[i] = LUDO_RE_UNSET;
@@ -392,13 +434,13 @@ static int lre_next(const ludo__lre_ctx_t *ctx, ludo__lre_regex_t *rx,
         it->done = 1;
         return 0;
       }
-      it->pos = ludo__regex_advance(&rx->re, s, len, it->pos);
+      it->pos = ludo__regex_advance(&rx->node->re, s, len, it->pos);
       it->flags &= ~retry;
       continue;
     }
     it->flags |= LUDO_RE_EXEC_NO_UTF_CHECK;
     if (ov[1] < it->pos) { /* cannot happen without \K in lookarounds */
-      it->pos = ludo__regex_advance(&rx->re, s, len, it->pos);
+      it->pos = ludo__regex_advance(&rx->node->re, s, len, it->pos);
       it->flags &= ~retry;
     } else if (ov[0] == ov[1]) {
       it->pos = ov[1];
@@ -430,13 +472,13 @@ static void lre_push_cap(lua_State *L, const char *s, const size_t *ov,
 static void lre_push_match(lua_State *L, const ludo__lre_regex_t *rx,
                            const char *s, const size_t *ov) {
   uint32_t i, g;
-  lua_createtable(L, (int)rx->re.ngroups, 1 + (int)rx->re.name_count);
-  for (i = 0; i <= rx->re.ngroups; i++) {
+  lua_createtable(L, (int)rx->node->re.ngroups, 1 + (int)rx->node->re.name_count);
+  for (i = 0; i <= rx->node->re.ngroups; i++) {
     lre_push_cap(L, s, ov, i);
     lua_rawseti(L, -2, i);
   }
-  for (i = 0; i < rx->re.name_count; i++) {
-    const char *name = ludo__regex_name(&rx->re, i, &g);
+  for (i = 0; i < rx->node->re.name_count; i++) {
+    const char *name = ludo__regex_name(&rx->node->re, i, &g);
     int set = ov[2 * g] != LUDO_RE_UNSET;
     int have = lua_getfield(L, -1, name); /* stack: m current */
     lua_pop(L, 1);
@@ -485,11 +527,11 @@ static int lre_match(lua_State *L, int rxi, int si, int ii, int find) {
     lre_push_match(L, rx, s, ov);
     return 1;
   }
-  luaL_checkstack(L, (int)rx->re.ngroups + 2, "too many captures");
+  luaL_checkstack(L, (int)rx->node->re.ngroups + 2, "too many captures");
   lua_pushinteger(L, (lua_Integer)ov[0] + 1);
   lua_pushinteger(L, (lua_Integer)ov[1]);
-  for (i = 1; i <= rx->re.ngroups; i++) lre_push_cap(L, s, ov, i);
-  return 2 + (int)rx->re.ngroups;
+  for (i = 1; i <= rx->node->re.ngroups; i++) lre_push_cap(L, s, ov, i);
+  return 2 + (int)rx->node->re.ngroups;
 }
 
 /* The gmatch iterator. Upvalues: context, regex, subject, iteration state.
@@ -575,8 +617,8 @@ static int lre_tmpl_ref(const char *t, size_t len, size_t i, size_t *next,
 static uint32_t lre_name_group(const ludo__lre_regex_t *rx, const char *n,
                                size_t nlen, const size_t *ov) {
   uint32_t i, g, first = 0;
-  for (i = 0; i < rx->re.name_count; i++) {
-    const char *name = ludo__regex_name(&rx->re, i, &g);
+  for (i = 0; i < rx->node->re.name_count; i++) {
+    const char *name = ludo__regex_name(&rx->node->re, i, &g);
     if (strlen(name) != nlen || memcmp(name, n, nlen) != 0) continue;
     if (ov == NULL || ov[2 * g] != LUDO_RE_UNSET) return g;
     if (first == 0) first = g;
@@ -596,7 +638,7 @@ static int lre_tmpl_check(lua_State *L, const ludo__lre_regex_t *rx,
     size_t at = (size_t)(d - t);
     switch (lre_tmpl_ref(t, len, at + 1, &next, &g, &name, &nlen)) {
       case LRE_REF_GROUP:
-        if (g > rx->re.ngroups)
+        if (g > rx->node->re.ngroups)
           return lre_fail(L,
                           "bad replacement template: no group %d "
                           "(offset %I)",
@@ -738,7 +780,7 @@ static int lre_split(lua_State *L, int rxi, int si, lua_Integer limit) {
     lua_pushlstring(L, s + start, ov[0] - start);
     lua_rawseti(L, res, ++k);
     pieces++;
-    for (g = 1; g <= rx->re.ngroups; g++) {
+    for (g = 1; g <= rx->node->re.ngroups; g++) {
       lre_push_cap(L, s, ov, g);
       lua_rawseti(L, res, ++k);
     }
@@ -980,7 +1022,7 @@ static int ludo_l_regex_pattern(lua_State *L) {
 /* r:groups() -> number of capture groups  [-0, +1, -] */
 static int ludo_l_regex_groups(lua_State *L) {
   ludo__lre_regex_t *rx = ludo_l_check_regex(L, 1);
-  lua_pushinteger(L, (lua_Integer)rx->re.ngroups);
+  lua_pushinteger(L, (lua_Integer)rx->node->re.ngroups);
   return 1;
 }
 
@@ -990,15 +1032,15 @@ static int ludo_l_regex_names(lua_State *L) {
   ludo__lre_regex_t *rx = ludo_l_check_regex(L, 1);
   uint32_t i, g;
   lua_Integer n = 0;
-  lua_createtable(L, (int)rx->re.name_count, 0); /* stack: r names */
-  lua_createtable(L, 0, (int)rx->re.name_count); /* stack: r names bygroup */
-  for (i = 0; i < rx->re.name_count; i++) {
-    const char *name = ludo__regex_name(&rx->re, i, &g);
+  lua_createtable(L, (int)rx->node->re.name_count, 0); /* stack: r names */
+  lua_createtable(L, 0, (int)rx->node->re.name_count); /* stack: r names bygroup */
+  for (i = 0; i < rx->node->re.name_count; i++) {
+    const char *name = ludo__regex_name(&rx->node->re, i, &g);
     lua_pushstring(L, name);
     lua_rawseti(L, -2, g);
   }
   lua_newtable(L); /* stack: r names bygroup seen */
-  for (g = 1; g <= rx->re.ngroups; g++) {
+  for (g = 1; g <= rx->node->re.ngroups; g++) {
     if (lua_rawgeti(L, -2, g) != LUA_TSTRING) { /* stack: ... name */
       lua_pop(L, 1);
       continue;
@@ -1027,10 +1069,25 @@ static int ludo_l_regex_tostring(lua_State *L) {
   return 1;
 }
 
-/* __gc: frees the pcre2 code and match data.  [-0, +0, -] */
+/* __gc of a regex: frees its node (pcre2 code and match data).
+ * [-0, +0, -] */
 static int ludo_l_regex_gc(lua_State *L) {
   ludo__lre_regex_t *rx = luaL_checkudata(L, 1, LUDO_L_REGEX_MT);
-  ludo__regex_free(&rx->re);
+  if (rx->node != NULL) {
+    lre_node_free(rx->node);
+    rx->node = NULL;
+  }
+  return 0;
+}
+
+/* __gc of the context: frees the nodes whose boxes' finalizers could not
+ * run. Lua calls finalizers in the reverse order of marking and the
+ * context is marked before any regex, so every box still alive at
+ * lua_close has been finalized by then.
+ * [-0, +0, -] */
+static int ludo_l_re_ctx_gc(lua_State *L) {
+  ludo__lre_ctx_t *ctx = lua_touserdata(L, 1);
+  while (ctx->live.next != &ctx->live) lre_node_free(ctx->live.next);
   return 0;
 }
 
@@ -1063,6 +1120,11 @@ static void lre_push_ctx(lua_State *L) {
   ctx->lim.heap_kib = LUDO_L_RE_HEAP_DEFAULT / 1024;
   ctx->used = 0;
   ctx->hand = 1;
+  ctx->live.next = ctx->live.prev = &ctx->live;
+  lua_createtable(L, 0, 1); /* stack: ctx ctxmt */
+  lua_pushcfunction(L, ludo_l_re_ctx_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2); /* stack: ctx */
   lua_newtable(L);
   lua_setiuservalue(L, -2, 1);
   lua_createtable(L, LUDO_L_RE_CACHE_MAX, 0);

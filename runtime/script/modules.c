@@ -4,6 +4,7 @@
 
 #include <lauxlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -14,7 +15,6 @@ LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
 LUDO_EXTERN int luaopen_ludo_re(lua_State *L);
 
 static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
-static const char loaded_key = 'l'; /* registry of a state: loaded mods */
 static const char loading = 'x';    /* marks a module being loaded */
 
 /* ---- the cache ------------------------------------------------------- */
@@ -31,6 +31,7 @@ int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
   cc->heap = heap;
   cc->roots = NULL;
   cc->nroots = 0;
+  cc->strip = getenv("LUDO_DEBUG") == NULL || *getenv("LUDO_DEBUG") == '0';
   cc->C = lua_newstate(ludo__alloc_fn, heap);
   if (cc->C == NULL) return LUDO_ENOMEM;
   lua_pushcfunction(cc->C, cc_setup);
@@ -92,6 +93,7 @@ typedef struct {
   const char *key, *chunk, *src;
   size_t keylen, srclen;
   ludo__buf_t *bc;
+  int strip;
 } compile_req_t;
 
 /* In C (protected): compiles src, stores {bytecode, chunkname} under key.
@@ -100,7 +102,7 @@ static int cc_compile(lua_State *C) {
   compile_req_t *r = lua_touserdata(C, 1);
   if (luaL_loadbufferx(C, r->src, r->srclen, r->chunk, "t") != LUA_OK)
     return 1; /* the message */
-  if (lua_dump(C, dump_writer, r->bc, 0) != 0)
+  if (lua_dump(C, dump_writer, r->bc, r->strip) != 0)
     return luaL_error(C, "ENOMEM: cannot keep compiled code");
   lua_pop(C, 1);
   lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
@@ -144,7 +146,7 @@ static int cc_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
  * error. [-0, +1, e] */
 static void cc_add(lua_State *L, ludo__codecache_t *cc, const char *key,
                    size_t keylen, const char *chunk, const char *src,
-                   size_t srclen) {
+                   size_t srclen, int strip) {
   ludo__buf_t bc;
   compile_req_t r;
   int rc;
@@ -155,6 +157,7 @@ static void cc_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   r.src = src;
   r.srclen = srclen;
   r.bc = &bc;
+  r.strip = strip && cc->strip;
   lua_pushcfunction(cc->C, cc_compile);
   lua_pushlightuserdata(cc->C, &r);
   rc = lua_pcall(cc->C, 1, 1, 0);
@@ -186,7 +189,7 @@ static int valid_name(const char *name) {
 
 /* Tries one candidate file. On success compiles/loads it. */
 static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
-                    const char *path) {
+                    const char *path, int strip) {
   ludo__buf_t src;
   int rc;
   ludo__buf_init(&src, ludo__alloc_fn, m->cache->heap);
@@ -208,7 +211,7 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
     size_t n;
     const char *s = lua_tolstring(L, -1, &n);
     const char *chunk = lua_tostring(L, -2);
-    cc_add(L, m->cache, path, strlen(path), chunk, s, n);
+    cc_add(L, m->cache, path, strlen(path), chunk, s, n, strip);
   }
   lua_replace(L, -3);
   lua_pop(L, 1);
@@ -218,7 +221,7 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
 void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path) {
   if (cc_lookup(L, m->cache, path, strlen(path))) return;
-  if (!try_file(L, m, NULL, path))
+  if (!try_file(L, m, NULL, path, 0))
     luaL_error(L, "ENOENT: cannot read %s", path);
 }
 
@@ -240,20 +243,20 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   for (i = 0, n = strlen(name); i <= n; i++)
     rel[i] = name[i] == '.' ? '/' : name[i];
   luaL_buffinit(L, &tried);
-#define TRY(...)                                              \
+#define TRY(strip, ...)                                       \
   do {                                                        \
     snprintf(path, sizeof path, __VA_ARGS__);                 \
-    if (try_file(L, m, &tried, path)) goto found;             \
+    if (try_file(L, m, &tried, path, strip)) goto found;      \
   } while (0)
   if (m->dir) {
-    TRY("%s/%s.lua", m->dir, rel);
-    TRY("%s/%s/init.lua", m->dir, rel);
+    TRY(0, "%s/%s.lua", m->dir, rel);
+    TRY(0, "%s/%s/init.lua", m->dir, rel);
   }
   for (i = 0; i < cc->nroots; i++) {
-    TRY("%s/lua/%s.lua", cc->roots[i], rel);
-    TRY("%s/lua/%s/init.lua", cc->roots[i], rel);
+    TRY(1, "%s/lua/%s.lua", cc->roots[i], rel);
+    TRY(1, "%s/lua/%s/init.lua", cc->roots[i], rel);
     if (strncmp(name, "rubrics.", 8) == 0 || strncmp(name, "features.", 9) == 0)
-      TRY("%s/%s.lua", cc->roots[i], rel);
+      TRY(1, "%s/%s.lua", cc->roots[i], rel);
   }
 #undef TRY
   for (e = ludo__embedded; e->name; e++) {
@@ -262,7 +265,7 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
       snprintf(chunk, sizeof chunk, "@%s", e->path);
       luaL_pushresult(&tried);
       lua_pop(L, 1);
-      cc_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len);
+      cc_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len, 1);
       return;
     }
   }
@@ -309,7 +312,7 @@ static int l_require(lua_State *L) {
   ludo__modules_t *m = st ? st->modules : NULL;
   size_t i;
   lua_settop(L, 1);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &loaded_key); /* 2: loaded */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* 2: loaded */
   lua_pushvalue(L, 1);
   if (lua_rawget(L, 2) != LUA_TNIL) {
     if (lua_touserdata(L, -1) == &loading)
@@ -359,7 +362,7 @@ done:
 void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
   (void)m;
   lua_newtable(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &loaded_key);
+  lua_setfield(L, LUA_REGISTRYINDEX, LUDO__LOADED);
   lua_pushcfunction(L, l_require);
   lua_setglobal(L, "require");
 }

@@ -22,17 +22,6 @@ int ludo__sched_init(ludo__sched_t *s, ludo__state_t *st) {
   s->co_ref = s->pending_ref = LUA_NOREF;
   list_init(&s->ops);
   st->sched = s;
-  /* stack: -> PENDING */
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "ludo.async");
-  if (ludo__state_pcall(st, L, 1, 1) != 0) {
-    ludo__log(st->log, LUDO_LOG_ERROR, "ludo", "%s", lua_tostring(L, -1));
-    lua_pop(L, 1);
-    return LUDO_ELOAD;
-  }
-  lua_getfield(L, -1, "PENDING");
-  s->pending_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pop(L, 1);
   s->co = lua_newthread(L);
   s->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;
@@ -70,6 +59,32 @@ static void finish(ludo__sched_t *s, int status) {
   s->in_call = 0;
 }
 
+/* Is the value at idx of co ludo.async.PENDING? ludo.async is looked up
+ * only when a call yields, so states that never wait never load it. */
+static int is_pending(ludo__sched_t *s, lua_State *co, int idx) {
+  int ok;
+  idx = lua_absindex(co, idx);
+  if (s->pending_ref == LUA_NOREF) {
+    lua_State *L = s->st->L;
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, 3)) return 0;
+    lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED);
+    if (lua_type(L, -1) == LUA_TTABLE &&
+        lua_getfield(L, -1, "ludo.async") == LUA_TTABLE &&
+        lua_getfield(L, -1, "PENDING") != LUA_TNIL) {
+      s->pending_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+      lua_settop(L, top);
+    } else {
+      lua_settop(L, top);
+      return 0;
+    }
+  }
+  lua_rawgeti(co, LUA_REGISTRYINDEX, s->pending_ref);
+  ok = lua_rawequal(co, -1, idx);
+  lua_pop(co, 1);
+  return ok;
+}
+
 static void resume(ludo__sched_t *s, int nargs) {
   ludo__state_t *st = s->st;
   lua_State *co = s->co;
@@ -82,11 +97,7 @@ static void resume(ludo__sched_t *s, int nargs) {
   ludo__state_run_end(st);
   if (rc == LUA_YIELD) {
     int ok = 0;
-    if (nres >= 2 && !st->killed) {
-      lua_rawgeti(co, LUA_REGISTRYINDEX, s->pending_ref);
-      ok = lua_rawequal(co, -1, -1 - nres);
-      lua_pop(co, 1);
-    }
+    if (nres >= 2 && !st->killed) ok = is_pending(s, co, -nres);
     lua_pop(co, nres);
     if (ok && s->ops.next != &s->ops) {
       s->waiting = 1;
@@ -104,13 +115,13 @@ static void resume(ludo__sched_t *s, int nargs) {
     return;
   }
   {
-    int code;
-    if (rc != LUA_ERRMEM && !st->killed && lua_type(co, -1) == LUA_TSTRING) {
-      /* Add where it happened (the thread's stack is still intact). */
+    int code = ludo__state_error(st, co, rc);
+    if (code == LUDO_ESCRIPT && rc == LUA_ERRRUN) {
+      /* A script error: add where it happened (the thread's stack is still
+       * intact). ludo's own errors (ESCHEMA, EPARSE...) say enough. */
       luaL_traceback(co, co, lua_tostring(co, -1), 0);
       lua_remove(co, -2);
     }
-    code = ludo__state_error(st, co, rc);
     finish(s, code);
   }
 }

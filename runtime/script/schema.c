@@ -1,0 +1,585 @@
+/* schema.c - JSON Schema checks of Lua values (see schema.h). */
+#include "script/schema.h"
+
+#include <jansson.h>
+#include <lauxlib.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ludo.h"
+#include "script/json.h"
+
+enum {
+  T_NULL = 1, T_BOOLEAN = 2, T_INTEGER = 4, T_NUMBER = 8, T_STRING = 16,
+  T_ARRAY = 32, T_OBJECT = 64
+};
+
+typedef struct node_s node_t;
+
+typedef struct {
+  const char *name;
+  size_t len;
+  node_t *schema;
+} prop_t;
+
+struct node_s {
+  unsigned types;            /* allowed types; 0 = any */
+  prop_t *props;
+  size_t nprops;
+  const char **required;     /* names (point into the jansson tree) */
+  size_t nrequired;
+  int has_object_rules;
+  int additional;            /* 1 allowed, 0 forbidden, 2 schema */
+  node_t *additional_schema;
+  node_t *items;
+  json_t *enum_, *const_;    /* borrowed from the tree */
+  int has_min, has_max, has_xmin, has_xmax;
+  double min, max, xmin, xmax;
+  long min_len, max_len, min_items, max_items; /* -1: none */
+  node_t **any, **one, **all;
+  size_t nany, none, nall;
+  node_t *next_alloc;        /* all nodes, for freeing */
+};
+
+struct ludo__schema_s {
+  ludo__alloc_t *heap;
+  json_t *tree;
+  node_t *root;
+  node_t *nodes;             /* allocation list */
+  size_t bytes;              /* extra arrays allocated */
+};
+
+/* ---- compiling ------------------------------------------------------- */
+
+typedef struct {
+  ludo__schema_t *s;
+  char *err;
+  size_t errlen;
+  int failed;
+} comp_t;
+
+static void *comp_alloc(comp_t *c, size_t n) {
+  void *p = ludo__calloc(c->s->heap, n);
+  if (p == NULL) c->failed = LUDO_ENOMEM;
+  return p;
+}
+
+static unsigned type_bit(const char *t) {
+  if (strcmp(t, "null") == 0) return T_NULL;
+  if (strcmp(t, "boolean") == 0) return T_BOOLEAN;
+  if (strcmp(t, "integer") == 0) return T_INTEGER;
+  if (strcmp(t, "number") == 0) return T_NUMBER | T_INTEGER;
+  if (strcmp(t, "string") == 0) return T_STRING;
+  if (strcmp(t, "array") == 0) return T_ARRAY;
+  if (strcmp(t, "object") == 0) return T_OBJECT;
+  return 0;
+}
+
+static node_t *compile_node(comp_t *c, json_t *j);
+
+static node_t **compile_list(comp_t *c, json_t *arr, size_t *n) {
+  node_t **out;
+  size_t i;
+  *n = 0;
+  if (!json_is_array(arr) || json_array_size(arr) == 0) return NULL;
+  out = comp_alloc(c, json_array_size(arr) * sizeof *out);
+  if (out == NULL) return NULL;
+  for (i = 0; i < json_array_size(arr); i++)
+    out[i] = compile_node(c, json_array_get(arr, i));
+  *n = json_array_size(arr);
+  return out;
+}
+
+static int num_of(json_t *v, double *d) {
+  if (!json_is_number(v)) return 0;
+  *d = json_number_value(v);
+  return 1;
+}
+
+static long long_of(json_t *v) {
+  return json_is_integer(v) ? (long)json_integer_value(v) : -1;
+}
+
+static node_t *compile_node(comp_t *c, json_t *j) {
+  node_t *n = comp_alloc(c, sizeof *n);
+  json_t *v;
+  if (n == NULL) return NULL;
+  n->next_alloc = c->s->nodes;
+  c->s->nodes = n;
+  n->additional = 1;
+  n->min_len = n->max_len = n->min_items = n->max_items = -1;
+  if (!json_is_object(j)) {
+    if (json_is_false(j)) n->types = ~0u & 0; /* nothing matches */
+    return n;
+  }
+  v = json_object_get(j, "type");
+  if (json_is_string(v)) {
+    n->types = type_bit(json_string_value(v));
+  } else if (json_is_array(v)) {
+    size_t i;
+    for (i = 0; i < json_array_size(v); i++)
+      if (json_is_string(json_array_get(v, i)))
+        n->types |= type_bit(json_string_value(json_array_get(v, i)));
+  }
+  v = json_object_get(j, "properties");
+  if (json_is_object(v) && json_object_size(v) > 0) {
+    const char *k;
+    json_t *sub;
+    size_t i = 0;
+    n->props = comp_alloc(c, json_object_size(v) * sizeof *n->props);
+    if (n->props == NULL) return n;
+    json_object_foreach(v, k, sub) {
+      n->props[i].name = k;
+      n->props[i].len = strlen(k);
+      n->props[i].schema = compile_node(c, sub);
+      i++;
+    }
+    n->nprops = i;
+    n->has_object_rules = 1;
+  }
+  v = json_object_get(j, "required");
+  if (json_is_array(v) && json_array_size(v) > 0) {
+    size_t i;
+    n->required = comp_alloc(c, json_array_size(v) * sizeof *n->required);
+    if (n->required == NULL) return n;
+    for (i = 0; i < json_array_size(v); i++)
+      if (json_is_string(json_array_get(v, i)))
+        n->required[n->nrequired++] = json_string_value(json_array_get(v, i));
+    n->has_object_rules = 1;
+  }
+  v = json_object_get(j, "additionalProperties");
+  if (json_is_false(v)) {
+    n->additional = 0;
+    n->has_object_rules = 1;
+  } else if (json_is_object(v)) {
+    n->additional = 2;
+    n->additional_schema = compile_node(c, v);
+    n->has_object_rules = 1;
+  }
+  v = json_object_get(j, "items");
+  if (json_is_object(v)) n->items = compile_node(c, v);
+  v = json_object_get(j, "enum");
+  if (json_is_array(v)) n->enum_ = v;
+  v = json_object_get(j, "const");
+  if (v != NULL) n->const_ = v;
+  n->has_min = num_of(json_object_get(j, "minimum"), &n->min);
+  n->has_max = num_of(json_object_get(j, "maximum"), &n->max);
+  n->has_xmin = num_of(json_object_get(j, "exclusiveMinimum"), &n->xmin);
+  n->has_xmax = num_of(json_object_get(j, "exclusiveMaximum"), &n->xmax);
+  n->min_len = long_of(json_object_get(j, "minLength"));
+  n->max_len = long_of(json_object_get(j, "maxLength"));
+  n->min_items = long_of(json_object_get(j, "minItems"));
+  n->max_items = long_of(json_object_get(j, "maxItems"));
+  n->any = compile_list(c, json_object_get(j, "anyOf"), &n->nany);
+  n->one = compile_list(c, json_object_get(j, "oneOf"), &n->none);
+  n->all = compile_list(c, json_object_get(j, "allOf"), &n->nall);
+  return n;
+}
+
+int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
+                         ludo__schema_t **out, char *err, size_t errlen) {
+  json_error_t jerr;
+  comp_t c;
+  ludo__schema_t *s;
+  *out = NULL;
+  s = ludo__calloc(heap, sizeof *s);
+  if (s == NULL) return LUDO_ENOMEM;
+  s->heap = heap;
+  s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+  if (s->tree == NULL) {
+    snprintf(err, errlen, "EPARSE: schema: %s at line %d column %d",
+             jerr.text, jerr.line, jerr.column);
+    ludo__free(heap, s, sizeof *s);
+    return LUDO_EPARSE;
+  }
+  c.s = s;
+  c.err = err;
+  c.errlen = errlen;
+  c.failed = 0;
+  s->root = compile_node(&c, s->tree);
+  if (c.failed) {
+    ludo__schema_free(s);
+    return c.failed;
+  }
+  *out = s;
+  return 0;
+}
+
+static void free_node(ludo__alloc_t *h, node_t *n) {
+  ludo__free(h, n->props, n->nprops * sizeof *n->props);
+  ludo__free(h, n->required, n->nrequired * sizeof *n->required);
+  ludo__free(h, n->any, n->nany * sizeof *n->any);
+  ludo__free(h, n->one, n->none * sizeof *n->one);
+  ludo__free(h, n->all, n->nall * sizeof *n->all);
+  ludo__free(h, n, sizeof *n);
+}
+
+void ludo__schema_free(ludo__schema_t *s) {
+  node_t *n, *next;
+  if (s == NULL) return;
+  for (n = s->nodes; n; n = next) {
+    next = n->next_alloc;
+    free_node(s->heap, n);
+  }
+  if (s->tree) json_decref(s->tree);
+  ludo__free(s->heap, s, sizeof *s);
+}
+
+/* ---- checking -------------------------------------------------------- */
+
+typedef struct {
+  lua_State *L;
+  ludo__buf_t *msg;
+  const char *root;
+  /* path */
+  struct {
+    const char *key;
+    size_t klen;
+    lua_Integer index;
+  } path[64];
+  int depth;
+  int quiet; /* inside anyOf/oneOf probes: no message */
+} chk_t;
+
+static void put_path(chk_t *c) {
+  int i;
+  ludo__buf_adds(c->msg, c->root);
+  for (i = 0; i < c->depth && i < 64; i++) {
+    if (c->path[i].key) {
+      ludo__buf_addc(c->msg, '.');
+      ludo__buf_add(c->msg, c->path[i].key,
+                    c->path[i].klen > 64 ? 64 : c->path[i].klen);
+    } else {
+      ludo__buf_printf(c->msg, "[%lld]", (long long)c->path[i].index);
+    }
+  }
+}
+
+static int fail(chk_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int fail(chk_t *c, const char *fmt, ...) {
+  va_list ap;
+  if (c->quiet) return 0;
+  ludo__buf_reset(c->msg);
+  put_path(c);
+  ludo__buf_adds(c->msg, ": ");
+  va_start(ap, fmt);
+  ludo__buf_vprintf(c->msg, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* JSON type of a Lua value: one T_ bit, or T_ARRAY|T_OBJECT for an empty
+ * plain table. */
+static unsigned lua_json_type(lua_State *L, int idx) {
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL: return T_NULL;
+    case LUA_TBOOLEAN: return T_BOOLEAN;
+    case LUA_TNUMBER: {
+      if (lua_isinteger(L, idx)) return T_INTEGER;
+      {
+        double d = lua_tonumber(L, idx);
+        if (isfinite(d) && d == floor(d)) return T_NUMBER | T_INTEGER;
+      }
+      return T_NUMBER;
+    }
+    case LUA_TSTRING: return T_STRING;
+    case LUA_TTABLE: {
+      int r;
+      ludo__json_pushnull(L);
+      r = lua_rawequal(L, -1, idx);
+      lua_pop(L, 1);
+      if (r) return T_NULL;
+      r = ludo__json_is_array(L, idx);
+      if (r) return T_ARRAY;
+      lua_pushnil(L);
+      if (!lua_next(L, idx)) return T_ARRAY | T_OBJECT;
+      lua_pop(L, 2);
+      r = lua_rawgeti(L, idx, 1) != LUA_TNIL;
+      lua_pop(L, 1);
+      return r ? T_ARRAY : T_OBJECT;
+    }
+    default: return 0;
+  }
+}
+
+static const char *type_name(unsigned t) {
+  if (t == (T_ARRAY | T_OBJECT)) return "empty table";
+  if (t & T_NULL) return "null";
+  if (t & T_BOOLEAN) return "boolean";
+  if (t == T_INTEGER) return "integer";
+  if (t & T_NUMBER) return "number";
+  if (t & T_STRING) return "string";
+  if (t & T_ARRAY) return "array";
+  if (t & T_OBJECT) return "object";
+  return "unsupported value";
+}
+
+static void types_text(unsigned want, char *out, size_t n) {
+  static const struct { unsigned bit; const char *name; } names[] = {
+      {T_OBJECT, "object"}, {T_ARRAY, "array"},   {T_STRING, "string"},
+      {T_NUMBER, "number"}, {T_INTEGER, "integer"}, {T_BOOLEAN, "boolean"},
+      {T_NULL, "null"}};
+  size_t i;
+  out[0] = '\0';
+  for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (!(want & names[i].bit)) continue;
+    if (names[i].bit == T_INTEGER && (want & T_NUMBER)) continue;
+    if (out[0]) strncat(out, " or ", n - strlen(out) - 1);
+    strncat(out, names[i].name, n - strlen(out) - 1);
+  }
+}
+
+/* Compares a Lua value with a JSON value. */
+static int equals_json(lua_State *L, int idx, json_t *j) {
+  switch (json_typeof(j)) {
+    case JSON_STRING: {
+      size_t n;
+      const char *s;
+      if (lua_type(L, idx) != LUA_TSTRING) return 0;
+      s = lua_tolstring(L, idx, &n);
+      return n == json_string_length(j) &&
+             memcmp(s, json_string_value(j), n) == 0;
+    }
+    case JSON_INTEGER:
+    case JSON_REAL:
+      return lua_type(L, idx) == LUA_TNUMBER &&
+             lua_tonumber(L, idx) == json_number_value(j);
+    case JSON_TRUE: return lua_type(L, idx) == LUA_TBOOLEAN &&
+                           lua_toboolean(L, idx);
+    case JSON_FALSE: return lua_type(L, idx) == LUA_TBOOLEAN &&
+                            !lua_toboolean(L, idx);
+    case JSON_NULL: return lua_json_type(L, idx) == T_NULL;
+    case JSON_ARRAY: {
+      size_t i, n = json_array_size(j);
+      int ok = 1;
+      if (lua_type(L, idx) != LUA_TTABLE || lua_rawlen(L, idx) != n) return 0;
+      for (i = 0; ok && i < n; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i + 1);
+        ok = equals_json(L, lua_gettop(L), json_array_get(j, i));
+        lua_pop(L, 1);
+      }
+      return ok;
+    }
+    case JSON_OBJECT: {
+      const char *k;
+      json_t *v;
+      size_t count = 0;
+      if (lua_type(L, idx) != LUA_TTABLE) return 0;
+      json_object_foreach(j, k, v) {
+        int ok;
+        lua_pushstring(L, k);
+        lua_rawget(L, idx);
+        ok = equals_json(L, lua_gettop(L), v);
+        lua_pop(L, 1);
+        if (!ok) return 0;
+      }
+      lua_pushnil(L);
+      while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        count++;
+      }
+      return count == json_object_size(j);
+    }
+  }
+  return 0;
+}
+
+static void json_text(json_t *j, char *out, size_t n) {
+  char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+  snprintf(out, n, "%s", s ? s : "?");
+  free(s);
+}
+
+static int check(chk_t *c, int idx, const node_t *n);
+
+static int check_combo(chk_t *c, int idx, node_t **list, size_t cnt,
+                       const char *kw, size_t need_min, size_t need_max) {
+  size_t i, passed = 0;
+  int quiet = c->quiet;
+  c->quiet = 1;
+  for (i = 0; i < cnt; i++) passed += (size_t)check(c, idx, list[i]);
+  c->quiet = quiet;
+  if (passed >= need_min && passed <= need_max) return 1;
+  return fail(c, "does not match %s (%zu of %zu alternatives matched)", kw,
+              passed, cnt);
+}
+
+static int check(chk_t *c, int idx, const node_t *n) {
+  lua_State *L = c->L;
+  unsigned t = lua_json_type(L, idx);
+  if (n->types != 0 && !(n->types & t)) {
+    char want[96];
+    types_text(n->types, want, sizeof want);
+    return fail(c, "expected %s, got %s", want, type_name(t));
+  }
+  if (n->enum_ != NULL) {
+    size_t i;
+    int found = 0;
+    for (i = 0; !found && i < json_array_size(n->enum_); i++)
+      found = equals_json(L, idx, json_array_get(n->enum_, i));
+    if (!found) {
+      char allowed[256];
+      json_text(n->enum_, allowed, sizeof allowed);
+      return fail(c, "expected one of %s", allowed);
+    }
+  }
+  if (n->const_ != NULL && !equals_json(L, idx, n->const_)) {
+    char want[128];
+    json_text(n->const_, want, sizeof want);
+    return fail(c, "expected %s", want);
+  }
+  if (t & (T_NUMBER | T_INTEGER)) {
+    double d = lua_tonumber(L, idx);
+    if (n->has_min && !(d >= n->min))
+      return fail(c, "must be >= %g, got %g", n->min, d);
+    if (n->has_max && !(d <= n->max))
+      return fail(c, "must be <= %g, got %g", n->max, d);
+    if (n->has_xmin && !(d > n->xmin))
+      return fail(c, "must be > %g, got %g", n->xmin, d);
+    if (n->has_xmax && !(d < n->xmax))
+      return fail(c, "must be < %g, got %g", n->xmax, d);
+  }
+  if (t == T_STRING && (n->min_len >= 0 || n->max_len >= 0)) {
+    size_t len, i;
+    const char *s = lua_tolstring(L, idx, &len);
+    long chars = 0;
+    for (i = 0; i < len; i++)
+      if (((unsigned char)s[i] & 0xc0) != 0x80) chars++;
+    if (n->min_len >= 0 && chars < n->min_len)
+      return fail(c, "length must be >= %ld, got %ld", n->min_len, chars);
+    if (n->max_len >= 0 && chars > n->max_len)
+      return fail(c, "length must be <= %ld, got %ld", n->max_len, chars);
+  }
+  if ((t & T_ARRAY) && lua_type(L, idx) == LUA_TTABLE) {
+    lua_Integer i, len = (lua_Integer)lua_rawlen(L, idx);
+    if (n->min_items >= 0 && len < n->min_items)
+      return fail(c, "must have >= %ld items, got %lld", n->min_items,
+                  (long long)len);
+    if (n->max_items >= 0 && len > n->max_items)
+      return fail(c, "must have <= %ld items, got %lld", n->max_items,
+                  (long long)len);
+    if (n->items != NULL && c->depth < 64 && lua_checkstack(L, 4)) {
+      for (i = 1; i <= len; i++) {
+        int ok;
+        c->path[c->depth].key = NULL;
+        c->path[c->depth].index = i - 1;
+        c->depth++;
+        lua_rawgeti(L, idx, i);
+        ok = check(c, lua_gettop(L), n->items);
+        lua_pop(L, 1);
+        c->depth--;
+        if (!ok) return 0;
+      }
+    }
+  }
+  if ((t & T_OBJECT) && n->has_object_rules && lua_type(L, idx) == LUA_TTABLE &&
+      c->depth < 64 && lua_checkstack(L, 6)) {
+    size_t i;
+    for (i = 0; i < n->nrequired; i++) {
+      int missing;
+      lua_pushstring(L, n->required[i]);
+      missing = lua_rawget(L, idx) == LUA_TNIL;
+      lua_pop(L, 1);
+      if (missing)
+        return fail(c, "missing required field '%s'", n->required[i]);
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      size_t klen;
+      const char *k;
+      const node_t *sub = NULL;
+      int ok = 1;
+      if (lua_type(L, -2) != LUA_TSTRING) {
+        lua_pop(L, 2);
+        return fail(c, "object keys must be strings");
+      }
+      k = lua_tolstring(L, -2, &klen);
+      for (i = 0; i < n->nprops; i++) {
+        if (n->props[i].len == klen && memcmp(n->props[i].name, k, klen) == 0) {
+          sub = n->props[i].schema;
+          break;
+        }
+      }
+      if (sub == NULL && n->additional == 0) {
+        char key[80];
+        snprintf(key, sizeof key, "%.*s", (int)(klen > 64 ? 64 : klen), k);
+        lua_pop(L, 2);
+        return fail(c, "unknown field '%s'", key);
+      }
+      if (sub == NULL && n->additional == 2) sub = n->additional_schema;
+      if (sub != NULL) {
+        c->path[c->depth].key = k;
+        c->path[c->depth].klen = klen;
+        c->depth++;
+        ok = check(c, lua_gettop(L), sub);
+        c->depth--;
+      }
+      lua_pop(L, 1);
+      if (!ok) {
+        lua_pop(L, 1);
+        return 0;
+      }
+    }
+  }
+  if (n->nany && !check_combo(c, idx, n->any, n->nany, "anyOf", 1, n->nany))
+    return 0;
+  if (n->none && !check_combo(c, idx, n->one, n->none, "oneOf", 1, 1))
+    return 0;
+  if (n->nall &&
+      !check_combo(c, idx, n->all, n->nall, "allOf", n->nall, n->nall))
+    return 0;
+  return 1;
+}
+
+int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
+                       const char *root, ludo__buf_t *msg) {
+  chk_t c;
+  c.L = L;
+  c.msg = msg;
+  c.root = root;
+  c.depth = 0;
+  c.quiet = 0;
+  return check(&c, lua_absindex(L, idx), s->root);
+}
+
+typedef struct {
+  ludo__buf_t b;
+} msg_box_t;
+
+/* validate(value) -> true | false, message */
+static int ludo_l_schema_validate(lua_State *L) {
+  const ludo__schema_t *s = lua_touserdata(L, lua_upvalueindex(1));
+  const char *root = lua_tostring(L, lua_upvalueindex(2));
+  ludo__buf_t msg;
+  void *ud;
+  lua_Alloc fn = lua_getallocf(L, &ud);
+  luaL_checkany(L, 1);
+  ludo__buf_init(&msg, fn, ud);
+  if (ludo__schema_check(L, 1, s, root, &msg)) {
+    ludo__buf_free(&msg);
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  /* Copy out, then free before anything can raise. */
+  if (msg.p != NULL) {
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", msg.p);
+    ludo__buf_free(&msg);
+    lua_pushstring(L, tmp);
+  } else {
+    lua_pushfstring(L, "%s: does not match the schema", root);
+  }
+  return 2;
+}
+
+void ludo__schema_push_validator(lua_State *L, const ludo__schema_t *s,
+                                 const char *root) {
+  lua_pushlightuserdata(L, (void *)s);
+  lua_pushstring(L, root);
+  lua_pushcclosure(L, ludo_l_schema_validate, 2);
+}

@@ -1,0 +1,41 @@
+/* schema.h - JSON Schema checks of Lua values, compiled once in C.
+ *
+ * An environment's action schema is compiled from its JSON text when the
+ * environment loads and shared read-only by all of its session states, so
+ * validating an action costs no Lua memory and no Lua code per session.
+ * Keywords: type (string or list), properties, required,
+ * additionalProperties (boolean or schema), items, enum, const, minimum,
+ * maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength (UTF-8
+ * characters), minItems, maxItems, anyOf, oneOf, allOf. Other keywords are
+ * ignored, as JSON Schema allows. */
+#ifndef LUDO_SCRIPT_SCHEMA_H
+#define LUDO_SCRIPT_SCHEMA_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+
+typedef struct ludo__schema_s ludo__schema_t;
+
+/* Compiles the JSON Schema text `json`. On success stores the schema in
+ * *out (free with ludo__schema_free). Returns 0, LUDO_EPARSE (message in
+ * err), or LUDO_ENOMEM. */
+int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
+                         ludo__schema_t **out, char *err, size_t errlen);
+
+void ludo__schema_free(ludo__schema_t *s);
+
+/* Checks the Lua value at idx. Returns 1 when it conforms; otherwise 0 and
+ * writes "<root>.<path>: <what>" into msg. Never raises; uses raw access
+ * only (no metamethods run). [-0, +0, -] */
+int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
+                       const char *root, ludo__buf_t *msg);
+
+/* Pushes a C closure `validate(value) -> true | false, message` bound to s
+ * (borrowed: s must outlive the state). [-0, +1, m] */
+void ludo__schema_push_validator(lua_State *L, const ludo__schema_t *s,
+                                 const char *root);
+
+#endif
