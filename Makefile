@@ -100,8 +100,11 @@ asan: deps
 	  -fno-sanitize-recover=undefined" all
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
-bench: all
-	@scripts/bench.sh
+$(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(LDLIBS_ALL)
+
+bench: all $(BUILD)/ludo-bench
+	@BUILD=$(BUILD) scripts/bench.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \

@@ -237,6 +237,11 @@ LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s);
 /* Bytes held by the session's Lua state now. */
 LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s);
 
+/* Runs a full garbage collection in the session's Lua state (e.g. between
+ * episodes, or before reading ludo_session_memory). Returns 0, LUDO_EBUSY
+ * while a call is in flight. */
+LUDO_EXTERN int ludo_session_collect(ludo_session_t *s);
+
 /* Host data slot: the library never touches it. */
 LUDO_EXTERN void ludo_session_set_data(ludo_session_t *s, void *data);
 LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s);

@@ -15,11 +15,12 @@
 -- asyncio.gather does: two judges waiting 1 s and 3 s take 3 s, not 4 s.
 -- A synchronous tree takes a plain loop: no coroutine or closure per call.
 local Rubric = require("ludo.rubric")
-local async = require("ludo.async")
-local jsontext = require("ludo.jsontext")
 
 local type, error, format, abs = type, error, string.format, math.abs
-local can_wait, gather = async.can_wait, async.gather
+local can_wait = coroutine.isyieldable
+-- ludo.async and ludo.jsontext are required only when needed (a waiting
+-- child, a weight error), so a synchronous tree does not pay their memory
+-- in every session state.
 
 local WeightedSum = Rubric:extend("WeightedSum")
 
@@ -46,7 +47,8 @@ local function check_weights(n, weights, level)
   end
   -- Written so that a NaN sum fails too.
   if not (abs(total - 1.0) <= 1e-6) then -- luacheck: ignore 581
-    error("Weights must sum to 1.0, got " .. jsontext.number(total),
+    error("Weights must sum to 1.0, got "
+      .. require("ludo.jsontext").number(total),
       level + 1)
   end
   return copy
@@ -75,7 +77,7 @@ local function forward_gather(self, action, observation)
     local child = list[i]
     fns[i] = function() return child(action, observation) end
   end
-  local results = gather(fns)
+  local results = require("ludo.async").gather(fns)
   local total = 0.0
   for i = 1, #list do total = total + results[i][1] * w[i] end
   return total

@@ -207,6 +207,13 @@ LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s) {
   return s->ps ? s->ps->st.used : 0;
 }
 
+LUDO_EXTERN int ludo_session_collect(ludo_session_t *s) {
+  if (s == NULL || s->ps == NULL) return LUDO_EINVAL;
+  if (s->ps->sched.in_call) return LUDO_EBUSY;
+  lua_gc(s->ps->st.L, LUA_GCCOLLECT);
+  return 0;
+}
+
 LUDO_EXTERN void ludo_session_set_data(ludo_session_t *s, void *data) {
   s->data = data;
 }

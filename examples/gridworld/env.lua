@@ -27,12 +27,21 @@ local env = {
     board = "string",            -- rows joined by "\n"
     steps = "integer",
   },
+  -- JSON Schema form: before the first reset only step_count is known.
   state_schema = {
-    step_count = "integer",
-    position = { x = "integer", y = "integer" },
-    seed = "integer",
-    width = "integer",
-    height = "integer",
+    type = "object",
+    properties = {
+      episode_id = { type = "string" },
+      step_count = { type = "integer" },
+      seed = { type = "integer" },
+      width = { type = "integer" },
+      height = { type = "integer" },
+      position = {
+        type = "object",
+        properties = { x = { type = "integer" }, y = { type = "integer" } },
+      },
+    },
+    required = { "step_count" },
   },
   rubric = rubric.new(),
 }

@@ -10,21 +10,37 @@
 -- StreamingExponentialDiscountingRubric, LLMJudge; and is_rubric(v).
 -- Each class lives in its own module (ludo.rubric, rubrics.<name>); this
 -- module only gathers them.
+-- The classes are required on first use, so a session state holds only
+-- the ones its environment uses.
 local Rubric = require("ludo.rubric")
 
-return {
+local modules = {
+  Sequential = "rubrics.sequential",
+  Gate = "rubrics.gate",
+  WeightedSum = "rubrics.weighted_sum",
+  RubricList = "rubrics.rubric_list",
+  RubricDict = "rubrics.rubric_dict",
+  TrajectoryRubric = "rubrics.trajectory",
+  ExponentialDiscountingTrajectoryRubric = "rubrics.exponential_discounting",
+  StreamingTrajectoryRubric = "rubrics.streaming_trajectory",
+  StreamingExponentialDiscountingRubric = "rubrics.streaming_discounting",
+  LLMJudge = "rubrics.llm_judge",
+}
+
+return setmetatable({
   Rubric = Rubric,
   is_rubric = Rubric.is_rubric,
-  Sequential = require("rubrics.sequential"),
-  Gate = require("rubrics.gate"),
-  WeightedSum = require("rubrics.weighted_sum"),
-  RubricList = require("rubrics.rubric_list"),
-  RubricDict = require("rubrics.rubric_dict"),
-  TrajectoryRubric = require("rubrics.trajectory"),
-  ExponentialDiscountingTrajectoryRubric =
-    require("rubrics.exponential_discounting"),
-  StreamingTrajectoryRubric = require("rubrics.streaming_trajectory"),
-  StreamingExponentialDiscountingRubric =
-    require("rubrics.streaming_discounting"),
-  LLMJudge = require("rubrics.llm_judge"),
-}
+}, {
+  __index = function(t, k)
+    local name = modules[k]
+    if name == nil then return nil end
+    local v = require(name)
+    rawset(t, k, v)
+    return v
+  end,
+  -- pairs() sees every class, loading them all.
+  __pairs = function(t)
+    for k in pairs(modules) do local _ = t[k] end
+    return next, t, nil
+  end,
+})

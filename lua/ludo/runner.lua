@@ -9,10 +9,11 @@
 --     the rubric tree, calls env.reset(opts), applies the transform.
 --   step(action): validates the action against the declared action schema
 --     (error names the field), calls env.step(action), counts the step,
---     applies the transform, then the rubric: its score becomes `reward`
---     unless the step set one, and every rubric's last score is reported in
---     observation.metadata.rubrics ("total" for the root, dotted names for
---     the named descendants).
+--     applies the transform, then the rubric, and returns the observation
+--     and the rubric's score. The C core writes the result: the score
+--     becomes `reward` unless the step set one, and every rubric's last
+--     score is reported in metadata.rubrics ("total" for the root, dotted
+--     names for the named descendants), without building Lua tables.
 --   state(): env.state() (if any) completed with episode_id and step_count.
 local core = require("ludo.core")
 local null = require("ludo.null")
@@ -36,7 +37,8 @@ end
 
 -- Binds the session to the environment module `mod` (already checked by
 -- ludo.envinfo in the probe state). `validate` is the C validator of the
--- declared action schema, or nil.
+-- declared action schema, or nil. Returns the rubric's {name, rubric}
+-- pairs, from which the C core reports every named rubric's last score.
 function M.init(mod, validate)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
@@ -48,6 +50,7 @@ function M.init(mod, validate)
     named = rubric:named_rubrics()
   end
   transform = mod.transform
+  return named
 end
 
 
@@ -97,9 +100,7 @@ local function reset(opts)
   end
   local obs = {}
   if env_reset ~= nil then obs = observation_of(env_reset(opts), "reset") end
-  obs = apply_transform(obs, nil)
-  if obs.done == nil then obs.done = false end
-  return obs
+  return apply_transform(obs, nil)
 end
 
 local function step(action)
@@ -111,24 +112,7 @@ local function step(action)
   local obs = observation_of(env_step(action), "step")
   step_count = step_count + 1
   if transform ~= nil then obs = apply_transform(obs, action) end
-  if rubric ~= nil then
-    local score = rubric(action, obs)
-    if obs.reward == nil then obs.reward = score end
-    local md = obs.metadata
-    if md == nil or md == null then
-      md = {}
-      obs.metadata = md
-    end
-    local scores = { total = score }
-    for i = 1, #named do
-      local e = named[i]
-      local s = e[2].last_score
-      if s == nil then s = null end
-      scores[e[1]] = s
-    end
-    md.rubrics = scores
-  end
-  if obs.done == nil then obs.done = false end
+  if rubric ~= nil then return obs, rubric(action, obs) end
   return obs
 end
 

@@ -47,7 +47,8 @@ const char *ludo__cli_root(void) {
   static char buf[4096];
   const char *env = getenv("LUDO_PATH");
   ssize_t n;
-  if (env != NULL && *env) {
+  if (env != NULL && *env == '\0') return NULL; /* embedded copies only */
+  if (env != NULL) {
     size_t k = strcspn(env, ";");
     if (k >= sizeof buf) k = sizeof buf - 1;
     memcpy(buf, env, k);

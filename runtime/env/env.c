@@ -51,6 +51,14 @@ static void describe(lua_State *L, ludo_env_t *env) {
     lua_pop(L, 1);
   }
   lua_pop(L, 2);                           /* mod */
+  /* The other states never load these; drop them so the probe state, the
+   * first session's, is as small as the rest. */
+  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED);
+  lua_pushnil(L);
+  lua_setfield(L, -2, "ludo.envinfo");
+  lua_pushnil(L);
+  lua_setfield(L, -2, "ludo.schema");
+  lua_pop(L, 1);
 }
 
 /* Runs in the new state, protected and under the CPU budget: loads the
@@ -72,8 +80,10 @@ static int build_protected(lua_State *L) {
     ludo__schema_push_validator(L, env->action_schema, "action");
   else
     lua_pushnil(L);
-  lua_call(L, 2, 0);                       /* runner */
+  lua_call(L, 2, 1);                       /* runner, named */
+  r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
+  lua_gc(L, LUA_GCCOLLECT);
   return 0;
 }
 
@@ -86,7 +96,7 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   *out = NULL;
   ps = ludo__calloc(&rt->heap, sizeof *ps);
   if (ps == NULL) return LUDO_ENOMEM;
-  ps->dispatch_ref = LUA_NOREF;
+  ps->dispatch_ref = ps->named_ref = LUA_NOREF;
   ps->st.heap = &rt->heap;
   ps->st.cap = rt->opts.memory_cap;
   ps->st.total = &rt->lua_live;

@@ -24,6 +24,7 @@ typedef struct ludo__pstate_s {
   ludo__state_t st;
   ludo__sched_t sched;
   int dispatch_ref;
+  int named_ref;               /* the rubric's {name, rubric} pairs */
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 

@@ -8,13 +8,48 @@
 
 static const char *const envelope_skip[] = {"reward", "done", "metadata",
                                             NULL};
+static const char *const rubrics_skip[] = {"rubrics", NULL};
+
+/* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
+ * `score` and the state's {name, rubric} list. [-0, +0, e] */
+static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
+  ludo__buf_t *b = &s->out;
+  lua_Integer i, n;
+  if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
+    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+  ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref);
+  n = lua_type(L, -1) == LUA_TTABLE ? (lua_Integer)lua_rawlen(L, -1) : 0;
+  for (i = 1; i <= n; i++) {
+    size_t len;
+    const char *name;
+    lua_rawgeti(L, -1, i);     /* pair */
+    lua_rawgeti(L, -1, 1);     /* pair, name */
+    name = lua_tolstring(L, -1, &len);
+    lua_rawgeti(L, -2, 2);     /* pair, name, rubric */
+    if (name != NULL && lua_type(L, -1) == LUA_TTABLE) {
+      lua_pushliteral(L, "last_score");
+      lua_rawget(L, -2);
+      if (ludo__buf_addc(b, ',') || ludo__buf_addc(b, '"') ||
+          ludo__buf_add(b, name, len) || ludo__buf_adds(b, "\":"))
+        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+      ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 3);
+  }
+  lua_pop(L, 1);
+  if (ludo__buf_addc(b, '}'))
+    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+}
 
 /* On the finished call thread (protected): writes the result JSON.
- * Stack: 1 = result value, then the session as light userdata.
- * [-0, +0, e] */
+ * Stack: 1 = result (observation or state), 2 = the rubric's score (step
+ * with a rubric) or nil, 3 = the session as light userdata. [-0, +0, e] */
 static int encode_result(lua_State *L) {
-  ludo_session_t *s = lua_touserdata(L, 2);
+  ludo_session_t *s = lua_touserdata(L, 3);
   ludo__buf_t *b = &s->out;
+  int has_score = !lua_isnil(L, 2), md;
   if (s->kind == LUDO__CALL_STATE) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
@@ -25,8 +60,10 @@ static int encode_result(lua_State *L) {
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
   lua_pushliteral(L, "reward");
-  lua_rawget(L, 1);
-  ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+  if (lua_rawget(L, 1) == LUA_TNIL && has_score) /* the step set none */
+    ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
+  else
+    ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_pushliteral(L, "done");
   lua_rawget(L, 1);
   if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
@@ -34,13 +71,25 @@ static int encode_result(lua_State *L) {
     goto nomem;
   lua_pushliteral(L, "metadata");
   lua_rawget(L, 1);
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_pushnil(L);
-    if (lua_next(L, -2)) {
-      lua_pop(L, 2);
-      if (ludo__buf_adds(b, ",\"metadata\":")) goto nomem;
-      ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+  md = lua_gettop(L);
+  if (lua_type(L, md) == LUA_TTABLE) {
+    size_t mark = b->len, n;
+    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    n = ludo__json_encode_fields(L, md, b, LUDO__JSON_MAXDEPTH,
+                                 has_score ? rubrics_skip : NULL);
+    if (has_score) {
+      if (n > 0 && ludo__buf_addc(b, ',')) goto nomem;
+      encode_rubrics(L, s, 2);
+    } else if (n == 0) {
+      b->len = mark; /* an empty metadata object is left out */
+      b->p[mark] = '\0';
+      return ludo__buf_addc(b, '}') ? luaL_error(L, "ENOMEM") : 0;
     }
+    if (ludo__buf_addc(b, '}')) goto nomem;
+  } else if (has_score) {
+    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    encode_rubrics(L, s, 2);
+    if (ludo__buf_addc(b, '}')) goto nomem;
   }
   if (ludo__buf_addc(b, '}')) goto nomem;
   return 0;
@@ -98,12 +147,15 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   (void)sc;
   ludo__buf_reset(&s->out);
   if (status == 0 && s->kind != LUDO__CALL_CLOSE) {
-    lua_settop(co, 1);
+    lua_settop(co, 2);
     lua_pushcfunction(co, encode_result);
     lua_insert(co, 1);
     lua_pushlightuserdata(co, s);
-    status = ludo__state_pcall(&s->ps->st, co, 2, 0);
-    if (status != 0) ludo__buf_reset(&s->out);
+    status = lua_pcall(co, 3, 0, 0);
+    if (status != 0) {
+      status = ludo__state_error(&s->ps->st, co, status);
+      ludo__buf_reset(&s->out);
+    }
   }
   if (status != 0) {
     size_t len = 0;

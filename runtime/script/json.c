@@ -10,6 +10,7 @@
 
 static const char null_key = 'n';  /* registry: the null sentinel */
 static const char array_key = 'a'; /* registry: the array metatable */
+static const char box_key = 'b';   /* registry: the decode box */
 
 void ludo__json_setup(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &null_key) == LUA_TNIL) {
@@ -166,6 +167,26 @@ static void dec_value(dec_t *d, json_t *v, int depth) {
   }
 }
 
+/* The box that owns a jansson tree while it is converted, so a memory error
+ * in the middle does not leak the tree. One box per state, kept in the
+ * registry and reused: a tree left by a failed conversion is released by the
+ * next decode or by the box's __gc. [-0, +1, m] */
+static json_box_t *get_box(lua_State *L) {
+  json_box_t *box;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &box_key) == LUA_TUSERDATA)
+    return lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  box = lua_newuserdatauv(L, sizeof *box, 0);
+  box->root = NULL;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, json_box_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
+  return box;
+}
+
 void ludo__json_decode(lua_State *L, const char *s, size_t len,
                        int maxdepth) {
   json_error_t err;
@@ -174,6 +195,11 @@ void ludo__json_decode(lua_State *L, const char *s, size_t len,
   json_t *root;
   if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
     maxdepth = LUDO__JSON_MAXDEPTH;
+  box = get_box(L);
+  if (box->root) { /* left by a conversion that failed */
+    json_decref(box->root);
+    box->root = NULL;
+  }
   root = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
   if (root == NULL) {
     if (len == 0)
@@ -182,14 +208,7 @@ void ludo__json_decode(lua_State *L, const char *s, size_t len,
                     err.line, err.column, err.position);
     lua_error(L);
   }
-  /* Keep the tree in a box so a memory error below does not leak it. */
-  box = lua_newuserdatauv(L, sizeof *box, 0);
   box->root = root;
-  if (luaL_newmetatable(L, "ludo.json.box")) {
-    lua_pushcfunction(L, json_box_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
   d.L = L;
   d.maxdepth = maxdepth;
   d.path.n = 0;
@@ -309,6 +328,13 @@ static void enc_float(enc_t *e, double d) {
     ENC_OK(e, ludo__buf_add(e->b, "null", 4));
     return;
   }
+  if (d == (double)(long long)d && d > -1e15 && d < 1e15) {
+    /* Integral values: "3.0" without a round trip through strtod. */
+    int n = snprintf(tmp, sizeof tmp, "%lld.0", (long long)d);
+    if (d == 0 && signbit(d)) n = snprintf(tmp, sizeof tmp, "-0.0");
+    ENC_OK(e, ludo__buf_add(e->b, tmp, (size_t)n));
+    return;
+  }
   for (prec = 15; prec <= 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, d);
     if (strtod(tmp, NULL) == d) break;
@@ -335,8 +361,50 @@ static int key_cmp(const void *a, const void *b) {
 
 static int is_skipped(const char *const *skip, const char *k, size_t n) {
   for (; skip && *skip; skip++)
-    if (strlen(*skip) == n && memcmp(*skip, k, n) == 0) return 1;
+    if ((*skip)[0] == k[0] && strncmp(*skip, k, n) == 0 && (*skip)[n] == 0)
+      return 1;
   return 0;
+}
+
+/* Writes the "key":value pairs of the object at t (keys sorted, `skip`
+ * left out), without braces. `nstr` is the number of string keys. Returns
+ * how many pairs were written. */
+static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
+                         size_t nstr) {
+  lua_State *L = e->L;
+  size_t i, nk = 0;
+  int top = lua_gettop(L), base;
+  key_t_ small[16];
+  key_t_ *keys = small;
+  luaL_checkstack(L, (int)nstr + 4, "JSON object too large");
+  if (nstr > 16) keys = lua_newuserdatauv(L, nstr * sizeof *keys, 0);
+  base = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1); /* the copy below stays; the top drives next */
+  }
+  for (i = 0; i < nstr; i++) {
+    keys[nk].slot = base + 1 + (int)i;
+    keys[nk].s = lua_tolstring(L, keys[nk].slot, &keys[nk].n);
+    if (!is_skipped(skip, keys[nk].s, keys[nk].n)) nk++;
+  }
+  if (nk > 1) qsort(keys, nk, sizeof *keys, key_cmp);
+  for (i = 0; i < nk; i++) {
+    path_elem_t *pe = &e->path.elems[e->path.n++];
+    pe->key = keys[i].s;
+    pe->klen = keys[i].n;
+    if (i > 0) ENC_OK(e, ludo__buf_addc(e->b, ','));
+    enc_string(e, keys[i].s, keys[i].n);
+    ENC_OK(e, ludo__buf_addc(e->b, ':'));
+    lua_pushvalue(L, keys[i].slot);
+    lua_rawget(L, t);
+    enc_value(e, lua_gettop(L), depth + 1);
+    lua_pop(L, 1);
+    e->path.n--;
+  }
+  lua_settop(L, top);
+  return nk;
 }
 
 /* Encodes the table at absolute index `t`. */
@@ -344,7 +412,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   lua_State *L = e->L;
   lua_Integer nint = 0, maxint = 0;
   size_t nstr = 0, i;
-  int is_arr, top, base;
+  int is_arr;
   if (depth >= e->maxdepth) {
     char what[64];
     snprintf(what, sizeof what, "nesting deeper than %d (a cycle?)",
@@ -395,43 +463,9 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
     ENC_OK(e, ludo__buf_addc(e->b, ']'));
     return;
   }
-  /* Objects: push every key, sort, then write key/value pairs. */
-  top = lua_gettop(L);
-  luaL_checkstack(L, (int)nstr + 4, "JSON object too large");
-  {
-    key_t_ small[16];
-    key_t_ *keys = small;
-    size_t nk = 0;
-    if (nstr > 16) keys = lua_newuserdatauv(L, nstr * sizeof *keys, 0);
-    base = lua_gettop(L);
-    lua_pushnil(L);
-    while (lua_next(L, t)) {
-      lua_pop(L, 1);
-      lua_pushvalue(L, -1); /* the copy below stays; the top drives next */
-    }
-    for (i = 0; i < nstr; i++) {
-      keys[nk].slot = base + 1 + (int)i;
-      keys[nk].s = lua_tolstring(L, keys[nk].slot, &keys[nk].n);
-      if (!is_skipped(skip, keys[nk].s, keys[nk].n)) nk++;
-    }
-    if (nk > 1) qsort(keys, nk, sizeof *keys, key_cmp);
-    ENC_OK(e, ludo__buf_addc(e->b, '{'));
-    for (i = 0; i < nk; i++) {
-      path_elem_t *pe = &e->path.elems[e->path.n++];
-      pe->key = keys[i].s;
-      pe->klen = keys[i].n;
-      if (i > 0) ENC_OK(e, ludo__buf_addc(e->b, ','));
-      enc_string(e, keys[i].s, keys[i].n);
-      ENC_OK(e, ludo__buf_addc(e->b, ':'));
-      lua_pushvalue(L, keys[i].slot);
-      lua_rawget(L, t);
-      enc_value(e, lua_gettop(L), depth + 1);
-      lua_pop(L, 1);
-      e->path.n--;
-    }
-    ENC_OK(e, ludo__buf_addc(e->b, '}'));
-  }
-  lua_settop(L, top);
+  ENC_OK(e, ludo__buf_addc(e->b, '{'));
+  enc_fields(e, t, depth, skip, nstr);
+  ENC_OK(e, ludo__buf_addc(e->b, '}'));
 }
 
 static void enc_value(enc_t *e, int idx, int depth) {
@@ -496,6 +530,29 @@ void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
     enc_table(&e, idx, 0, skip);
   else
     enc_value(&e, idx, 0);
+}
+
+size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
+                                int maxdepth, const char *const *skip) {
+  enc_t e;
+  size_t nstr = 0;
+  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
+    maxdepth = LUDO__JSON_MAXDEPTH;
+  e.L = L;
+  e.b = b;
+  e.maxdepth = maxdepth;
+  e.path.n = 0;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      lua_pop(L, 1);
+      enc_fail(&e, "object has a key that is not a string");
+    }
+    nstr++;
+  }
+  return enc_fields(&e, idx, 0, skip, nstr);
 }
 
 /* ---- the Lua module -------------------------------------------------- */

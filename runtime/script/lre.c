@@ -3,9 +3,10 @@
  * and escape.
  *
  * How it holds together:
- *   - Every compiled pattern lives in a "ludo.regex" userdata whose __gc
- *     frees the pcre2 code; the userdata exists before pcre2 allocates, so
- *     a Lua error at any point leaks nothing.
+ *   - Every compiled pattern is owned by a "ludo.regex" userdata whose
+ *     __gc frees the pcre2 code. The userdata exists before anything is
+ *     allocated in C, so a Lua error at any point leaks nothing; pcre2's
+ *     memory comes from the state's lua_Alloc.
  *   - Each lua_State has one context (a userdata in the registry, also the
  *     first upvalue of every function here) with the match limits and a
  *     bounded pattern cache: {[options] = {[pattern] = regex}} plus a ring
@@ -79,7 +80,6 @@ typedef struct ludo__lre_regex_s {
   ludo__lre_node_t *node; /* owned; NULL once freed */
   uint32_t opts;          /* cache key */
   unsigned char ref;      /* clock bit: used since the hand last passed */
-  unsigned char cached;   /* holds a ring slot */
 } ludo__lre_regex_t;
 /* user value 1 = the pattern string */
 
@@ -243,7 +243,6 @@ static void lre_cache_put(lua_State *L, int rxi, int pat) {
     slot = ctx->hand;
     ctx->hand = ctx->hand % LUDO_L_RE_CACHE_MAX + 1;
     if (victim != NULL) {
-      victim->cached = 0;
       /* Unlink cache[opts][pattern] if it still names the victim. */
       if (lua_rawgeti(L, -3, victim->opts) == LUA_TTABLE) {
         lua_getiuservalue(L, -2, 1); /* stack: cache ring victim byopts p */
@@ -272,7 +271,6 @@ static void lre_cache_put(lua_State *L, int rxi, int pat) {
   lua_pushvalue(L, pat);
   lua_pushvalue(L, rxi);
   lua_rawset(L, -3);
-  rx->cached = 1;
   rx->ref = 0;
   lua_pop(L, 3);
 }
@@ -399,7 +397,8 @@ static int lre_search(const ludo__lre_ctx_t *ctx, ludo__lre_regex_t *rx,
   if (rx->node == NULL) return LUDO_L_RE_EFREED;
   rc = ludo__regex_exec(&rx->node->re, s, len, off, flags, &ctx->lim);
   if (rc < 0) {
-    if (ludo__regex_is_utf_error(rc)) ov[0] = ludo__regex_bad_offset(&rx->node->re);
+    if (ludo__regex_is_utf_error(rc))
+      ov[0] = ludo__regex_bad_offset(&rx->node->re);
     return rc;
   }
   if (rc == 0) return 0;
@@ -472,7 +471,8 @@ static void lre_push_cap(lua_State *L, const char *s, const size_t *ov,
 static void lre_push_match(lua_State *L, const ludo__lre_regex_t *rx,
                            const char *s, const size_t *ov) {
   uint32_t i, g;
-  lua_createtable(L, (int)rx->node->re.ngroups, 1 + (int)rx->node->re.name_count);
+  lua_createtable(L, (int)rx->node->re.ngroups,
+                  1 + (int)rx->node->re.name_count);
   for (i = 0; i <= rx->node->re.ngroups; i++) {
     lre_push_cap(L, s, ov, i);
     lua_rawseti(L, -2, i);
@@ -1033,7 +1033,8 @@ static int ludo_l_regex_names(lua_State *L) {
   uint32_t i, g;
   lua_Integer n = 0;
   lua_createtable(L, (int)rx->node->re.name_count, 0); /* stack: r names */
-  lua_createtable(L, 0, (int)rx->node->re.name_count); /* stack: r names bygroup */
+  /* stack: r names bygroup */
+  lua_createtable(L, 0, (int)rx->node->re.name_count);
   for (i = 0; i < rx->node->re.name_count; i++) {
     const char *name = ludo__regex_name(&rx->node->re, i, &g);
     lua_pushstring(L, name);

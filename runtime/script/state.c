@@ -221,6 +221,9 @@ int ludo__state_open(ludo__state_t *st) {
 
 void ludo__state_close(ludo__state_t *st) {
   if (st->L == NULL) return;
+  /* Finalizers may need a little memory; the cap no longer matters. */
+  st->cap = 0;
+  st->fail_after = -1;
   lua_close(st->L);
   st->L = NULL;
 }
@@ -244,8 +247,11 @@ void ludo__state_run_end(ludo__state_t *st) {
 }
 
 void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
+  int killed = st->killed;
   st->armed = 0;
   st->killed = 0;
+  /* Only a timed-out call changed hooks (to fire on every instruction). */
+  if (!killed) return;
   if (co != NULL) lua_sethook(co, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
   lua_sethook(st->L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
 }

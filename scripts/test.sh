@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Runs every test (busted specs, C API tests, functional CLI checks) and ends
+# with one line "N passed, N failed" counting all of them.
+# Environment: BUILD (default build), LUDO_ASAN=1 to run under ASan/UBSan.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+passed=0
+failed=0
+status=0
+
+add() { passed=$((passed + $1)); failed=$((failed + $2)); }
+
+preload=""
+if [ "${LUDO_ASAN:-0}" = 1 ]; then
+  preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+  export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+
+# 1. busted (Lua 5.4): unit, rubrics and functional specs.
+echo "== busted"
+out=$(mktemp)
+LUDO_BUILD=$BUILD LD_PRELOAD="$preload" \
+  busted --lua=lua5.4 --cpath="$BUILD/cmod/?.so" -o utfTerminal \
+  spec/unit spec/rubrics spec/functional >"$out" 2>&1
+rc=$?
+tail -n 40 "$out"
+line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out" | tail -n 1)
+if [ -n "$line" ]; then
+  s=$(echo "$line" | sed -E 's/.*([0-9]+) success.*/\1/; s/^[^0-9]*//')
+  s=$(echo "$line" | grep -oE '[0-9]+ success' | grep -oE '[0-9]+')
+  f=$(echo "$line" | grep -oE '[0-9]+ failure' | grep -oE '[0-9]+')
+  e=$(echo "$line" | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
+  add "$s" $((f + e))
+else
+  echo "busted produced no summary (exit $rc)"
+  add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
+# 2. C API tests (with leak checking under ASan).
+echo "== C tests"
+if [ "${LUDO_ASAN:-0}" = 1 ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+fi
+out=$(mktemp)
+"$BUILD/ludo-ctest" >"$out" 2>&1
+rc=$?
+cat "$out"
+line=$(grep -E '^ctest: [0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+if [ -n "$line" ]; then
+  add "$(echo "$line" | awk '{print $2}')" "$(echo "$line" | awk '{print $4}')"
+else
+  echo "ludo-ctest produced no summary (exit $rc)"
+  add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
+# 3. Functional checks of the binaries.
+echo "== CLI and examples"
+check() {
+  local name=$1; shift
+  if "$@" >/tmp/ludo-check.out 2>&1; then
+    echo "ok $name"; add 1 0
+  else
+    echo "FAIL $name"; sed 's/^/    /' /tmp/ludo-check.out | tail -n 20
+    add 0 1; status=1
+  fi
+}
+expect_exit() {
+  local name=$1 want=$2; shift 2
+  "$@" >/tmp/ludo-check.out 2>&1
+  local got=$?
+  if [ "$got" = "$want" ]; then
+    echo "ok $name"; add 1 0
+  else
+    echo "FAIL $name (exit $got, want $want)"; add 0 1; status=1
+  fi
+}
+check "ludo run echo" "$BUILD/ludo" run examples/echo --episodes 2 --seed 3 \
+  --max-steps 5
+check "ludo run --json is one object per episode" bash -c \
+  "'$BUILD/ludo' run examples/echo --episodes 3 --seed 1 --json \
+   | lua5.4 -e 'local n=0 for l in io.lines() do n=n+1 assert(l:match(\"^{.*\\\"episode\\\":\"..n..\",\")) end assert(n==3)'"
+check "ludo run is deterministic with --seed" bash -c \
+  "a=\$('$BUILD/ludo' run examples/echo --episodes 2 --seed 9 --json | sed 's/\"session\":\"[^\"]*\"//'); \
+   b=\$('$BUILD/ludo' run examples/echo --episodes 2 --seed 9 --json | sed 's/\"session\":\"[^\"]*\"//'); \
+   [ \"\$a\" = \"\$b\" ]"
+check "ludo --version" "$BUILD/ludo" --version
+check "ludo run --help" "$BUILD/ludo" run --help
+expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus
+expect_exit "bad number exits 2" 2 "$BUILD/ludo" run examples/echo --episodes x
+expect_exit "no command exits 2" 2 "$BUILD/ludo"
+expect_exit "missing env exits 1" 1 "$BUILD/ludo" run /nonexistent/env
+check "ludo run from another directory (embedded modules)" bash -c \
+  "cd /tmp && LUDO_PATH= '$PWD/$BUILD/ludo' run '$PWD/examples/echo' --episodes 1"
+check "lua-path lets stock lua5.4 require ludo.rubrics" bash -c \
+  "eval \"\$('$BUILD/ludo' lua-path)\" && cd /tmp && \
+   lua5.4 -e 'local R=require(\"ludo.rubrics\") assert(R.WeightedSum)'"
+if [ -x "$BUILD/gridworld" ] && [ -s "$BUILD/gridworld" ]; then
+  check "gridworld example" "$BUILD/gridworld"
+fi
+for ex in examples/rubrics/*.lua; do
+  check "example $ex" env LUA_PATH="lua/?.lua;lua/?/init.lua;./?.lua;;" \
+    lua5.4 "$ex"
+done
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] || status=1
+exit $status

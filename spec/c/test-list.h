@@ -1,0 +1,57 @@
+/* test-list.h - every C API test, in the order the runner runs them.
+ * Add a test here and define it with TEST_IMPL(name) in a spec/c/*.c. */
+#ifndef LUDO_SPEC_TEST_LIST_H
+#define LUDO_SPEC_TEST_LIST_H
+
+#include "task.h"
+
+#define TEST_LIST(X)                                                         \
+  /* test-echo.c: the blocking path */                                       \
+  X(echo_reset_step_state)                                                   \
+  X(echo_reset_options)                                                      \
+  X(echo_info_ids_and_data)                                                  \
+  /* test-errors.c */                                                        \
+  X(error_names)                                                             \
+  X(error_parse)                                                             \
+  X(error_schema_type)                                                       \
+  X(error_schema_unknown_field)                                              \
+  X(error_reset_options)                                                     \
+  X(error_invalid_arguments)                                                 \
+  X(error_env_missing)                                                       \
+  X(error_env_syntax)                                                        \
+  X(error_env_raises)                                                        \
+  /* test-async.c: the non-blocking path */                                  \
+  X(async_not_synchronous)                                                   \
+  X(async_poll_interleaves)                                                  \
+  X(async_run_interleaves)                                                   \
+  X(async_sleep_lasts)                                                       \
+  X(async_ebusy)                                                             \
+  X(async_chain_from_callback)                                               \
+  X(async_close_in_flight)                                                   \
+  X(async_close_from_callback)                                               \
+  X(async_blocking_inside_callback)                                          \
+  X(async_runtime_free_in_flight)                                            \
+  /* test-host.c: host-registered functions */                               \
+  X(host_function_ud_and_session)                                            \
+  X(host_function_error)                                                     \
+  X(host_module_missing)                                                     \
+  X(host_session_from_foreign_state)                                         \
+  /* test-limits.c */                                                        \
+  X(limit_cpu_loop)                                                          \
+  X(limit_cpu_pcall_loop)                                                    \
+  X(limit_cpu_async)                                                         \
+  X(limit_memory_table)                                                      \
+  X(limit_memory_string_rep)                                                 \
+  X(limit_memory_concat)                                                     \
+  X(limit_max_instructions)                                                  \
+  /* test-memory.c: accounting, allocator, pool */                           \
+  X(stats_lua_bytes)                                                         \
+  X(alloc_all_returned)                                                      \
+  X(alloc_fault_injection)                                                   \
+  X(pool_prewarm)                                                            \
+  /* test-determinism.c */                                                   \
+  X(determinism_same_seed)
+
+TEST_LIST(TEST_DECLARE)
+
+#endif
