@@ -23,6 +23,10 @@ CFLAGS_ALL := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror \
   -Wno-unused-parameter -fvisibility=hidden -D_GNU_SOURCE \
   -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
+# Programs (ludo, tests, bench, examples) link Lua statically when the
+# static library is there: no PLT indirection on the lua_* hot path.
+LUA_A    := $(wildcard $(shell pkg-config --variable=libdir lua5.4 2>/dev/null)/liblua5.4.a)
+PROG_LIBS := $(if $(LUA_A),$(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl,$(LDLIBS_ALL))
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/script/*.c \
               runtime/env/*.c runtime/bind/*.c runtime/*.c))
@@ -66,14 +70,14 @@ $(BUILD)/libludo.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(LDLIBS_ALL) -Wl,-E
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
 
 $(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
 	@mkdir -p $(dir $@)
 	ln -sf ../../libludo.so $@
 
 $(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a
-	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(LDLIBS_ALL)
+	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Examples with C parts.
 examples: $(BUILD)/gridworld
@@ -81,7 +85,7 @@ GRID_SRC := $(sort $(wildcard examples/gridworld/*.c))
 $(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h
 	@mkdir -p $(dir $@)
 	$(if $(GRID_SRC),$(CC) $(CFLAGS_ALL) -o $@ $(GRID_SRC) \
-	  $(BUILD)/libludo.a $(LDLIBS_ALL),touch $@)
+	  $(BUILD)/libludo.a $(PROG_LIBS),touch $@)
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -101,7 +105,7 @@ asan: deps
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
 $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 bench: all $(BUILD)/ludo-bench
 	@BUILD=$(BUILD) scripts/bench.sh

@@ -73,6 +73,7 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
   }
   rt->opts.module_path = rt->module_path;
   if (uv_loop_init(&rt->loop) != 0) goto nomem;
+  rt->has_watchdog = ludo__watchdog_init(&rt->watchdog) == 0;
   if (ludo__codecache_init(&rt->cache, &rt->heap, rt->module_path) != 0) {
     uv_loop_close(&rt->loop);
     goto nomem;
@@ -102,6 +103,7 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {
   uv_walk(&rt->loop, close_walk, NULL);
   uv_run(&rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(&rt->loop);
+  if (rt->has_watchdog) ludo__watchdog_free(&rt->watchdog);
   ludo__codecache_free(&rt->cache);
   if (rt->module_path)
     ludo__free(&rt->heap, rt->module_path, strlen(rt->module_path) + 1);

@@ -16,6 +16,7 @@
 --     names for the named descendants), without building Lua tables.
 --   state(): env.state() (if any) completed with episode_id and step_count.
 local core = require("ludo.core")
+local json = require("ludo.json")
 local null = require("ludo.null")
 
 local M = {}
@@ -71,9 +72,9 @@ end
 
 local function reset(opts)
   if opts == nil or opts == null then opts = {} end
-  if type(opts) ~= "table" then
+  if type(opts) ~= "table" or json.is_array(opts) then
     fail("ESCHEMA", "reset options must be a JSON object, got %s",
-      type(opts))
+      json.is_array(opts) and "an array" or type(opts))
   end
   local seed = opts.seed
   if seed ~= nil and seed ~= null then
@@ -109,7 +110,10 @@ local function step(action)
     local ok, err = validate_action(action)
     if not ok then error("ESCHEMA: " .. err, 0) end
   end
-  local obs = observation_of(env_step(action), "step")
+  local obs = env_step(action)
+  if type(obs) ~= "table" or obs == null then
+    obs = observation_of(obs, "step")
+  end
   step_count = step_count + 1
   if transform ~= nil then obs = apply_transform(obs, action) end
   if rubric ~= nil then return obs, rubric(action, obs) end

@@ -26,7 +26,6 @@ typedef struct {
 /* Probe state only: checks the declaration, writes env->info and compiles
  * the action schema. Stack: mod on top. [-0, +0, e] */
 static void describe(lua_State *L, ludo_env_t *env) {
-  ludo__buf_t tmp;
   char err[512];
   int declared, rc;
   ludo__modules_require(L, "ludo.envinfo");
@@ -41,14 +40,15 @@ static void describe(lua_State *L, ludo_env_t *env) {
   env->concurrent = lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (declared) {
+    size_t n;
+    const char *text;
     lua_getfield(L, -1, "action");
-    ludo__buf_init(&tmp, ludo__alloc_fn, &env->rt->heap);
-    ludo__json_encode(L, -1, &tmp, LUDO__JSON_MAXDEPTH, NULL);
-    rc = ludo__schema_compile(&env->rt->heap, tmp.p, tmp.len,
-                              &env->action_schema, err, sizeof err);
-    ludo__buf_free(&tmp);
+    ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
+    text = lua_tolstring(L, -1, &n);
+    rc = ludo__schema_compile(&env->rt->heap, text, n, &env->action_schema,
+                              err, sizeof err);
     if (rc != 0) luaL_error(L, "ELOAD: action schema: %s", err);
-    lua_pop(L, 1);
+    lua_pop(L, 2);
   }
   lua_pop(L, 2);                           /* mod */
   /* The other states never load these; drop them so the probe state, the
@@ -68,6 +68,8 @@ static int build_protected(lua_State *L) {
   build_req_t *r = lua_touserdata(L, 1);
   ludo_env_t *env = r->env;
   ludo__json_setup(L);
+  ludo__session_push_encoder(L);
+  r->ps->encode_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   ludo__modules_require(L, "ludo.runner"); /* runner */
   lua_getfield(L, -1, "dispatch");
   r->ps->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -96,7 +98,7 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   *out = NULL;
   ps = ludo__calloc(&rt->heap, sizeof *ps);
   if (ps == NULL) return LUDO_ENOMEM;
-  ps->dispatch_ref = ps->named_ref = LUA_NOREF;
+  ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
   ps->st.heap = &rt->heap;
   ps->st.cap = rt->opts.memory_cap;
   ps->st.total = &rt->lua_live;
@@ -104,6 +106,8 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   ps->st.who = env->name;
   ps->st.modules = &env->modules;
   ps->st.loop = &rt->loop;
+  ps->st.watchdog = rt->has_watchdog ? &rt->watchdog : NULL;
+  ps->st.count_hook = rt->opts.max_instructions > 0;
   rc = ludo__state_open(&ps->st);
   if (rc != 0) {
     ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s",
@@ -121,7 +125,7 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
     lua_pushcfunction(L, build_protected);
     lua_pushlightuserdata(L, &r);
     ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
-    ludo__state_run_begin(&ps->st);
+    ludo__state_run_begin(&ps->st, L);
     rc = ludo__state_pcall(&ps->st, L, 1, 0);
     ludo__state_run_end(&ps->st);
     ludo__state_disarm(&ps->st, NULL);

@@ -14,6 +14,7 @@
 #include "script/modules.h"
 #include "script/sched.h"
 #include "script/state.h"
+#include "script/watchdog.h"
 
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
@@ -25,6 +26,7 @@ typedef struct ludo__pstate_s {
   ludo__sched_t sched;
   int dispatch_ref;
   int named_ref;               /* the rubric's {name, rubric} pairs */
+  int encode_ref;              /* the result encoder closure */
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 
@@ -34,6 +36,8 @@ struct ludo_runtime_s {
   char *module_path;           /* owned copy */
   ludo__log_t log;
   uv_loop_t loop;
+  ludo__watchdog_t watchdog;
+  int has_watchdog;            /* CPU budgets by signal (else count hook) */
   ludo__codecache_t cache;
   ludo_env_t *envs;
   ludo_session_t *sessions;    /* all open sessions */
@@ -95,6 +99,8 @@ void ludo__session_close(ludo_session_t *s);
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        size_t len, ludo_call_cb cb, void *ud,
                        const char **out, size_t *out_len);
+/* Pushes the closure that writes a call's result JSON. [-0, +1, m] */
+void ludo__session_push_encoder(lua_State *L);
 /* Delivers queued completions. */
 void ludo__runtime_drain(ludo_runtime_t *rt);
 

@@ -8,6 +8,10 @@
 
 static const char *const envelope_skip[] = {"reward", "done", "metadata",
                                             NULL};
+
+/* encode_result's upvalues: the keys it reads, made once per state so the
+ * hot path does not hash C strings. */
+enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
 static const char *const rubrics_skip[] = {"rubrics", NULL};
 
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
@@ -28,7 +32,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
     name = lua_tolstring(L, -1, &len);
     lua_rawgeti(L, -2, 2);     /* pair, name, rubric */
     if (name != NULL && lua_type(L, -1) == LUA_TTABLE) {
-      lua_pushliteral(L, "last_score");
+      lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
       lua_rawget(L, -2);
       if (ludo__buf_addc(b, ',') || ludo__buf_addc(b, '"') ||
           ludo__buf_add(b, name, len) || ludo__buf_adds(b, "\":"))
@@ -59,17 +63,17 @@ static int encode_result(lua_State *L) {
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
-  lua_pushliteral(L, "reward");
+  lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
   if (lua_rawget(L, 1) == LUA_TNIL && has_score) /* the step set none */
     ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
   else
     ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
-  lua_pushliteral(L, "done");
+  lua_pushvalue(L, lua_upvalueindex(UV_DONE));
   lua_rawget(L, 1);
   if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
                                               : ",\"done\":false"))
     goto nomem;
-  lua_pushliteral(L, "metadata");
+  lua_pushvalue(L, lua_upvalueindex(UV_METADATA));
   lua_rawget(L, 1);
   md = lua_gettop(L);
   if (lua_type(L, md) == LUA_TTABLE) {
@@ -95,6 +99,14 @@ static int encode_result(lua_State *L) {
   return 0;
 nomem:
   return luaL_error(L, "ENOMEM: the result buffer cannot grow");
+}
+
+void ludo__session_push_encoder(lua_State *L) {
+  lua_pushliteral(L, "reward");
+  lua_pushliteral(L, "done");
+  lua_pushliteral(L, "metadata");
+  lua_pushliteral(L, "last_score");
+  lua_pushcclosure(L, encode_result, 4);
 }
 
 static void set_err(ludo_session_t *s, const char *msg, size_t len) {
@@ -148,7 +160,7 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   ludo__buf_reset(&s->out);
   if (status == 0 && s->kind != LUDO__CALL_CLOSE) {
     lua_settop(co, 2);
-    lua_pushcfunction(co, encode_result);
+    lua_rawgeti(co, LUA_REGISTRYINDEX, s->ps->encode_ref);
     lua_insert(co, 1);
     lua_pushlightuserdata(co, s);
     status = lua_pcall(co, 3, 0, 0);
@@ -238,7 +250,8 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   int rc;
   if (s->closing) return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->queued) return LUDO_EBUSY;
-  if (blocking && (rt->in_uv || s->ps->sched.resuming)) return LUDO_EBUSY;
+  if (blocking && (rt->in_uv || rt->in_callback || s->ps->sched.resuming))
+    return LUDO_EBUSY;
   if (json == NULL) len = 0;
   if (!blocking && len > 0) {
     ludo__buf_reset(&s->in);

@@ -47,6 +47,7 @@ static int ludo_l_core_sleep(lua_State *L) {
   uv_timer_init(st->loop, t);
   t->data = op;
   ms = (uint64_t)ceil(secs * 1000.0);
+  uv_update_time(st->loop); /* the loop's cached time may be stale */
   uv_timer_start(t, sleep_fired, ms, 0);
   return 1;
 }

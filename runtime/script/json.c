@@ -319,6 +319,20 @@ static void enc_string(enc_t *e, const char *s, size_t n) {
   ENC_OK(e, ludo__buf_addc(b, '"'));
 }
 
+/* Writes a decimal integer (faster than snprintf on the hot path). */
+static void enc_integer(enc_t *e, long long v, const char *suffix) {
+  char tmp[32], *p = tmp + sizeof tmp;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
+                               : (unsigned long long)v;
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0) *--p = '-';
+  ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - p)));
+  if (suffix) ENC_OK(e, ludo__buf_adds(e->b, suffix));
+}
+
 /* Shortest text that reads back as the same double, always with a '.' or
  * an exponent so it reads back as a float. */
 static void enc_float(enc_t *e, double d) {
@@ -328,11 +342,12 @@ static void enc_float(enc_t *e, double d) {
     ENC_OK(e, ludo__buf_add(e->b, "null", 4));
     return;
   }
-  if (d == (double)(long long)d && d > -1e15 && d < 1e15) {
+  if (d > -1e15 && d < 1e15 && d == (double)(long long)d) {
     /* Integral values: "3.0" without a round trip through strtod. */
-    int n = snprintf(tmp, sizeof tmp, "%lld.0", (long long)d);
-    if (d == 0 && signbit(d)) n = snprintf(tmp, sizeof tmp, "-0.0");
-    ENC_OK(e, ludo__buf_add(e->b, tmp, (size_t)n));
+    if (d == 0 && signbit(d))
+      ENC_OK(e, ludo__buf_add(e->b, "-0.0", 4));
+    else
+      enc_integer(e, (long long)d, ".0");
     return;
   }
   for (prec = 15; prec <= 17; prec++) {
@@ -344,6 +359,7 @@ static void enc_float(enc_t *e, double d) {
 }
 
 static void enc_value(enc_t *e, int idx, int depth);
+
 
 typedef struct {
   const char *s;
@@ -482,10 +498,7 @@ static void enc_value(enc_t *e, int idx, int depth) {
       break;
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) {
-        char tmp[32];
-        int n = snprintf(tmp, sizeof tmp, "%lld",
-                         (long long)lua_tointeger(L, idx));
-        ENC_OK(e, ludo__buf_add(e->b, tmp, (size_t)n));
+        enc_integer(e, (long long)lua_tointeger(L, idx), NULL);
       } else {
         enc_float(e, (double)lua_tonumber(L, idx));
       }
@@ -565,6 +578,24 @@ static int buf_box_gc(lua_State *L) {
   buf_box_t *box = lua_touserdata(L, 1);
   ludo__buf_free(&box->b);
   return 0;
+}
+
+void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
+  buf_box_t *box;
+  void *ud;
+  lua_Alloc fn = lua_getallocf(L, &ud);
+  idx = lua_absindex(L, idx);
+  box = lua_newuserdatauv(L, sizeof *box, 0);
+  ludo__buf_init(&box->b, fn, ud);
+  if (luaL_newmetatable(L, "ludo.json.buf")) {
+    lua_pushcfunction(L, buf_box_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  ludo__json_encode(L, idx, &box->b, maxdepth, NULL);
+  lua_pushlstring(L, box->b.p ? box->b.p : "", box->b.len);
+  ludo__buf_free(&box->b);
+  lua_remove(L, -2);
 }
 
 /* ludo.json.encode(value [, maxdepth]) -> string | nil, err, code */

@@ -41,6 +41,10 @@ void ludo__json_decode(lua_State *L, const char *s, size_t len,
 void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
                        const char *const *skip);
 
+/* Pushes the JSON text of the value at idx as a Lua string; raises like
+ * ludo__json_encode (no C memory is held across the raise). [-0, +1, e] */
+void ludo__json_tostring(lua_State *L, int idx, int maxdepth);
+
 /* Appends the "key":value pairs of the object at idx (sorted, `skip` left
  * out) without the braces, so a caller can merge fields of its own. Returns
  * the number of pairs written. Raises like ludo__json_encode. [-0, +0, e] */

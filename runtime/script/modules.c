@@ -118,27 +118,48 @@ static int cc_compile(lua_State *C) {
   return 1;
 }
 
+typedef struct {
+  const char *key;
+  size_t keylen;
+  const char *bc, *chunk;
+  size_t bclen;
+} find_req_t;
+
+/* In C (protected): finds key's entry; the strings stay valid because the
+ * cache never drops entries. [-0, +0, m] */
+static int cc_find(lua_State *C) {
+  find_req_t *r = lua_touserdata(C, 1);
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, r->key, r->keylen);
+  if (lua_rawget(C, -2) == LUA_TTABLE) {
+    lua_rawgeti(C, -1, 1);
+    lua_rawgeti(C, -2, 2);
+    r->bc = lua_tolstring(C, -2, &r->bclen);
+    r->chunk = lua_tostring(C, -1);
+  }
+  return 0;
+}
+
 /* Looks key up in the cache; on a hit loads the bytecode into L.
  * Returns 1 on a hit (function pushed on L), 0 on a miss. [-0, +(0|1), e] */
 static int cc_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
                      size_t keylen) {
   lua_State *C = cc->C;
-  size_t bclen;
-  const char *bc, *chunk;
-  int rc;
-  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
-  lua_pushlstring(C, key, keylen); /* short keys only; see callers */
-  if (lua_rawget(C, -2) != LUA_TTABLE) {
-    lua_pop(C, 2);
-    return 0;
+  find_req_t r;
+  int top = lua_gettop(C);
+  memset(&r, 0, sizeof r);
+  r.key = key;
+  r.keylen = keylen;
+  lua_pushcfunction(C, cc_find);
+  lua_pushlightuserdata(C, &r);
+  if (lua_pcall(C, 1, 0, 0) != LUA_OK) {
+    lua_settop(C, top);
+    luaL_error(L, "ENOMEM: the code cache cannot grow");
   }
-  lua_rawgeti(C, -1, 1);
-  lua_rawgeti(C, -2, 2);
-  bc = lua_tolstring(C, -2, &bclen);
-  chunk = lua_tostring(C, -1);
-  rc = luaL_loadbufferx(L, bc, bclen, chunk, "b");
-  lua_pop(C, 4);
-  if (rc != LUA_OK) lua_error(L);
+  lua_settop(C, top);
+  if (r.bc == NULL) return 0;
+  if (luaL_loadbufferx(L, r.bc, r.bclen, r.chunk, "b") != LUA_OK)
+    lua_error(L);
   return 1;
 }
 
@@ -187,6 +208,12 @@ static int valid_name(const char *name) {
   return 1;
 }
 
+static int push_buf(lua_State *L) {
+  ludo__buf_t *b = lua_touserdata(L, 1);
+  lua_pushlstring(L, b->p ? b->p : "", b->len);
+  return 1;
+}
+
 /* Tries one candidate file. On success compiles/loads it. */
 static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
                     const char *path, int strip) {
@@ -203,14 +230,18 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
     }
     return 0;
   }
-  lua_pushfstring(L, "@%s", path);
-  /* Never raise while src is held: copy it into a Lua string first. */
-  lua_pushlstring(L, src.p ? src.p : "", src.len);
+  /* Never raise while src is held: copy it into a Lua string under a
+   * protected call, then free it. */
+  lua_pushcfunction(L, push_buf);
+  lua_pushlightuserdata(L, &src);
+  rc = lua_pcall(L, 1, 1, 0);
   ludo__buf_free(&src);
+  if (rc != LUA_OK) lua_error(L);
+  lua_pushfstring(L, "@%s", path); /* src, chunk */
   {
     size_t n;
-    const char *s = lua_tolstring(L, -1, &n);
-    const char *chunk = lua_tostring(L, -2);
+    const char *s = lua_tolstring(L, -2, &n);
+    const char *chunk = lua_tostring(L, -1);
     cc_add(L, m->cache, path, strlen(path), chunk, s, n, strip);
   }
   lua_replace(L, -3);

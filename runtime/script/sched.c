@@ -15,16 +15,36 @@ static void list_remove(ludo__op_t *op) {
   op->next = op->prev = op;
 }
 
+/* Protected: makes a new call thread and keeps it in the registry.
+ * [-0, +0, m] */
+static int new_thread(lua_State *L) {
+  ludo__sched_t *s = lua_touserdata(L, 1);
+  lua_State *co = lua_newthread(L);
+  int ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  if (s->co_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, s->co_ref);
+  s->co = co;
+  s->co_ref = ref;
+  return 0;
+}
+
+static int renew_thread(ludo__sched_t *s) {
+  lua_State *L = s->st->L;
+  lua_pushcfunction(L, new_thread);
+  lua_pushlightuserdata(L, s);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return LUDO_ENOMEM;
+  }
+  return 0;
+}
+
 int ludo__sched_init(ludo__sched_t *s, ludo__state_t *st) {
-  lua_State *L = st->L;
   memset(s, 0, sizeof *s);
   s->st = st;
   s->co_ref = s->pending_ref = LUA_NOREF;
   list_init(&s->ops);
   st->sched = s;
-  s->co = lua_newthread(L);
-  s->co_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  return 0;
+  return renew_thread(s);
 }
 
 static void cancel_ops(ludo__sched_t *s) {
@@ -52,10 +72,15 @@ static void finish(ludo__sched_t *s, int status) {
   s->input = NULL;
   s->input_len = 0;
   if (s->done) s->done(s, status, co, s->done_ud);
-  if (status == 0)
+  if (status == 0) {
     lua_settop(co, 0);
-  else
+  } else {
+    /* A thread that died by an error is not reused: Lua leaves its hooks
+     * disabled when the error came from a hook (the CPU budget), and
+     * lua_resetthread does not enable them again. */
     lua_resetthread(co);
+    renew_thread(s); /* on ENOMEM the old thread stays */
+  }
   s->in_call = 0;
 }
 
@@ -90,7 +115,7 @@ static void resume(ludo__sched_t *s, int nargs) {
   lua_State *co = s->co;
   int nres = 0, rc;
   s->waiting = 0;
-  ludo__state_run_begin(st);
+  ludo__state_run_begin(st, co);
   s->resuming = 1;
   rc = lua_resume(co, NULL, nargs, &nres);
   s->resuming = 0;

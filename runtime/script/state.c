@@ -18,6 +18,7 @@
 #include "base/clock.h"
 #include "ludo.h"
 #include "script/modules.h"
+#include "script/watchdog.h"
 
 static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ludo__state_t *st = ud;
@@ -56,16 +57,16 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
   (void)ar;
   if (st == NULL || !st->armed) return;
-  if (!st->killed) {
+  if (!st->killed && st->count_hook) {
     st->instr += LUDO__HOOK_COUNT;
     if (st->max_instr != 0 && st->instr > st->max_instr) st->killed = 1;
     if (st->budget_ns != 0) {
-      uint64_t now = ludo__clock_ns();
+      uint64_t now = ludo__clock_coarse_ns();
       if (st->used_ns + (now - st->run_start_ns) > st->budget_ns)
         st->killed = 1;
     }
-    if (!st->killed) return;
   }
+  if (!st->killed) return;
   /* From now on fire on every instruction of this thread: whatever pcall
    * or xpcall catches the error, the next instruction raises it again. */
   lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
@@ -147,6 +148,100 @@ static int l_collectgarbage(lua_State *L) {
   return lua_gettop(L);
 }
 
+/* Keeps st->chain, the coroutines a call runs through, for the watchdog:
+ * on a timeout every one of them gets the hook. */
+static void chain_push(ludo__state_t *st, lua_State *co) {
+  if (st->depth < LUDO__CHAIN_MAX) st->chain[st->depth] = co;
+  st->depth++;
+  if (st->killed) lua_sethook(co, budget_hook, LUA_MASKCOUNT, 1);
+}
+
+static void chain_pop(ludo__state_t *st) {
+  if (st->depth > 0) st->depth--;
+}
+
+/* coroutine.resume(co, ...): the library's, tracking the chain. */
+static int l_co_resume(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  lua_State *co = lua_tothread(L, 1);
+  int rc, n = lua_gettop(L);
+  luaL_argexpected(L, co != NULL, 1, "coroutine");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  chain_push(st, co);
+  rc = lua_pcall(L, n, LUA_MULTRET, 0);
+  chain_pop(st);
+  if (rc != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
+}
+
+/* The function coroutine.wrap returns: resumes its thread (upvalue 2)
+ * through l_co_resume (upvalue 1) and raises its errors. */
+static int co_wrapped(lua_State *L) {
+  int n = lua_gettop(L);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_rotate(L, 1, 2);
+  lua_call(L, n + 1, LUA_MULTRET);
+  if (!lua_toboolean(L, 1)) {
+    lua_State *co = lua_tothread(L, lua_upvalueindex(2));
+    if (lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD)
+      lua_resetthread(co);
+    if (lua_type(L, 2) == LUA_TSTRING) {
+      luaL_where(L, 1);
+      lua_insert(L, 2);
+      lua_concat(L, 2);
+    }
+    lua_settop(L, 2);
+    return lua_error(L);
+  }
+  return lua_gettop(L) - 1;
+}
+
+/* coroutine.wrap(f) */
+static int l_co_wrap(lua_State *L) {
+  lua_State *co;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  co = lua_newthread(L);
+  lua_pushvalue(L, 1);
+  lua_xmove(L, co, 1);
+  lua_pushvalue(L, lua_upvalueindex(1)); /* our resume */
+  lua_insert(L, -2);
+  lua_pushcclosure(L, co_wrapped, 2);
+  return 1;
+}
+
+/* The message handler xpcall really installs: skips the user's handler
+ * once the call has timed out. Lua runs a handler before unwinding, and
+ * when the error came from the budget hook, hooks are still disabled
+ * there, so a looping handler could never be stopped. */
+static int xpcall_guard(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  if (st != NULL && st->killed) return 1; /* the error object as is */
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+static int xpcall_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  return lua_gettop(L);
+}
+
+/* xpcall(f, handler, ...); yieldable like the original. */
+static int l_xpcall(lua_State *L) {
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, xpcall_guard, 1);
+  lua_replace(L, 2);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, xpcall_k);
+  return lua_gettop(L);
+}
+
 static void wrap_global(lua_State *L, const char *name, lua_CFunction fn) {
   lua_getglobal(L, name);
   lua_pushcclosure(L, fn, 1);
@@ -175,6 +270,16 @@ static int open_sandbox(lua_State *L) {
   wrap_global(L, "load", l_load);
   wrap_global(L, "setmetatable", l_setmetatable);
   wrap_global(L, "collectgarbage", l_collectgarbage);
+  wrap_global(L, "xpcall", l_xpcall);
+  /* coroutine.resume and wrap track the running chain (see chain_push). */
+  lua_getglobal(L, LUA_COLIBNAME);
+  lua_getfield(L, -1, "resume");
+  lua_pushcclosure(L, l_co_resume, 1);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "resume");
+  lua_pushcclosure(L, l_co_wrap, 1);
+  lua_setfield(L, -2, "wrap");
+  lua_pop(L, 1);
   /* string.dump would hand out bytecode; the sandbox never loads it, but
    * there is no reason to offer it. */
   lua_getglobal(L, LUA_STRLIBNAME);
@@ -198,15 +303,19 @@ int ludo__state_open(ludo__state_t *st) {
   st->fail_after = -1;
   st->armed = st->killed = 0;
   st->budget_ns = st->max_instr = st->used_ns = st->instr = 0;
-  st->run_start_ns = 0;
+  st->run_start_ns = st->deadline_ns = 0;
+  st->depth = 0;
   st->sched = NULL;
+  if (st->watchdog == NULL) st->count_hook = 1;
   L = lua_newstate(state_alloc, st);
   if (L == NULL) return LUDO_ENOMEM;
   st->L = L;
   lua_atpanic(L, state_panic);
-  /* The hook is set before any thread exists, so every coroutine inherits
-   * it (lua_newthread copies the creating thread's hook). */
-  lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  /* A count hook is set before any thread exists, so every coroutine
+   * inherits it (lua_newthread copies the creating thread's hook). With a
+   * watchdog there is none until a call overruns. */
+  if (st->count_hook)
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
   lua_pushcfunction(L, open_sandbox);
   rc = lua_pcall(L, 0, 0, 0);
   if (rc != LUA_OK) {
@@ -238,12 +347,33 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->instr = 0;
 }
 
-void ludo__state_run_begin(ludo__state_t *st) {
-  st->run_start_ns = ludo__clock_ns();
+void ludo__state_run_begin(ludo__state_t *st, lua_State *co) {
+  st->run_start_ns = ludo__clock_coarse_ns();
+  st->depth = 0;
+  chain_push(st, co);
+  if (st->watchdog != NULL && !st->count_hook && st->budget_ns != 0) {
+    uint64_t left = st->budget_ns > st->used_ns ? st->budget_ns - st->used_ns
+                                                : 0;
+    st->deadline_ns = st->run_start_ns + left;
+    ludo__watchdog_enter(st->watchdog, st, st->deadline_ns, st->budget_ns);
+  }
 }
 
 void ludo__state_run_end(ludo__state_t *st) {
-  st->used_ns += ludo__clock_ns() - st->run_start_ns;
+  if (st->watchdog != NULL && !st->count_hook && st->budget_ns != 0)
+    ludo__watchdog_leave(st->watchdog);
+  st->used_ns += ludo__clock_coarse_ns() - st->run_start_ns;
+  st->depth = 0;
+}
+
+void ludo__state_interrupt(ludo__state_t *st) {
+  int i, n;
+  if (!st->armed || st->killed) return;
+  if (ludo__clock_coarse_ns() < st->deadline_ns) return;
+  st->killed = 1;
+  n = st->depth < LUDO__CHAIN_MAX ? st->depth : LUDO__CHAIN_MAX;
+  for (i = 0; i < n; i++)
+    lua_sethook(st->chain[i], budget_hook, LUA_MASKCOUNT, 1);
 }
 
 void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
@@ -252,8 +382,14 @@ void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
   st->killed = 0;
   /* Only a timed-out call changed hooks (to fire on every instruction). */
   if (!killed) return;
-  if (co != NULL) lua_sethook(co, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
-  lua_sethook(st->L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  if (st->count_hook) {
+    if (co != NULL)
+      lua_sethook(co, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+    lua_sethook(st->L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  } else {
+    if (co != NULL) lua_sethook(co, NULL, 0, 0);
+    lua_sethook(st->L, NULL, 0, 0);
+  }
 }
 
 static int msgh(lua_State *L) {
@@ -276,6 +412,9 @@ int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres) {
   return ludo__state_error(st, L, rc);
 }
 
+static int state_error(ludo__state_t *st, lua_State *L, int status,
+                       size_t cap);
+
 static const struct {
   const char *name;
   int code;
@@ -286,6 +425,18 @@ static const struct {
 };
 
 int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
+  /* The message needs a little memory, and the state may be at its cap:
+   * lift it while the message is made. */
+  size_t cap = st->cap;
+  int code;
+  st->cap = 0;
+  code = state_error(st, L, status, cap);
+  st->cap = cap;
+  return code;
+}
+
+static int state_error(ludo__state_t *st, lua_State *L, int status,
+                       size_t cap) {
   const char *msg;
   size_t i;
   if (st->killed) {
@@ -301,7 +452,7 @@ int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
   if (status == LUA_ERRMEM) {
     lua_pop(L, 1);
     lua_pushfstring(L, "ENOMEM: the session's memory limit of %I bytes was "
-                       "reached", (lua_Integer)st->cap);
+                       "reached", (lua_Integer)cap);
     return LUDO_ENOMEM;
   }
   msg = lua_tostring(L, -1);

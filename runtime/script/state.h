@@ -12,7 +12,11 @@
 #include "base/log.h"
 
 struct ludo__modules_s;
+struct ludo__watchdog_s;
 struct uv_loop_s;
+
+/* Coroutines a call may run through at once (nesting depth). */
+#define LUDO__CHAIN_MAX 256
 
 /* Instructions between two checks of the budget. */
 #define LUDO__HOOK_COUNT 1000
@@ -27,8 +31,15 @@ typedef struct ludo__state_s {
   long fail_after;            /* tests: fail the Nth allocation (<0 off) */
 
   /* CPU budget of the current call. */
+  struct ludo__watchdog_s *watchdog; /* borrowed; NULL: count hook */
+  int count_hook;             /* budgets by a permanent count hook (set
+                                 when there is no watchdog or an
+                                 instruction limit is wanted) */
   int armed;                  /* budget enforced while 1 */
-  int killed;                 /* budget exceeded in this call */
+  volatile int killed;        /* budget exceeded in this call */
+  uint64_t deadline_ns;       /* end of the current stretch (coarse) */
+  lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
+  int depth;
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
   uint64_t max_instr;         /* instructions allowed per call; 0 = none */
   uint64_t used_ns;           /* running time used so far in this call */
@@ -44,8 +55,8 @@ typedef struct ludo__state_s {
 } ludo__state_t;
 
 /* Creates the sandboxed state in st->L. The caller fills heap, cap, log,
- * who, modules, loop, owner first (the rest is zeroed here). Returns 0 or
- * LUDO_ENOMEM. */
+ * who, modules, loop, owner, watchdog and count_hook first (the rest is
+ * zeroed here). Returns 0 or LUDO_ENOMEM. */
 int ludo__state_open(ludo__state_t *st);
 
 /* Closes the state; afterwards st->used is 0. Accepts st->L == NULL. */
@@ -59,9 +70,14 @@ ludo__state_t *ludo__state_of(lua_State *L);
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
                      uint64_t max_instr);
 /* Marks the start/end of a stretch of running Lua inside the call (around
- * each lua_resume). */
-void ludo__state_run_begin(ludo__state_t *st);
+ * each lua_resume of thread `co`). */
+void ludo__state_run_begin(ludo__state_t *st, lua_State *co);
 void ludo__state_run_end(ludo__state_t *st);
+
+/* From the watchdog's signal handler, on the state's own thread: when the
+ * call is past its deadline, arms the timeout hook on every coroutine it
+ * runs through. Async-signal-safe. */
+void ludo__state_interrupt(ludo__state_t *st);
 /* Ends the call's budget; restores the normal hook on thread `co`. */
 void ludo__state_disarm(ludo__state_t *st, lua_State *co);
 

@@ -14,6 +14,8 @@
 
 #include "ludo.h"
 
+typedef const void *test__ptr_t;
+
 #define TEST_IMPL(name) void test_##name(void)
 #define TEST_DECLARE(name) void test_##name(void);
 
@@ -26,30 +28,33 @@ const char *test__str(const char *s);
 
 #define FAIL(...) test__fail(__FILE__, __LINE__, __VA_ARGS__)
 
-#define ASSERT__CMP(type, fmt, a, op, b)                                     \
+/* `sa`/`sb` are the operands' source text, taken by the public macros
+ * before their arguments are expanded. */
+#define ASSERT__CMP(type, fmt, a, op, b, sa, sb)                             \
   do {                                                                       \
     type test__a = (type)(a), test__b = (type)(b);                           \
     if (!(test__a op test__b))                                               \
       test__fail(__FILE__, __LINE__,                                         \
-                 "ASSERT(%s %s %s) failed: " fmt " vs " fmt, #a, #op, #b,    \
+                 "ASSERT(%s %s %s) failed: " fmt " vs " fmt, sa, #op, sb,    \
                  test__a, test__b);                                          \
   } while (0)
 
-/* Integers (compared as int64_t). */
-#define ASSERT_EQ(a, b) ASSERT__CMP(int64_t, "%lld", a, ==, b)
-#define ASSERT_NE(a, b) ASSERT__CMP(int64_t, "%lld", a, !=, b)
-#define ASSERT_LT(a, b) ASSERT__CMP(int64_t, "%lld", a, <, b)
-#define ASSERT_LE(a, b) ASSERT__CMP(int64_t, "%lld", a, <=, b)
-#define ASSERT_GT(a, b) ASSERT__CMP(int64_t, "%lld", a, >, b)
-#define ASSERT_GE(a, b) ASSERT__CMP(int64_t, "%lld", a, >=, b)
+/* Integers (compared as long long). */
+#define ASSERT_EQ(a, b) ASSERT__CMP(long long, "%lld", a, ==, b, #a, #b)
+#define ASSERT_NE(a, b) ASSERT__CMP(long long, "%lld", a, !=, b, #a, #b)
+#define ASSERT_LT(a, b) ASSERT__CMP(long long, "%lld", a, <, b, #a, #b)
+#define ASSERT_LE(a, b) ASSERT__CMP(long long, "%lld", a, <=, b, #a, #b)
+#define ASSERT_GT(a, b) ASSERT__CMP(long long, "%lld", a, >, b, #a, #b)
+#define ASSERT_GE(a, b) ASSERT__CMP(long long, "%lld", a, >=, b, #a, #b)
 /* Sizes and counters. */
-#define ASSERT_UINT_EQ(a, b) ASSERT__CMP(unsigned long long, "%llu", a, ==, b)
-#define ASSERT_UINT_GT(a, b) ASSERT__CMP(unsigned long long, "%llu", a, >, b)
+typedef unsigned long long test__ull_t;
+#define ASSERT_UINT_EQ(a, b) ASSERT__CMP(test__ull_t, "%llu", a, ==, b, #a, #b)
+#define ASSERT_UINT_GT(a, b) ASSERT__CMP(test__ull_t, "%llu", a, >, b, #a, #b)
 /* Floating point. */
-#define ASSERT_DBL_LT(a, b) ASSERT__CMP(double, "%.6g", a, <, b)
-#define ASSERT_DBL_GE(a, b) ASSERT__CMP(double, "%.6g", a, >=, b)
-#define ASSERT_PTR_EQ(a, b) ASSERT__CMP(const void *, "%p", a, ==, b)
-#define ASSERT_PTR_NE(a, b) ASSERT__CMP(const void *, "%p", a, !=, b)
+#define ASSERT_DBL_LT(a, b) ASSERT__CMP(double, "%.6g", a, <, b, #a, #b)
+#define ASSERT_DBL_GE(a, b) ASSERT__CMP(double, "%.6g", a, >=, b, #a, #b)
+#define ASSERT_PTR_EQ(a, b) ASSERT__CMP(test__ptr_t, "%p", a, ==, b, #a, #b)
+#define ASSERT_PTR_NE(a, b) ASSERT__CMP(test__ptr_t, "%p", a, !=, b, #a, #b)
 
 #define ASSERT_TRUE(c)                                                       \
   do {                                                                       \

@@ -154,8 +154,16 @@ TEST_IMPL(error_reset_options) {
   ASSERT_ERR(ludo_session_reset(s, J("{\"episode_id\":3}"), &out, &len),
              LUDO_ESCHEMA);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "episode_id");
-  ASSERT_ERR(ludo_session_reset(s, J("[]"), &out, &len), LUDO_ESCHEMA);
+  ASSERT_ERR(ludo_session_reset(s, J("5"), &out, &len), LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "object");
+  ASSERT_ERR(ludo_session_reset(s, J("\"x\""), &out, &len), LUDO_ESCHEMA);
   ASSERT_OK(ludo_session_reset(s, J("{\"seed\":3}"), &out, &len));
+  assert_echo_works(s);
+
+  /* CORE BUG (reported): lua/ludo/runner.lua reset() only checks
+   * type(opts) == "table", so a JSON array (decoded as a table marked
+   * ludo.json.array) is taken as options. */
+  ASSERT_ERR(ludo_session_reset(s, J("[1,2]"), &out, &len), LUDO_ESCHEMA);
   assert_echo_works(s);
 
   ludo_session_close(s);

@@ -1,5 +1,6 @@
 /* test-list.h - every C API test, in the order the runner runs them.
- * Add a test here and define it with TEST_IMPL(name) in a spec/c/*.c. */
+ * Add a test here and define it with TEST_IMPL(name) in one of the
+ * spec/c/test-*.c files. */
 #ifndef LUDO_SPEC_TEST_LIST_H
 #define LUDO_SPEC_TEST_LIST_H
 

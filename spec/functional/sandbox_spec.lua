@@ -1,0 +1,578 @@
+-- Functional specs for the per-session Lua sandbox (runtime/script/state.c,
+-- DESIGN.md "The Lua sandbox"), driven through ludo.host from a stock
+-- lua5.4. Each escape attempt is one attack of the fixture
+-- spec/fixtures/functional/sandbox/env.lua, selected by the action
+-- {attack = name}. Every attack must fail cleanly: the call ends with an
+-- error code (or reports the capability as absent), the attacked session
+-- still resets and steps, and a second session of the same environment
+-- (the witness) is untouched.
+--
+-- Tests marked pending expose core bugs that hang or abort the host
+-- process. Their bodies run the attack in a child lua5.4 under `timeout`,
+-- so they fail rather than hang once they are enabled: set
+-- LUDO_SPEC_KNOWN_BUGS=1 to run them.
+local host = require("ludo.host")
+local json = require("ludo.json")
+
+local FIXTURE = "spec/fixtures/functional/sandbox"
+local CAP = 16 << 20
+local BUDGET_MS = 100
+
+local known_bug = os.getenv("LUDO_SPEC_KNOWN_BUGS") and it or pending
+
+local function runtime(opts)
+  local o = { module_path = ".", prewarm = 0 }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return assert(host.runtime(o))
+end
+
+-- Runs one attack; returns the decoded observation, or nil, msg, code.
+local function attack(s, name, arg)
+  local out, err, code = s:step(json.encode({ attack = name, arg = arg }))
+  if out == nil then return nil, err, code end
+  return json.decode(out).observation
+end
+
+-- Asserts that `s` resets and steps normally.
+local function assert_healthy(s)
+  local r, err = s:reset()
+  assert.is_string(r, err)
+  assert.are.same({ ready = true }, json.decode(r).observation)
+  local obs, err2 = attack(s, "ok")
+  assert.is_table(obs, err2)
+  assert.is_true(obs.ok)
+end
+
+-- Asserts that attack `name` fails with `code` and a message containing
+-- `text` (plain), then that the session and the witness are healthy.
+local function assert_refused(s, witness, name, code, text)
+  local obs, err, got = attack(s, name)
+  assert.is_nil(obs, "attack " .. name .. " was not refused")
+  assert.are.equal(code, got, err)
+  assert.is_truthy(err:find(text, 1, true),
+    "message '" .. err .. "' lacks '" .. text .. "'")
+  assert_healthy(s)
+  assert_healthy(witness)
+end
+
+-- Runs `body` in a child lua5.4 with the spec's module paths, under
+-- `timeout`; returns the exit status and the output.
+local function run_child(body)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(string.format("package.path = %q\npackage.cpath = %q\n",
+    package.path, package.cpath), body)
+  f:close()
+  local p = assert(io.popen("timeout 30 lua5.4 " .. path
+    .. " 2>&1; echo \"exit=$?\""))
+  local out = p:read("a")
+  p:close()
+  os.remove(path)
+  return tonumber(out:match("exit=(%d+)%s*$")), out
+end
+
+-- A child script that runs attacks on one session of the fixture and
+-- prints "<attack> <code>" for each, then "healthy" when the session still
+-- steps. `opts` is a Lua table constructor for host.runtime.
+local function child_script(opts, attacks)
+  local lines = {
+    "local host = require('ludo.host')",
+    "local rt = assert(host.runtime(" .. opts .. "))",
+    "local env = assert(rt:load(" .. string.format("%q", FIXTURE) .. "))",
+    "local s = assert(env:open())",
+  }
+  for _, a in ipairs(attacks) do
+    lines[#lines + 1] = string.format(
+      "print(%q, select(3, s:step('{\"attack\":\"%s\"}')))", a, a)
+  end
+  lines[#lines + 1] = "assert(s:step('{\"attack\":\"ok\"}'))"
+  lines[#lines + 1] = "print('healthy')"
+  lines[#lines + 1] = "s:close() rt:close()"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+describe("sandbox", function()
+  local rt, env, s, witness
+
+  setup(function()
+    rt = runtime({ memory_cap = CAP, cpu_budget_ms = BUDGET_MS })
+    env = assert(rt:load(FIXTURE))
+  end)
+
+  teardown(function()
+    rt:close()
+  end)
+
+  before_each(function()
+    s = assert(env:open())
+    witness = assert(env:open())
+    assert(s:reset())
+    assert(witness:reset())
+  end)
+
+  after_each(function()
+    s:close()
+    witness:close()
+    local st = rt:stats()
+    assert.are.equal(0, st.sessions)
+    assert.are.equal(0, st.calls)
+    rt:logs()
+  end)
+
+  describe("absent capabilities", function()
+    it("offers no io, os, debug, package, dofile, loadfile, string.dump",
+      function()
+        local obs = assert(attack(s, "probe"))
+        assert.are.same({
+          io = "nil", os = "nil", debug = "nil", package = "nil",
+          dofile = "nil", loadfile = "nil", dump = "nil",
+          require = "function", load = "function",
+        }, obs)
+      end)
+
+    local cases = {
+      { "io_open", "attempt to index a nil value (global 'io')" },
+      { "os_execute", "attempt to index a nil value (global 'os')" },
+      { "debug_getinfo", "attempt to index a nil value (global 'debug')" },
+      { "package_loadlib",
+        "attempt to index a nil value (global 'package')" },
+      { "dofile", "attempt to call a nil value (global 'dofile')" },
+      { "loadfile", "attempt to call a nil value (global 'loadfile')" },
+      { "string_dump", "attempt to call a nil value (field 'dump')" },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1] .. " fails with ESCRIPT", function()
+        assert_refused(s, witness, c[1], "ESCRIPT", c[2])
+      end)
+    end
+  end)
+
+  describe("require", function()
+    it("refuses a relative path", function()
+      assert_refused(s, witness, "require_path", "ESCRIPT",
+        "invalid module name '../../x'")
+    end)
+
+    it("refuses an absolute path", function()
+      assert_refused(s, witness, "require_abs", "ESCRIPT",
+        "invalid module name '/etc/passwd'")
+    end)
+
+    it("does not find a C module (ludo.host)", function()
+      assert_refused(s, witness, "require_c", "ESCRIPT",
+        "module 'ludo.host' not found")
+    end)
+
+    it("does not find the io library", function()
+      assert_refused(s, witness, "require_io", "ESCRIPT",
+        "module 'io' not found")
+    end)
+  end)
+
+  describe("load", function()
+    local binary_cases = {
+      { "load_binary", "attempt to load a binary chunk (mode is 't')" },
+      { "load_binary_mode_bt",
+        "attempt to load a binary chunk (mode is 't')" },
+      { "load_binary_reader",
+        "attempt to load a binary chunk (mode is 't')" },
+      { "load_binary_mode_b",
+        "EPERM: binary chunks are not allowed in the sandbox" },
+      { "load_text_mode_b",
+        "EPERM: binary chunks are not allowed in the sandbox" },
+    }
+    for _, c in ipairs(binary_cases) do
+      it("refuses a binary chunk (" .. c[1] .. ")", function()
+        local obs = assert(attack(s, c[1]))
+        assert.is_false(obs.loaded)
+        assert.are.equal(c[2], obs.err)
+        assert_healthy(s)
+      end)
+    end
+
+    it("still loads text chunks with a chosen environment", function()
+      local obs = assert(attack(s, "load_text"))
+      assert.are.equal(42, obs.value)
+    end)
+  end)
+
+  describe("memory bombs", function()
+    local mrt, menv
+
+    setup(function()
+      -- A generous CPU budget, so the memory cap is what stops them.
+      mrt = runtime({ memory_cap = CAP, cpu_budget_ms = 20000 })
+      menv = assert(mrt:load(FIXTURE))
+    end)
+
+    teardown(function()
+      mrt:close()
+    end)
+
+    local bombs = { "string_rep", "string_rep_sep", "string_double",
+      "table_growth", "concat_bomb" }
+    for _, name in ipairs(bombs) do
+      it(name .. " ends with ENOMEM and the session recovers", function()
+        local ms = assert(menv:open())
+        local mw = assert(menv:open())
+        assert(ms:reset())
+        local obs, err, code = attack(ms, name)
+        assert.is_nil(obs)
+        assert.are.equal("ENOMEM", code)
+        assert.are.equal("ENOMEM: the session's memory limit of " .. CAP
+          .. " bytes was reached", err)
+        assert.is_true(ms:memory() <= CAP)
+        assert_healthy(ms)
+        assert_healthy(mw)
+        ms:close()
+        mw:close()
+      end)
+    end
+
+    -- Bombs of small allocations leave the state within a few bytes of
+    -- its cap, with the garbage still reachable from the dead call thread.
+    for _, name in ipairs({ "linked_list", "table_hash_growth" }) do
+      known_bug(name .. " ends with ENOMEM instead of aborting the host: "
+        .. "ludo__state_error pushes the ENOMEM message with "
+        .. "lua_pushfstring on the full state outside any protected call "
+        .. "(runtime/script/state.c:407, called from sched.c:118), the "
+        .. "allocation fails and Lua panics", function()
+          local status, out = run_child(child_script(
+            "{module_path = '.', prewarm = 0, memory_cap = 16 << 20, "
+              .. "cpu_budget_ms = 20000}", { name }))
+          assert.are.equal(0, status, out)
+          assert.is_truthy(out:find(name .. "\tENOMEM", 1, true), out)
+          assert.is_truthy(out:find("healthy", 1, true), out)
+        end)
+    end
+
+    -- The error paths of a call (ludo__state_error and the traceback added
+    -- in sched.c resume) allocate on the failed thread outside any
+    -- protected call; at the cap they raise and Lua aborts.
+    known_bug("a script error raised with the state at its cap ends with "
+      .. "ESCRIPT instead of aborting the host (luaL_traceback in "
+      .. "runtime/script/sched.c resume, unprotected, fails to allocate)",
+      function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, memory_cap = 16 << 20, "
+            .. "cpu_budget_ms = 20000}", { "full_then_error" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("full_then_error\tESCRIPT", 1, true), out)
+        assert.is_truthy(out:find("healthy", 1, true), out)
+      end)
+
+    known_bug("a timeout with the state at its cap ends with ETIMEOUT "
+      .. "instead of aborting the host (ludo__state_error in "
+      .. "runtime/script/state.c pushes the ETIMEOUT message with "
+      .. "lua_pushfstring, unprotected, and the allocation fails)",
+      function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, memory_cap = 16 << 20, "
+            .. "cpu_budget_ms = 1000}", { "full_then_loop" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("full_then_loop\tETIMEOUT", 1, true), out)
+        assert.is_truthy(out:find("healthy", 1, true), out)
+      end)
+
+    it("memory goes back to the runtime when sessions close", function()
+      local before = mrt:stats().lua_bytes
+      local ms = assert(menv:open())
+      assert.is_nil((attack(ms, "table_growth")))
+      assert.is_true(mrt:stats().lua_bytes > before)
+      ms:close()
+      assert.is_true(mrt:stats().lua_bytes <= before)
+    end)
+
+    -- Fault injection through the public API (STYLE rule 25): grows the
+    -- cap by `step` from `from` until load, open, reset and step of the
+    -- echo environment all succeed; every failure must be a clean ENOMEM.
+    -- Returns the number of failures and the cap that fit.
+    local function cap_sweep(from, step)
+      local failures, cap = 0, from
+      while true do
+        local crt = runtime({ memory_cap = cap, cpu_budget_ms = 10000 })
+        local cenv, err, code = crt:load("examples/echo")
+        local done = false
+        if cenv == nil then
+          assert.are.equal("ENOMEM", code, err)
+          failures = failures + 1
+        else
+          local cs = assert(cenv:open())
+          local r, rerr, rcode = cs:reset()
+          local o, oerr, ocode = cs:step('{"message":"hello"}')
+          if r and o then
+            assert.are.equal("hello",
+              json.decode(o).observation.echoed_message)
+            done = true
+          else
+            assert.are.equal("ENOMEM", rcode or ocode, rerr or oerr)
+            failures = failures + 1
+          end
+        end
+        crt:close()
+        if done then return failures, cap end
+        cap = cap + step
+        assert.is_true(cap < (8 << 20), "the echo env never fit")
+      end
+    end
+
+    it("a cap sweep from 16 KiB: every cap too small for the echo "
+      .. "environment fails with a clean ENOMEM", function()
+        local failures, cap = cap_sweep(16 << 10, 512)
+        assert.is_true(failures > 0)
+        assert.is_true(cap > 16 << 10)
+      end)
+
+    known_bug("a cap sweep from 1 KiB fails cleanly too: caps of about "
+      .. "14.4-15.4 KiB abort the host, because ludo__sched_init "
+      .. "(runtime/script/sched.c:24-26) calls lua_newthread and luaL_ref "
+      .. "on the new state outside any protected call; the allocation "
+      .. "fails and Lua panics", function()
+        local status, out = run_child([[
+          local host = require("ludo.host")
+          for cap = 1024, 20000, 64 do
+            local rt = assert(host.runtime{module_path = ".", prewarm = 0,
+              memory_cap = cap})
+            local env, err, code = rt:load("examples/echo")
+            if env == nil then assert(code == "ENOMEM", err) end
+            rt:close()
+          end
+          print("swept")
+        ]])
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("swept", 1, true), out)
+      end)
+  end)
+
+  describe("runaway code", function()
+    local loops = {
+      "loop", "pcall_loop", "pcall_swallow", "coroutine_loop",
+      "coroutine_wrap_loop", "close_loop", "index_loop", "sort_loop",
+      "gsub_loop",
+    }
+    for _, name in ipairs(loops) do
+      it(name .. " ends with ETIMEOUT and the session recovers", function()
+        assert_refused(s, witness, name, "ETIMEOUT",
+          "ETIMEOUT: the call exceeded its CPU budget of " .. BUDGET_MS
+            .. " ms")
+      end)
+    end
+
+    it("an error object whose __tostring loops is not called", function()
+      assert_refused(s, witness, "tostring_error_loop", "ESCRIPT",
+        "(error object is a table value)")
+    end)
+
+    it("max_instructions stops a loop with ETIMEOUT", function()
+      local irt = runtime({ cpu_budget_ms = 0, max_instructions = 100000 })
+      local ienv = assert(irt:load(FIXTURE))
+      local is = assert(ienv:open())
+      local obs, err, code = attack(is, "loop")
+      assert.is_nil(obs)
+      assert.are.equal("ETIMEOUT", code)
+      assert.are.equal("ETIMEOUT: the call exceeded its budget of 100000 VM "
+        .. "instructions", err)
+      assert_healthy(is)
+      irt:close()
+    end)
+
+    known_bug("a second runaway call on the same session also times out "
+      .. "(after a timeout the call thread runs with hooks off: budget_hook "
+      .. "raises from inside the hook, where Lua has set allowhook = 0, the "
+      .. "error leaves lua_resume, which unlike lua_pcall never restores "
+      .. "allowhook, and lua_resetthread keeps it: runtime/script/state.c "
+      .. "budget_hook, sched.c resume/finish)", function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
+          { "loop", "loop", "pcall_loop" }))
+        assert.are.equal(0, status, out)
+        assert.are.equal(3, select(2, out:gsub("\tETIMEOUT", "")), out)
+      end)
+
+    known_bug("a second max_instructions runaway on the same session also "
+      .. "times out (same allowhook bug as above)", function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 0, "
+            .. "max_instructions = 100000}", { "loop", "loop" }))
+        assert.are.equal(0, status, out)
+        assert.are.equal(2, select(2, out:gsub("\tETIMEOUT", "")), out)
+      end)
+
+    known_bug("xpcall with a looping message handler ends with ETIMEOUT "
+      .. "(when budget_hook raises, Lua runs the xpcall handler inside the "
+      .. "hook with allowhook = 0, so the handler loops unhooked and hangs "
+      .. "the host; state.c needs an xpcall wrapper that skips the user "
+      .. "handler once the call is killed)", function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
+          { "xpcall_loop" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("xpcall_loop\tETIMEOUT", 1, true), out)
+      end)
+
+    known_bug("a __close that loops while a timeout unwinds ends with "
+      .. "ETIMEOUT (lua_resetthread in sched.c finish runs the pending "
+      .. "__close on a thread left with allowhook = 0, unhooked: the host "
+      .. "hangs)", function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
+          { "close_loop_on_error" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("close_loop_on_error\tETIMEOUT", 1, true),
+          out)
+      end)
+
+    known_bug("a coroutine killed by the timeout cannot hang the host "
+      .. "through coroutine.close or coroutine.wrap running its __close "
+      .. "(the dead coroutine keeps allowhook = 0; same root cause)",
+      function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
+          { "coroutine_close_loop" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("coroutine_close_loop\tETIMEOUT", 1,
+          true), out)
+        status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
+          { "coroutine_wrap_close_loop" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("coroutine_wrap_close_loop\tETIMEOUT", 1,
+          true), out)
+      end)
+  end)
+
+  describe("deep recursion", function()
+    it("Lua recursion under a 16 MiB cap ends with ENOMEM", function()
+      local mrt = runtime({ memory_cap = CAP, cpu_budget_ms = 20000 })
+      local menv = assert(mrt:load(FIXTURE))
+      local ms = assert(menv:open())
+      local obs, err, code = attack(ms, "recursion")
+      assert.is_nil(obs)
+      assert.are.equal("ENOMEM", code, err)
+      assert_healthy(ms)
+      mrt:close()
+    end)
+
+    it("metamethod recursion ends with a C stack overflow", function()
+      assert_refused(s, witness, "metamethod_recursion", "ESCRIPT",
+        "C stack overflow")
+    end)
+
+    it("recursion through string.gsub ends with a C stack overflow",
+      function()
+        assert_refused(s, witness, "gsub_recursion", "ESCRIPT",
+          "C stack overflow")
+      end)
+
+    it("Lua recursion under the default 64 MiB cap ends with a stack "
+      .. "overflow error (run in a child: this path once aborted the host)",
+      function()
+        local status, out = run_child(child_script(
+          "{module_path = '.', prewarm = 0, cpu_budget_ms = 20000}",
+          { "recursion" }))
+        assert.are.equal(0, status, out)
+        assert.is_truthy(out:find("recursion\tESCRIPT", 1, true), out)
+        assert.is_truthy(out:find("healthy", 1, true), out)
+      end)
+  end)
+
+  describe("metatables", function()
+    it("hides the string metatable but keeps string methods", function()
+      local obs = assert(attack(s, "string_metatable"))
+      assert.are.equal("false", obs.mt)
+      assert.are.equal("ABC", obs.upper)
+    end)
+
+    it("setmetatable refuses __gc", function()
+      assert_refused(s, witness, "setmetatable_gc", "ESCRIPT",
+        "EPERM: __gc metamethods are not allowed in the sandbox")
+    end)
+
+    it("setmetatable refuses a __gc field even when it is false",
+      function()
+        assert_refused(s, witness, "setmetatable_gc_false", "ESCRIPT",
+          "EPERM: __gc metamethods are not allowed in the sandbox")
+      end)
+
+    it("the refusal is an ordinary error pcall can catch", function()
+      local obs = assert(attack(s, "setmetatable_gc_pcall"))
+      assert.is_false(obs.ok)
+      assert.are.equal("EPERM: __gc metamethods are not allowed in the "
+        .. "sandbox", obs.err)
+    end)
+
+    it("a __gc added after setmetatable never runs", function()
+      local obs = assert(attack(s, "gc_added_later"))
+      assert.is_false(obs.ran)
+    end)
+  end)
+
+  describe("collectgarbage", function()
+    for _, opt in ipairs({ "stop", "generational", "incremental" }) do
+      it("refuses '" .. opt .. "'", function()
+        assert_refused(s, witness, "collectgarbage_" .. opt, "ESCRIPT",
+          "invalid option '" .. opt .. "'")
+      end)
+    end
+
+    it("allows 'count'", function()
+      local obs = assert(attack(s, "collectgarbage_count"))
+      assert.are.equal("float", obs.kind)
+    end)
+  end)
+
+  describe("isolation between sessions", function()
+    it("setmetatable(_G, ...) only poisons its own session", function()
+      local obs = assert(attack(s, "poison_env"))
+      assert.is_true(obs.poisoned)
+      -- The poisoned session fails on its next global read...
+      local none, err = attack(s, "probe")
+      assert.is_nil(none)
+      assert.is_truthy(err:find("poisoned global", 1, true), err)
+      -- ...the witness does not.
+      local wobs = assert(attack(witness, "probe"))
+      assert.are.equal("function", wobs.require)
+      assert_healthy(witness)
+    end)
+
+    it("_ENV = nil only affects its own session", function()
+      assert(attack(s, "nil_env"))
+      local none, err, code = attack(s, "probe")
+      assert.is_nil(none)
+      assert.are.equal("ESCRIPT", code)
+      assert.is_truthy(err:find("_ENV", 1, true), err)
+      assert.are.equal("nil", assert(attack(witness, "probe")).io)
+      assert_healthy(witness)
+    end)
+
+    it("replacing a library function only affects its own session",
+      function()
+        assert(attack(s, "clobber_string"))
+        assert.are.equal("pwned", assert(attack(s, "string_metatable")).upper)
+        assert.are.equal("ABC",
+          assert(attack(witness, "string_metatable")).upper)
+      end)
+
+    it("a session's globals are invisible to another session", function()
+      assert(attack(s, "set_global", "s3cr3t"))
+      assert.are.equal("s3cr3t", assert(attack(s, "get_global")).secret)
+      assert.are.equal("absent", assert(attack(witness, "get_global")).secret)
+      -- A fresh session of the same environment does not see it either.
+      local third = assert(env:open())
+      assert.are.equal("absent", assert(attack(third, "get_global")).secret)
+      third:close()
+    end)
+
+    it("print goes to the runtime log under the session id", function()
+      rt:logs()
+      assert(attack(s, "print"))
+      local found = {}
+      for _, e in ipairs(rt:logs()) do
+        if e[3]:find("from", 1, true) then found[#found + 1] = e end
+      end
+      assert.are.same({ { "info", s:id(), "hello from\tthe sandbox\t42" } },
+        found)
+      assert.are.same({}, rt:logs())
+    end)
+  end)
+end)
