@@ -162,8 +162,6 @@ int main(int argc, char **argv) {
       static const char action[] = "{\"message\":\"hello world\"}";
       if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
       ludo_session_reset(s, "{}", 2, &out, &len);
-      ludo_session_step(s, action, sizeof action - 1, &out, &len);
-      printf("first=%.*s\n", (int)len, out);
       n = 300000 * scale;
       t0 = now_s();
       for (i = 0; i < n; i++)

@@ -248,6 +248,8 @@ static void wrap_global(lua_State *L, const char *name, lua_CFunction fn) {
   lua_setglobal(L, name);
 }
 
+static const char nomem_key, timeout_key;
+
 /* Runs inside lua_pcall: opens and trims the libraries. [-0, +0, m] */
 static int open_sandbox(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
@@ -293,6 +295,12 @@ static int open_sandbox(lua_State *L) {
   lua_setfield(L, -2, "__metatable");
   lua_pop(L, 2);
   if (st->modules != NULL) ludo__modules_install(L, st->modules);
+  /* Messages for when there is no memory left to make one. */
+  lua_pushliteral(L, "ENOMEM: out of memory (the session's memory limit "
+                     "or the process's)");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &nomem_key);
+  lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &timeout_key);
   return 0;
 }
 
@@ -424,15 +432,51 @@ static const struct {
 #undef LUDO__ERR_ROW
 };
 
+static const char nomem_key = 'm';   /* registry: ENOMEM message */
+static const char timeout_key = 't'; /* registry: ETIMEOUT message */
+
+typedef struct {
+  ludo__state_t *st;
+  int status, code;
+  size_t cap;
+} err_req_t;
+
+static int state_error_p(lua_State *L) {
+  err_req_t *r = lua_touserdata(L, 2);
+  lua_settop(L, 1);
+  r->code = state_error(r->st, L, r->status, r->cap);
+  return 1;
+}
+
 int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
-  /* The message needs a little memory, and the state may be at its cap:
-   * lift it while the message is made. */
-  size_t cap = st->cap;
-  int code;
+  /* The message needs a little memory, and the state may be at its cap,
+   * or the whole heap exhausted: lift the cap, build the message under a
+   * protected call, and fall back to a message made when the state was
+   * opened. */
+  err_req_t r;
+  int rc;
+  r.st = st;
+  r.status = status;
+  r.cap = st->cap;
+  r.code = LUDO_ENOMEM;
   st->cap = 0;
-  code = state_error(st, L, status, cap);
-  st->cap = cap;
-  return code;
+  if (lua_checkstack(L, 3)) {
+    lua_pushcfunction(L, state_error_p);
+    lua_insert(L, -2);
+    lua_pushlightuserdata(L, &r);
+    rc = lua_pcall(L, 2, 1, 0);
+  } else {
+    rc = LUA_ERRMEM;
+  }
+  st->cap = r.cap;
+  if (rc == LUA_OK) return r.code;
+  lua_pop(L, 1);
+  if (st->killed) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &timeout_key);
+    return LUDO_ETIMEOUT;
+  }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &nomem_key);
+  return LUDO_ENOMEM;
 }
 
 static int state_error(ludo__state_t *st, lua_State *L, int status,
