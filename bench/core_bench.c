@@ -10,6 +10,10 @@
  *                 3-child WeightedSum rubric (JSON in and out)
  *   step.noop     steps/s of a no-op Lua step through the C API
  *   baseline.call lua_pcall of an empty Lua function from C (calls/s)
+ *   rubric.*      a rubric tree's cost per step through the C API (inputs
+ *                 decoded fresh from JSON every step, scores reported in
+ *                 metadata.rubrics): the env's step time minus the bare
+ *                 env's (same action and observation, no rubric)
  *
  * usage: build/ludo-bench [scale]   (run from the repo root) */
 #include <lauxlib.h>
@@ -187,6 +191,50 @@ int main(int argc, char **argv) {
       ludo_session_close(s);
       ludo_runtime_free(rt);
     }
+  }
+  {
+    /* Rubric trees through the C API. */
+    static const char *const actions[] = {"{\"x\":0.15}", "{\"x\":0.35}",
+                                          "{\"x\":0.55}", "{\"x\":0.95}"};
+    static const struct {
+      const char *env, *what;
+      int episode;
+    } cases[] = {{"bench/envs/bare", "bare step", 0},
+                 {"bench/envs/ws3", "WeightedSum(3 leaves)", 0},
+                 {"bench/envs/seq", "Sequential(Gate, WeightedSum)", 0},
+                 {"bench/envs/bare", "bare step, episodes of 100", 100},
+                 {"bench/envs/disc100", "ExponentialDiscounting T=100", 100}};
+    double base = 0;
+    size_t c;
+    ludo_runtime_t *rt = runtime(1);
+    n = 300000 * scale;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      ludo_env_t *env = load(rt, cases[c].env);
+      ludo_session_t *s;
+      double dt, per;
+      if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
+      ludo_session_reset(s, "{}", 2, &out, &len);
+      t0 = now_s();
+      for (i = 0; i < n; i++) {
+        const char *a = actions[i & 3];
+        if (cases[c].episode && i % cases[c].episode == 0)
+          ludo_session_reset(s, "{}", 2, &out, &len);
+        if ((rc = ludo_session_step(s, a, strlen(a), &out, &len)) != 0)
+          die("step", rc);
+      }
+      dt = now_s() - t0;
+      per = dt / n;
+      if (strstr(cases[c].what, "bare") != NULL) {
+        base = per;
+        printf("rubric.base %-32s %.0f steps/s\n", cases[c].what, 1 / per);
+      } else {
+        printf("rubric.tree %-32s %.0f evals/s, +%.2f us/step over the bare "
+               "step (%.2fx its rate)\n", cases[c].what, 1 / per,
+               (per - base) * 1e6, base / per);
+      }
+      ludo_session_close(s);
+    }
+    ludo_runtime_free(rt);
   }
   return 0;
 }

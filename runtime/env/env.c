@@ -61,6 +61,41 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_pop(L, 1);
 }
 
+/* Turns the rubric's {name, rubric} pairs on top into {keys, objs}, where
+ * keys[i] is the JSON text ',"name":' ready to copy into results.
+ * [-1, +1, e] */
+static void prepare_named(lua_State *L) {
+  lua_Integer i, n;
+  int pairs = lua_gettop(L);
+  lua_createtable(L, 2, 0);
+  if (lua_type(L, pairs) != LUA_TTABLE) {
+    lua_remove(L, pairs);
+    return;
+  }
+  n = (lua_Integer)lua_rawlen(L, pairs);
+  lua_createtable(L, (int)n, 0); /* keys */
+  lua_createtable(L, (int)n, 0); /* objs */
+  for (i = 1; i <= n; i++) {
+    luaL_Buffer b;
+    lua_rawgeti(L, pairs, i);
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, ",");
+    lua_rawgeti(L, -2, 1);
+    ludo__json_tostring(L, -1, 1);  /* the name, quoted and escaped */
+    lua_remove(L, -2);
+    luaL_addvalue(&b);
+    luaL_addchar(&b, ':');
+    luaL_pushresult(&b);
+    lua_rawseti(L, -4, i);
+    lua_rawgeti(L, -1, 2);
+    lua_rawseti(L, -3, i);
+    lua_pop(L, 1);
+  }
+  lua_rawseti(L, -3, 2);
+  lua_rawseti(L, -2, 1);
+  lua_remove(L, pairs);
+}
+
 /* Runs in the new state, protected and under the CPU budget: loads the
  * runner and the environment module, and keeps runner.dispatch.
  * [-0, +0, e] */
@@ -83,6 +118,7 @@ static int build_protected(lua_State *L) {
   else
     lua_pushnil(L);
   lua_call(L, 2, 1);                       /* runner, named */
+  prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   lua_gc(L, LUA_GCCOLLECT);

@@ -15,32 +15,39 @@ enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
 static const char *const rubrics_skip[] = {"rubrics", NULL};
 
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
- * `score` and the state's {name, rubric} list. [-0, +0, e] */
+ * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
+ * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
+ * [-0, +0, e] */
 static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
   lua_Integer i, n;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
     luaL_error(L, "ENOMEM: the result buffer cannot grow");
   ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref);
-  n = lua_type(L, -1) == LUA_TTABLE ? (lua_Integer)lua_rawlen(L, -1) : 0;
-  for (i = 1; i <= n; i++) {
-    size_t len;
-    const char *name;
-    lua_rawgeti(L, -1, i);     /* pair */
-    lua_rawgeti(L, -1, 1);     /* pair, name */
-    name = lua_tolstring(L, -1, &len);
-    lua_rawgeti(L, -2, 2);     /* pair, name, rubric */
-    if (name != NULL && lua_type(L, -1) == LUA_TTABLE) {
-      lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
-      lua_rawget(L, -2);
-      if (ludo__buf_addc(b, ',') || ludo__buf_addc(b, '"') ||
-          ludo__buf_add(b, name, len) || ludo__buf_adds(b, "\":"))
+  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_rawgeti(L, -1, 1);                              /* keys */
+    lua_rawgeti(L, -2, 2);                              /* keys, objs */
+    n = (lua_Integer)lua_rawlen(L, -2);
+    for (i = 1; i <= n; i++) {
+      size_t len;
+      const char *key;
+      lua_rawgeti(L, -2, i);
+      key = lua_tolstring(L, -1, &len);
+      if (key == NULL || ludo__buf_add(b, key, len))
         luaL_error(L, "ENOMEM: the result buffer cannot grow");
-      ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+      lua_pop(L, 1);
+      if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
+        lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
+        lua_rawget(L, -2);
+        ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+        lua_pop(L, 1);
+      } else if (ludo__buf_add(b, "null", 4)) {
+        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+      }
       lua_pop(L, 1);
     }
-    lua_pop(L, 3);
+    lua_pop(L, 2);
   }
   lua_pop(L, 1);
   if (ludo__buf_addc(b, '}'))

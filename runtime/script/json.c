@@ -333,6 +333,39 @@ static void enc_integer(enc_t *e, long long v, const char *suffix) {
   if (suffix) ENC_OK(e, ludo__buf_adds(e->b, suffix));
 }
 
+/* Short decimals without printf: finds the smallest k <= 15 for which
+ * m = round(d * 10^k) gives back d as m / 10^k (both exact operations on
+ * doubles, the division correctly rounded, so the text reads back as d),
+ * then writes m with a decimal point. Returns 0 when d needs more digits or
+ * is out of range; the caller then uses printf. */
+static int enc_short_decimal(enc_t *e, double d) {
+  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                               1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+  double a = fabs(d);
+  int k;
+  if (!(a >= 1e-6 && a < 1e15)) return 0;
+  for (k = 1; k <= 15; k++) {
+    double scaled = a * p10[k], m;
+    if (scaled >= 9007199254740992.0) return 0; /* 2^53: no longer exact */
+    m = floor(scaled + 0.5);
+    if (m / p10[k] == a) {
+      char tmp[48], *p = tmp + sizeof tmp;
+      unsigned long long u = (unsigned long long)m;
+      int digits = 0;
+      do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+        if (++digits == k) *--p = '.';
+      } while (u != 0 || digits < k);
+      if (*p == '.') *--p = '0';
+      if (d < 0) *--p = '-';
+      ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - p)));
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* Shortest text that reads back as the same double, always with a '.' or
  * an exponent so it reads back as a float. */
 static void enc_float(enc_t *e, double d) {
@@ -350,6 +383,7 @@ static void enc_float(enc_t *e, double d) {
       enc_integer(e, (long long)d, ".0");
     return;
   }
+  if (enc_short_decimal(e, d)) return;
   for (prec = 15; prec <= 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, d);
     if (strtod(tmp, NULL) == d) break;
