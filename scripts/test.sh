@@ -105,6 +105,7 @@ if [ -x "$BUILD/gridworld" ] && [ -s "$BUILD/gridworld" ]; then
 fi
 for ex in examples/rubrics/*.lua; do
   check "example $ex" env LUA_PATH="lua/?.lua;lua/?/init.lua;./?.lua;;" \
+    LUA_CPATH="$BUILD/cmod/?.so;;" LD_PRELOAD="$preload" \
     lua5.4 "$ex"
 done
 

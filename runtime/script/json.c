@@ -333,33 +333,52 @@ static void enc_integer(enc_t *e, long long v, const char *suffix) {
   if (suffix) ENC_OK(e, ludo__buf_adds(e->b, suffix));
 }
 
-/* Short decimals without printf: finds the smallest k <= 15 for which
- * m = round(d * 10^k) gives back d as m / 10^k (both exact operations on
- * doubles, the division correctly rounded, so the text reads back as d),
- * then writes m with a decimal point. Returns 0 when d needs more digits or
- * is out of range; the caller then uses printf. */
+/* Writes m / 10^k (m an integer, k >= 1) as decimal text into the end of
+ * tmp; returns the start. */
+static char *fmt_decimal(char *end, unsigned long long m, int k, int neg) {
+  char *p = end;
+  int digits = 0;
+  *--p = '\0';
+  do {
+    *--p = (char)('0' + m % 10);
+    m /= 10;
+    if (++digits == k) *--p = '.';
+  } while (m != 0 || digits < k);
+  if (*p == '.') *--p = '0';
+  if (neg) *--p = '-';
+  return p;
+}
+
+/* Shortest decimals without printf: finds the smallest k <= 17 for which
+ * m = round(d * 10^k) reads back as d. Up to 15 digits the check is exact
+ * arithmetic (m and 10^k are exact doubles and the division is correctly
+ * rounded); for 16 and 17 digits m comes from long double and the text is
+ * checked with strtod. Returns 0 when d is out of range (|d| < 1e-6 or
+ * >= 1e15); the caller then uses printf. */
 static int enc_short_decimal(enc_t *e, double d) {
   static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
                                1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
   double a = fabs(d);
+  char tmp[48], *p;
   int k;
   if (!(a >= 1e-6 && a < 1e15)) return 0;
   for (k = 1; k <= 15; k++) {
     double scaled = a * p10[k], m;
-    if (scaled >= 9007199254740992.0) return 0; /* 2^53: no longer exact */
+    if (scaled >= 9007199254740992.0) break; /* 2^53: no longer exact */
     m = floor(scaled + 0.5);
     if (m / p10[k] == a) {
-      char tmp[48], *p = tmp + sizeof tmp;
-      unsigned long long u = (unsigned long long)m;
-      int digits = 0;
-      do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-        if (++digits == k) *--p = '.';
-      } while (u != 0 || digits < k);
-      if (*p == '.') *--p = '0';
-      if (d < 0) *--p = '-';
-      ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - p)));
+      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, k, d < 0);
+      ENC_OK(e, ludo__buf_adds(e->b, p));
+      return 1;
+    }
+  }
+  for (; k <= 17; k++) {
+    long double scaled = (long double)a * (k == 16 ? 1e16L : 1e17L);
+    if (scaled >= 9.0e18L) return 0;
+    p = fmt_decimal(tmp + sizeof tmp,
+                    (unsigned long long)floorl(scaled + 0.5L), k, d < 0);
+    if (strtod(p, NULL) == d) {
+      ENC_OK(e, ludo__buf_adds(e->b, p));
       return 1;
     }
   }
@@ -384,10 +403,11 @@ static void enc_float(enc_t *e, double d) {
     return;
   }
   if (enc_short_decimal(e, d)) return;
-  for (prec = 15; prec <= 17; prec++) {
+  for (prec = 15; prec < 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, d);
     if (strtod(tmp, NULL) == d) break;
   }
+  if (prec == 17) snprintf(tmp, sizeof tmp, "%.17g", d);
   if (strpbrk(tmp, ".eEn") == NULL) strcat(tmp, ".0");
   ENC_OK(e, ludo__buf_adds(e->b, tmp));
 }
