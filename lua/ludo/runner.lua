@@ -74,7 +74,7 @@ local function reset(opts)
   if opts == nil or opts == null then opts = {} end
   if type(opts) ~= "table" or json.is_array(opts) then
     fail("ESCHEMA", "reset options must be a JSON object, got %s",
-      json.is_array(opts) and "an array" or type(opts))
+      json.is_array(opts) and "array" or type(opts))
   end
   local seed = opts.seed
   if seed ~= nil and seed ~= null then

@@ -167,8 +167,17 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
     ludo__state_disarm(&ps->st, NULL);
     if (rc != 0) {
       const char *msg = lua_tostring(L, -1);
-      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT) rc = LUDO_ELOAD;
-      ludo__runtime_seterr(rt, "%s", msg ? msg : "ELOAD: unknown error");
+      if (msg == NULL) msg = "ELOAD: unknown error";
+      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT) {
+        /* Any failure while loading is ELOAD, whatever raised it. */
+        if (strncmp(msg, "ESCRIPT: ", 9) == 0) msg += 9;
+        ludo__runtime_seterr(rt, "%s%s",
+                             strncmp(msg, "ELOAD: ", 7) == 0 ? "" : "ELOAD: ",
+                             msg);
+        rc = LUDO_ELOAD;
+      } else {
+        ludo__runtime_seterr(rt, "%s", msg);
+      }
     }
   } else {
     ludo__runtime_seterr(rt, "ELOAD: cannot load ludo.async into %s",

@@ -27,11 +27,27 @@ static int new_thread(lua_State *L) {
   return 0;
 }
 
+/* Replaces the call thread. The old one is released first and collected,
+ * so a thread left with a huge stack (deep recursion) does not keep the
+ * state at its cap; the new thread is made with the cap lifted, as it is
+ * the runtime's bookkeeping, not the script's memory. */
 static int renew_thread(ludo__sched_t *s) {
-  lua_State *L = s->st->L;
+  ludo__state_t *st = s->st;
+  lua_State *L = st->L;
+  size_t cap = st->cap;
+  int rc;
+  if (s->co_ref != LUA_NOREF) {
+    luaL_unref(L, LUA_REGISTRYINDEX, s->co_ref);
+    s->co_ref = LUA_NOREF;
+    s->co = NULL;
+    lua_gc(L, LUA_GCCOLLECT);
+  }
+  st->cap = 0;
   lua_pushcfunction(L, new_thread);
   lua_pushlightuserdata(L, s);
-  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+  rc = lua_pcall(L, 1, 0, 0);
+  st->cap = cap;
+  if (rc != LUA_OK) {
     lua_pop(L, 1);
     return LUDO_ENOMEM;
   }
@@ -77,9 +93,14 @@ static void finish(ludo__sched_t *s, int status) {
   } else {
     /* A thread that died by an error is not reused: Lua leaves its hooks
      * disabled when the error came from a hook (the CPU budget), and
-     * lua_resetthread does not enable them again. */
-    lua_resetthread(co);
-    renew_thread(s); /* on ENOMEM the old thread stays */
+     * lua_resetthread does not enable them again. A thread killed by the
+     * budget is dropped without closing it: its pending __close handlers
+     * would run with hooks off, where nothing could stop them. */
+    if (status != LUDO_ETIMEOUT) {
+      lua_resetthread(co);
+      lua_settop(co, 0);
+    } /* (lua_settop would run the __close handlers too) */
+    renew_thread(s);
   }
   s->in_call = 0;
 }
@@ -108,6 +129,25 @@ static int is_pending(ludo__sched_t *s, lua_State *co, int idx) {
   ok = lua_rawequal(co, -1, idx);
   lua_pop(co, 1);
   return ok;
+}
+
+/* Turns the error object on top of the dead call thread into the call's
+ * message ("ECODE: ...", with a traceback for script errors) and returns
+ * the code. The work is done on the state's main thread, not on the dead
+ * thread, whose stack may be full (deep recursion). [-1, +1, -] (co) */
+static int call_error(ludo__sched_t *s, int rc) {
+  ludo__state_t *st = s->st;
+  lua_State *L = st->L, *co = s->co;
+  int code;
+  if (!lua_checkstack(L, 4)) {
+    lua_pop(co, 1);
+    lua_pushliteral(co, "ENOMEM: out of memory");
+    return LUDO_ENOMEM;
+  }
+  lua_xmove(co, L, 1);
+  code = ludo__state_error_tb(st, L, rc, rc == LUA_ERRRUN ? co : NULL);
+  lua_xmove(L, co, 1);
+  return code;
 }
 
 static void resume(ludo__sched_t *s, int nargs) {
@@ -139,16 +179,7 @@ static void resume(ludo__sched_t *s, int nargs) {
     finish(s, 0);
     return;
   }
-  {
-    int code = ludo__state_error(st, co, rc);
-    if (code == LUDO_ESCRIPT && rc == LUA_ERRRUN) {
-      /* A script error: add where it happened (the thread's stack is still
-       * intact). ludo's own errors (ESCHEMA, EPARSE...) say enough. */
-      luaL_traceback(co, co, lua_tostring(co, -1), 0);
-      lua_remove(co, -2);
-    }
-    finish(s, code);
-  }
+  finish(s, call_error(s, rc));
 }
 
 int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,

@@ -295,8 +295,10 @@ static unsigned lua_json_type(lua_State *L, int idx) {
       if (r) return T_NULL;
       r = ludo__json_is_array(L, idx);
       if (r) return T_ARRAY;
+      /* Arrays decoded from JSON carry the array metatable, so an empty
+       * plain table is an empty object. */
       lua_pushnil(L);
-      if (!lua_next(L, idx)) return T_ARRAY | T_OBJECT;
+      if (!lua_next(L, idx)) return T_OBJECT;
       lua_pop(L, 2);
       r = lua_rawgeti(L, idx, 1) != LUA_TNIL;
       lua_pop(L, 1);

@@ -185,7 +185,12 @@ static int co_wrapped(lua_State *L) {
   lua_call(L, n + 1, LUA_MULTRET);
   if (!lua_toboolean(L, 1)) {
     lua_State *co = lua_tothread(L, lua_upvalueindex(2));
-    if (lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD)
+    ludo__state_t *st = ludo__state_of(L);
+    /* Close the dead coroutine's pending __close variables, as the
+     * library's wrap does, unless the call was killed by its budget (they
+     * would run with hooks off). */
+    if (lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD &&
+        !(st != NULL && st->killed))
       lua_resetthread(co);
     if (lua_type(L, 2) == LUA_TSTRING) {
       luaL_where(L, 1);
@@ -439,16 +444,26 @@ typedef struct {
   ludo__state_t *st;
   int status, code;
   size_t cap;
+  lua_State *tb;
 } err_req_t;
 
 static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
   r->code = state_error(r->st, L, r->status, r->cap);
+  if (r->code == LUDO_ESCRIPT && r->tb != NULL) {
+    luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
+    lua_remove(L, -2);
+  }
   return 1;
 }
 
 int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
+  return ludo__state_error_tb(st, L, status, NULL);
+}
+
+int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
+                         lua_State *tb) {
   /* The message needs a little memory, and the state may be at its cap,
    * or the whole heap exhausted: lift the cap, build the message under a
    * protected call, and fall back to a message made when the state was
@@ -457,6 +472,7 @@ int ludo__state_error(ludo__state_t *st, lua_State *L, int status) {
   int rc;
   r.st = st;
   r.status = status;
+  r.tb = tb;
   r.cap = st->cap;
   r.code = LUDO_ENOMEM;
   st->cap = 0;

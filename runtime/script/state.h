@@ -87,6 +87,12 @@ void ludo__state_disarm(ludo__state_t *st, lua_State *co);
  * the error message on the stack on failure. [-(nargs+1), +(nres|1), -] */
 int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres);
 
+/* Like ludo__state_error; when `tb` is not NULL and the error is a script
+ * error, adds the traceback of thread `tb` (still intact after a failed
+ * resume). [-1, +1, -] */
+int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
+                         lua_State *tb);
+
 /* Maps a Lua status after a failed resume/pcall to a LUDO_E* code and
  * replaces the error object on top of L with a message string that begins
  * with the code's name ("ETIMEOUT: ..."). [-1, +1, m] */

@@ -9,8 +9,6 @@ local json = require("ludo.json")
 
 local FIX = "spec/fixtures/functional/"
 
--- Tests of known core bugs are pending; LUDO_SPEC_KNOWN_BUGS=1 runs them.
-local known_bug = os.getenv("LUDO_SPEC_KNOWN_BUGS") and it or pending
 local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-4%x%x%x%-[89ab]%x%x%x%-"
   .. "%x%x%x%x%x%x%x%x%x%x%x%x$"
 
@@ -288,10 +286,7 @@ describe("environment API", function()
       s:close()
     end)
 
-    known_bug("refuses a JSON array as reset options (lua/ludo/runner.lua "
-      .. "reset() only checks type(opts) == 'table', so '[1]' passes as "
-      .. "empty options instead of failing with 'reset options must be a "
-      .. "JSON object')", function()
+    it("refuses a JSON array as reset options", function()
         local s = assert(env:open())
         local out, msg, code = s:reset("[1]")
         assert.is_nil(out)

@@ -9,8 +9,7 @@
 --
 -- Attacks that once hung or aborted the host process run in a child
 -- lua5.4 under `timeout` (run_child), so a regression fails the test
--- instead of killing the suite. Tests marked pending expose core bugs that
--- are still open; set LUDO_SPEC_KNOWN_BUGS=1 to run them (they fail).
+-- instead of killing the suite.
 local host = require("ludo.host")
 local json = require("ludo.json")
 
@@ -18,7 +17,6 @@ local FIXTURE = "spec/fixtures/functional/sandbox"
 local CAP = 16 << 20
 local BUDGET_MS = 100
 
-local known_bug = os.getenv("LUDO_SPEC_KNOWN_BUGS") and it or pending
 
 local function runtime(opts)
   local o = { module_path = ".", prewarm = 0 }
@@ -245,11 +243,8 @@ describe("sandbox", function()
         end)
     end
 
-    known_bug("a script error raised with the state at its cap ends with "
-      .. "ESCRIPT instead of aborting the host: after ludo__state_error, "
-      .. "runtime/script/sched.c resume() calls luaL_traceback on the failed "
-      .. "thread outside any protected call and with the cap in force; its "
-      .. "buffer cannot be allocated, the error has no handler, Lua panics",
+    it("a script error raised with the state at its cap ends with "
+      .. "ESCRIPT instead of aborting the host",
       function()
         local status, out = run_child(child_script(
           "{module_path = '.', prewarm = 0, memory_cap = 16 << 20, "
@@ -402,11 +397,8 @@ describe("sandbox", function()
         assert.is_truthy(out:find("xpcall_loop\tETIMEOUT", 1, true), out)
       end)
 
-    known_bug("a __close that loops while a timeout unwinds ends with "
-      .. "ETIMEOUT instead of hanging the host: runtime/script/sched.c "
-      .. "finish() still calls lua_resetthread on the killed call thread, "
-      .. "whose allowhook Lua left at 0, so the pending __close runs with "
-      .. "hooks off and no budget can stop it", function()
+    it("a __close that loops while a timeout unwinds ends with "
+      .. "ETIMEOUT instead of hanging the host (child process)", function()
         local status, out = run_child(child_script(
           "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
           { "close_loop_on_error" }))
@@ -426,11 +418,8 @@ describe("sandbox", function()
         assert.is_truthy(out:find("healthy", 1, true), out)
       end)
 
-    known_bug("coroutine.wrap of a coroutine killed by the timeout cannot "
-      .. "run an endless __close: co_wrapped in runtime/script/state.c "
-      .. "calls lua_resetthread on the dead coroutine, whose allowhook Lua "
-      .. "left at 0, so its pending __close loops with hooks off and the "
-      .. "host hangs", function()
+    it("coroutine.wrap of a coroutine killed by the timeout cannot "
+      .. "run an endless __close (child process)", function()
         local status, out = run_child(child_script(
           "{module_path = '.', prewarm = 0, cpu_budget_ms = 100}",
           { "coroutine_wrap_close_loop" }))
@@ -442,15 +431,8 @@ describe("sandbox", function()
   end)
 
   describe("deep recursion", function()
-    known_bug("Lua recursion under a 16 MiB cap ends with ENOMEM and the "
-      .. "session recovers (regression in dd29ed0: ludo__state_error, "
-      .. "runtime/script/state.c, now lua_pcall's on the dead call thread "
-      .. "with the cap lifted; the call needs LUA_MINSTACK slots, so Lua "
-      .. "doubles that thread's near-full stack and the session ends at "
-      .. "~21 MB, past its 16 MiB cap; sched.c finish() then cannot "
-      .. "allocate a fresh thread ('on ENOMEM the old thread stays'), the "
-      .. "old one keeps ~200k CallInfo records that an emergency GC never "
-      .. "shrinks, and every later reset/step fails with ENOMEM)",
+    it("Lua recursion under a 16 MiB cap ends with ENOMEM and the "
+      .. "session recovers",
       function()
         local mrt = runtime({ memory_cap = CAP, cpu_budget_ms = 20000 })
         local menv = assert(mrt:load(FIXTURE))
