@@ -79,6 +79,24 @@ static ludo_env_t *load(ludo_runtime_t *rt, const char *path) {
   return env;
 }
 
+/* p50 of opening a session and resetting it, over n sessions. */
+static double open_p50(ludo_env_t *env, double *lat, int n) {
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  double t0;
+  int i, rc;
+  for (i = 0; i < n; i++) {
+    t0 = now_s();
+    if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
+    if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
+      die("reset", rc);
+    lat[i] = now_s() - t0;
+    ludo_session_close(s);
+  }
+  return median(lat, n);
+}
+
 int main(int argc, char **argv) {
   int scale = argc > 1 ? atoi(argv[1]) : 1, i, n, rc;
   double t0, *lat;
@@ -103,27 +121,13 @@ int main(int argc, char **argv) {
       ludo_runtime_t *rt = runtime(0);
       ludo_env_t *env = load(rt, "examples/echo");
       ludo_session_t *s;
-      for (i = 0; i < n; i++) {
-        t0 = now_s();
-        if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
-        if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
-          die("reset", rc);
-        lat[i] = now_s() - t0;
-        ludo_session_close(s);
-      }
+      double p50 = open_p50(env, lat, n);
       printf("open.cold p50 %.1f us (%.2fx baseline.newstate)\n",
-             median(lat, n) * 1e6, median(lat, n) / base_open);
+             p50 * 1e6, p50 / base_open);
       ludo_env_prewarm(env, (unsigned)n);
-      for (i = 0; i < n; i++) {
-        t0 = now_s();
-        if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
-        if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
-          die("reset", rc);
-        lat[i] = now_s() - t0;
-        ludo_session_close(s);
-      }
+      p50 = open_p50(env, lat, n);
       printf("open.pooled p50 %.1f us (%.2fx baseline.newstate)\n",
-             median(lat, n) * 1e6, median(lat, n) / base_open);
+             p50 * 1e6, p50 / base_open);
       /* Idle memory. */
       L = bare_state();
       lua_gc(L, LUA_GCCOLLECT);
@@ -199,11 +203,11 @@ int main(int argc, char **argv) {
     static const struct {
       const char *env, *what;
       int episode;
-    } cases[] = {{"bench/envs/bare", "bare step", 0},
-                 {"bench/envs/ws3", "WeightedSum(3 leaves)", 0},
-                 {"bench/envs/seq", "Sequential(Gate, WeightedSum)", 0},
-                 {"bench/envs/bare", "bare step, episodes of 100", 100},
-                 {"bench/envs/disc100", "ExponentialDiscounting T=100", 100}};
+    } cases[] = {{"bench/envs/rubrics/bare.lua", "bare step", 0},
+                 {"bench/envs/rubrics/ws3.lua", "WeightedSum(3 leaves)", 0},
+                 {"bench/envs/rubrics/seq.lua", "Sequential(Gate, WeightedSum)", 0},
+                 {"bench/envs/rubrics/bare.lua", "bare step, episodes of 100", 100},
+                 {"bench/envs/rubrics/disc100.lua", "ExponentialDiscounting T=100", 100}};
     double base = 0;
     size_t c;
     ludo_runtime_t *rt = runtime(1);

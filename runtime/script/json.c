@@ -634,11 +634,12 @@ static int buf_box_gc(lua_State *L) {
   return 0;
 }
 
-void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
+/* Pushes a userdata holding an empty buffer on the state's allocator,
+ * freed by __gc if an error leaves it behind. [-0, +1, m] */
+static buf_box_t *new_buf_box(lua_State *L) {
   buf_box_t *box;
   void *ud;
   lua_Alloc fn = lua_getallocf(L, &ud);
-  idx = lua_absindex(L, idx);
   box = lua_newuserdatauv(L, sizeof *box, 0);
   ludo__buf_init(&box->b, fn, ud);
   if (luaL_newmetatable(L, "ludo.json.buf")) {
@@ -646,6 +647,13 @@ void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
     lua_setfield(L, -2, "__gc");
   }
   lua_setmetatable(L, -2);
+  return box;
+}
+
+void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
+  buf_box_t *box;
+  idx = lua_absindex(L, idx);
+  box = new_buf_box(L);
   ludo__json_encode(L, idx, &box->b, maxdepth, NULL);
   lua_pushlstring(L, box->b.p ? box->b.p : "", box->b.len);
   ludo__buf_free(&box->b);
@@ -656,17 +664,9 @@ void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
 static int ludo_l_json_encode(lua_State *L) {
   int maxdepth = (int)luaL_optinteger(L, 2, LUDO__JSON_MAXDEPTH);
   buf_box_t *box;
-  void *ud;
-  lua_Alloc fn = lua_getallocf(L, &ud);
   luaL_checkany(L, 1);
   lua_settop(L, 1);
-  box = lua_newuserdatauv(L, sizeof *box, 0);
-  ludo__buf_init(&box->b, fn, ud);
-  if (luaL_newmetatable(L, "ludo.json.buf")) {
-    lua_pushcfunction(L, buf_box_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
+  box = new_buf_box(L);
   /* Run the encoder protected so a bad value gives nil, err. */
   {
     lua_State *T = L;
