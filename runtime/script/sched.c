@@ -186,6 +186,8 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
                       const char *input, size_t input_len,
                       ludo__sched_done_cb done, void *ud) {
   if (s->in_call) return LUDO_EBUSY;
+  /* The thread may be missing if renewing it failed for lack of memory. */
+  if (s->co == NULL && renew_thread(s) != 0) return LUDO_ENOMEM;
   s->in_call = 1;
   s->done = done;
   s->done_ud = ud;

@@ -67,7 +67,8 @@ void ludo__sched_close(ludo__sched_t *s);
  * `arg` onto the call thread and resumes it. `input` is borrowed until the
  * call ends (copy it first for non-blocking calls). `done` runs exactly once:
  * possibly before this returns. Returns 0, or LUDO_EBUSY when a call is in
- * flight (done is then never called). */
+ * flight, or LUDO_ENOMEM when no call thread can be made (done is then
+ * never called). */
 int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
                       const char *input, size_t input_len,
                       ludo__sched_done_cb done, void *ud);
