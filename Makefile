@@ -107,7 +107,10 @@ asan: deps
 $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
-bench: all $(BUILD)/ludo-bench
+$(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory
 	@BUILD=$(BUILD) scripts/bench.sh
 
 install: all

@@ -6,6 +6,13 @@
 #include <string.h>
 
 #include "env/env.h"
+#include "script/schema.h"
+
+/* What reset accepts (extra keys pass through to the environment). */
+static const char reset_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"seed\":{\"type\":[\"integer\",\"null\"]},"
+    "\"episode_id\":{\"type\":[\"string\",\"null\"]}}}";
 
 static const struct {
   int code;
@@ -78,6 +85,16 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
     uv_loop_close(&rt->loop);
     goto nomem;
   }
+  {
+    char err[256];
+    if (ludo__schema_compile(&rt->heap, reset_schema, sizeof reset_schema - 1,
+                             &rt->reset_schema, err, sizeof err) != 0) {
+      ludo__codecache_free(&rt->cache);
+      uv_loop_close(&rt->loop);
+      if (rt->has_watchdog) ludo__watchdog_free(&rt->watchdog);
+      goto nomem;
+    }
+  }
   *out = rt;
   return 0;
 nomem:
@@ -104,6 +121,7 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {
   uv_run(&rt->loop, UV_RUN_DEFAULT);
   uv_loop_close(&rt->loop);
   if (rt->has_watchdog) ludo__watchdog_free(&rt->watchdog);
+  ludo__schema_free(rt->reset_schema);
   ludo__codecache_free(&rt->cache);
   if (rt->module_path)
     ludo__free(&rt->heap, rt->module_path, strlen(rt->module_path) + 1);

@@ -117,7 +117,8 @@ static int build_protected(lua_State *L) {
     ludo__schema_push_validator(L, env->action_schema, "action");
   else
     lua_pushnil(L);
-  lua_call(L, 2, 1);                       /* runner, named */
+  ludo__schema_push_validator(L, env->rt->reset_schema, "reset");
+  lua_call(L, 3, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

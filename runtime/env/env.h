@@ -39,6 +39,7 @@ struct ludo_runtime_s {
   ludo__watchdog_t watchdog;
   int has_watchdog;            /* CPU budgets by signal (else count hook) */
   ludo__codecache_t cache;
+  struct ludo__schema_s *reset_schema; /* reset options, shared */
   ludo_env_t *envs;
   ludo_session_t *sessions;    /* all open sessions */
   ludo_session_t *ready_head, *ready_tail; /* completions to deliver */

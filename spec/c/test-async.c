@@ -217,12 +217,8 @@ TEST_IMPL(async_run_interleaves) {
 
 /* ludo.sleep(s) waits at least s seconds (measured inside Lua with
  * ludo.now), even when the host did not poll for a while before starting
- * the call.
- * CORE BUG (reported): runtime/script/core.c ludo_l_core_sleep starts the
- * timer from libuv's cached loop time, which is only refreshed by uv_run;
- * a call started after the host spent time elsewhere sleeps too little
- * (here ~0 s instead of 0.1 s). Fix: uv_update_time(st->loop) before
- * uv_timer_start. */
+ * the call (libuv's cached loop time is only refreshed by uv_run, so the
+ * timer must start from an updated one). */
 TEST_IMPL(async_sleep_lasts) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_env_t *env = test_env_load(rt, SLEEPY, NULL);
@@ -440,10 +436,7 @@ TEST_IMPL(async_blocking_inside_callback) {
   ASSERT_EQ(c.calls, 1);
   ASSERT_ERR(n.run_rc, LUDO_EBUSY);
   /* ludo.h: blocking calls return EBUSY "when called from inside a
-   * callback".
-   * CORE BUG (reported): runtime/env/session.c ludo__session_call checks
-   * rt->in_uv and sched.resuming but not rt->in_callback, so a blocking
-   * call from a callback delivered by poll/run runs (and nests uv_run). */
+   * callback" (they would nest uv_run). */
   ASSERT_ERR(n.step_rc, LUDO_EBUSY);
   ludo_session_close(s1);
   ludo_session_close(s2);

@@ -160,9 +160,7 @@ TEST_IMPL(error_reset_options) {
   ASSERT_OK(ludo_session_reset(s, J("{\"seed\":3}"), &out, &len));
   assert_echo_works(s);
 
-  /* CORE BUG (reported): lua/ludo/runner.lua reset() only checks
-   * type(opts) == "table", so a JSON array (decoded as a table marked
-   * ludo.json.array) is taken as options. */
+  /* A JSON array is not options. */
   ASSERT_ERR(ludo_session_reset(s, J("[1,2]"), &out, &len), LUDO_ESCHEMA);
   assert_echo_works(s);
 

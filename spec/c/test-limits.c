@@ -6,20 +6,10 @@
 #define LIMITS "spec/fixtures/c/limits"
 #define CAP ((size_t)8 << 20)
 
-/* CORE BUG (reported), makes limit_cpu_loop hang until the runner's
- * timeout (its second runaway step is never stopped): when the budget
- * hook raises ETIMEOUT out of lua_resume, Lua 5.4 leaves the call thread's
- * allowhook at 0 (luaD_hook never restores it; lua_resetthread does not
- * either), so runtime/script/sched.c reuses a thread on which hooks never
- * fire again: the *second* runaway call on a session is never stopped.
- * Fix: after a failed call, replace the call thread (lua_newthread, under
- * protection) instead of lua_resetthread.
- *
- * CORE BUG (reported), makes limit_memory_table abort: after LUA_ERRMEM
- * runtime/script/state.c ludo__state_error builds its message with
- * lua_pushfstring outside any protected call, while the state is still at
- * its cap; the allocation fails and Lua panics (abort). Fix: push a
- * message string made at state open (anchored in the registry). */
+/* Regressions these tests guard: a call killed by its budget must not
+ * leave the session with hooks disabled (Lua leaves allowhook at 0 on a
+ * thread that died from a hook, so the call thread is replaced), and an
+ * error at the memory cap must not need memory to be reported. */
 
 /* reset + an "ok" step succeed: the session survived. */
 static void assert_usable(ludo_session_t *s) {
@@ -51,8 +41,7 @@ static void expect_step_error(ludo_session_t *s, const char *action,
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), text);
 }
 
-/* A runaway loop is stopped, twice in a row on one session (see the
- * first CORE BUG above: the second one hangs today). */
+/* A runaway loop is stopped, twice in a row on one session. */
 TEST_IMPL(limit_cpu_loop) {
   ludo_options_t o;
   ludo_runtime_t *rt;

@@ -292,15 +292,8 @@ static int fault_at(long n, char *why, size_t size) {
  * 0, 1, 2, ... (every one up to 400, then 300 more spread up to the
  * total); every failure must be a clean ENOMEM, nothing may leak or crash,
  * and the session must work once memory is back.
- * CORE BUGS (reported): most runs from allocation ~260 on abort, the
- * same cause as limit_memory_table (runtime/script/state.c
- * ludo__state_error formats the ENOMEM message with lua_pushfstring
- * unprotected, so Lua panics). Once that is fixed, other failures remain:
- * unprotected lua_newthread/luaL_ref in ludo__sched_init
- * (runtime/script/sched.c), an unprotected lua_pushlstring on the code
- * cache state in cc_lookup (runtime/script/modules.c), and leaks of C
- * buffers held across raising calls (try_file in modules.c, describe in
- * runtime/env/env.c). */
+ * Every error path must report without needing memory, and no C buffer
+ * may be held across a call that can raise. */
 TEST_IMPL(alloc_fault_injection) {
   test_alloc_t a = {0, 0, 0, 0, -1, 1, 0, 0};
   char why[700], first[3][760];

@@ -270,11 +270,13 @@ describe("environment API", function()
     it("refuses bad reset options with ESCHEMA", function()
       local s = assert(env:open())
       local cases = {
-        { '{"seed":1.5}', "ESCHEMA: reset.seed: expected integer, got float" },
-        { '{"seed":"x"}', "ESCHEMA: reset.seed: expected integer, got string" },
+        { '{"seed":1.5}',
+          "ESCHEMA: reset.seed: expected integer or null, got number" },
+        { '{"seed":"x"}',
+          "ESCHEMA: reset.seed: expected integer or null, got string" },
         { '{"episode_id":3}',
-          "ESCHEMA: reset.episode_id: expected string, got number" },
-        { '"x"', "ESCHEMA: reset options must be a JSON object, got string" },
+          "ESCHEMA: reset.episode_id: expected string or null, got integer" },
+        { '"x"', "ESCHEMA: reset: expected object, got string" },
       }
       for _, c in ipairs(cases) do
         local out, msg, code = s:reset(c[1])
@@ -291,8 +293,7 @@ describe("environment API", function()
         local out, msg, code = s:reset("[1]")
         assert.is_nil(out)
         assert.are.equal("ESCHEMA", code)
-        assert.are.equal("ESCHEMA: reset options must be a JSON object, got "
-          .. "array", msg)
+        assert.are.equal("ESCHEMA: reset: expected object, got array", msg)
         s:close()
       end)
 
