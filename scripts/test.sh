@@ -89,6 +89,12 @@ check "ludo run is deterministic with --seed" bash -c \
   "a=\$('$BUILD/ludo' run examples/echo --episodes 2 --seed 9 --json | sed 's/\"session\":\"[^\"]*\"//'); \
    b=\$('$BUILD/ludo' run examples/echo --episodes 2 --seed 9 --json | sed 's/\"session\":\"[^\"]*\"//'); \
    [ \"\$a\" = \"\$b\" ]"
+check "ludo run with a policy file" bash -c \
+  "'$BUILD/ludo' run examples/echo --episodes 1 --max-steps 3 \
+   --policy examples/echo/policy.lua | grep -q 'total reward 1.92'"
+expect_exit "a policy giving bad actions fails the episode" 1 \
+  "$BUILD/ludo" run examples/echo --max-steps 2 \
+  --policy spec/fixtures/cli/bad_policy.lua
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus
