@@ -522,13 +522,16 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     lua_pushfstring(L, "ESCRIPT: (error object is a %s value)", tn);
     return LUDO_ESCRIPT;
   }
-  /* Messages raised by ludo's own code start with a code name; they say
-   * enough without a traceback. */
+  /* Messages raised by ludo's own code start with a code name. Those about
+   * input (bad JSON, schema, missing file) say enough without a traceback;
+   * misuse of an API (EINVAL) and load errors keep it, for the location. */
   for (i = 0; i < sizeof err_codes / sizeof err_codes[0]; i++) {
     size_t n = strlen(err_codes[i].name);
     if (strncmp(msg, err_codes[i].name, n) == 0 && msg[n] == ':') {
       const char *tb = strstr(msg, "\nstack traceback:");
-      if (tb != NULL) {
+      int code = err_codes[i].code;
+      if (tb != NULL && code != LUDO_EINVAL && code != LUDO_ELOAD &&
+          code != LUDO_ESCRIPT) {
         lua_pushlstring(L, msg, (size_t)(tb - msg));
         lua_remove(L, -2);
       }
