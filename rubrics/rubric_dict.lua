@@ -69,25 +69,25 @@ end
 
 -- Returns the rubric at `key`, or nil.
 function RubricDict:get(key)
-  return self._rb_map[key]
+  if type(key) == "string" then return self._rb_map[key] end
 end
 
 -- Returns true when `key` is present.
 function RubricDict:has(key)
-  return self._rb_map[key] ~= nil
+  return type(key) == "string" and self._rb_map[key] ~= nil
 end
 
 -- Returns the number of entries (also #d).
 function RubricDict:len()
-  return #self._rb_names
+  return #self._rb_list
 end
 
 RubricDict.__len = RubricDict.len
 
 -- Returns the keys in insertion order (a new array).
 function RubricDict:keys()
-  local names, out = self._rb_names, {}
-  for i = 1, #names do out[i] = names[i] end
+  local names, out = self._rb_map, {}
+  for i = 1, #self._rb_list do out[i] = names[i] end
   return out
 end
 
@@ -110,11 +110,11 @@ end
 -- Returns an iterator over (key, rubric) in insertion order; pairs(d) does
 -- the same.
 function RubricDict:iter()
-  local names, list, i = self._rb_names, self._rb_list, 0
+  local names, list, i = self._rb_map, self._rb_list, 0
   return function()
     i = i + 1
-    local k = names[i]
-    if k ~= nil then return k, list[i] end
+    local r = list[i]
+    if r ~= nil then return names[i], r end
   end
 end
 

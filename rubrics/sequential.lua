@@ -15,14 +15,24 @@
 -- call; children never overlap.
 local Rubric = require("ludo.rubric")
 
+local is_rubric = Rubric.is_rubric
+
 local Sequential = Rubric:extend("Sequential")
 
 -- Sequential(r1, r2, ...) or Sequential{r1, r2, ...}: raises when an
 -- argument is not a Rubric.
 function Sequential:init(...)
-  local list, n = Rubric.rubric_args("Sequential", 3, ...)
+  local list, n = ..., select("#", ...)
+  if n ~= 1 or type(list) ~= "table" or is_rubric(list) then
+    list = { ... }
+  else
+    n = #list
+  end
   for i = 1, n do
-    self:add_child("rubric_" .. (i - 1), list[i])
+    local r = list[i]
+    -- Rubric.rubric_args raises the error.
+    if not is_rubric(r) then Rubric.rubric_args("Sequential", 3, ...) end
+    self:add_child(("rubric_%d"):format(i - 1), r)
   end
 end
 

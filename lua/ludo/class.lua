@@ -11,175 +11,105 @@
 --
 -- A class is a table. It is the metatable of its instances (`Cls.__index` is
 -- `Cls` itself) and its own metatable's `__index` is its superclass, so a
--- method lookup is a chain of plain table lookups. Metamethods (`__call`,
--- `__tostring`, `__len`, ...) are looked up raw by Lua, so each class keeps
--- its own copy: they are copied into a subclass when it is created, and a
--- metamethod a class defines for the first time later is propagated to its
--- existing subclasses (unless they define their own). Re-defining one the
--- class already has (itself or by inheritance) is a plain assignment that
--- existing subclasses do not see: define metamethods before extending.
+-- method lookup is a chain of plain table lookups. Metamethods are looked
+-- up raw by Lua, so each class keeps its own copy of every `__`-prefixed
+-- key (`__call`, `__len`, `__newindex`, ...; not `__index`, `__name` and
+-- `__new`, which are per class or looked up through the chain): they are
+-- copied into a subclass when it is created, and one assigned to a class
+-- later is propagated to its existing subclasses that inherited the value
+-- it replaces (so define metamethods before extending, or re-define them
+-- on the base). `tostring(instance)` is "Name: 0x..." (Lua's own format
+-- for a metatable with `__name`) unless a class defines `__tostring`.
 --
 -- A class may replace how raw instances are made by defining
--- `Cls.__new(cls)` (it must return a table whose metatable is `cls` or whose
--- metatable has a raw `__class` field naming `cls`); ludo.rubric does this to
--- give each rubric a per-instance metatable.
+-- `Cls.__new(cls)` (it must return a table whose metatable is `cls`, or is
+-- a table with `__index` = itself and `cls` as its metatable, like a
+-- rubric's view); ludo.rubric does this.
+--
+-- Code size is paid by every Lua state that loads this module, so the code
+-- that only runs when classes are made (extend, metamethod propagation)
+-- lives in ludo.class_build, and the queries (is_class, of, is_instance,
+-- is_subclass) and tostring(Cls) in ludo.class_query, both loaded
+-- transiently (see M.transient) when one of them runs: an idle state does
+-- not hold them.
 local M = {}
 
-local rawget, rawset, setmetatable, getmetatable =
-  rawget, rawset, setmetatable, getmetatable
-local type, error, pairs, ipairs = type, error, pairs, ipairs
-local format = string.format
+local weak = { __mode = "k" }
+-- The metatable shared by the direct subclasses of each class (by class);
+-- its [1] is the weak set of those subclasses, for propagation.
+local metas = setmetatable({}, weak)
 
--- Every class made here, weak so unused classes can be collected.
-local classes = setmetatable({}, { __mode = "k" })
--- Direct subclasses of each class, for metamethod propagation.
-local subclasses = setmetatable({}, { __mode = "k" })
+-- Modules loaded by transient() (module table -> name), while something
+-- still uses them.
+local cache = setmetatable({}, weak)
 
--- The metamethods copied down the hierarchy. `__index` is not among them:
--- it is always the class itself. `__name` is per class.
-local METAMETHODS = {
-  "__call", "__tostring", "__len", "__eq", "__lt", "__le", "__concat",
-  "__unm", "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__idiv",
-  "__band", "__bor", "__bxor", "__shl", "__shr", "__bnot", "__close",
-  "__gc", "__mode", "__pairs", "__newindex",
-}
-local is_metamethod = {}
-for _, k in ipairs(METAMETHODS) do is_metamethod[k] = true end
-M.METAMETHODS = METAMETHODS
-
-local function propagate(cls, key, value, old)
-  -- Pushes a metamethod to subclasses that inherited the previous value.
-  local subs = subclasses[cls]
-  if subs == nil then return end
-  for sub in pairs(subs) do
-    if rawget(sub, key) == old then
-      rawset(sub, key, value)
-      propagate(sub, key, value, old)
-    end
+-- transient(name): returns module `name` without keeping it loaded: it is
+-- required and at once dropped from package.loaded, so its code is freed by
+-- the collection after the last use and loaded again when needed. Rarely
+-- run code (building trees, errors, queries) lives in such modules so that
+-- it takes no memory in every session state. (ludo's sandbox offers
+-- package.loaded, as a stock Lua does.)
+local function transient(name)
+  for m, n in next, cache do
+    if n == name then return m end
   end
+  local m = require(name)
+  local loaded = package and package.loaded
+  if loaded then loaded[name] = nil end
+  cache[m] = name
+  return m
+end
+M.transient = transient
+
+local function copied(k)
+  -- True for the keys each class keeps its own copy of (see the header).
+  return type(k) == "string" and k:byte() == 95 and k:byte(2) == 95
+    and k ~= "__index" and k ~= "__name" and k ~= "__new"
 end
 
 local function instantiate(cls, ...)
   -- Cls(...): makes a raw instance and runs init on it.
-  local obj = cls.__new(cls)
-  local init = cls.init
-  if init ~= nil then init(obj, ...) end
+  local new = cls.__new
+  local obj = new and new(cls) or setmetatable({}, cls)
+  cls.init(obj, ...)
   return obj
 end
 
 local function class_tostring(cls)
-  return "class " .. rawget(cls, "__name")
+  -- tostring(Cls) is "class Name".
+  return transient("ludo.class_query").tostring(cls)
 end
 
 local function class_newindex(cls, key, value)
-  -- Assignments to a class: metamethods also reach inheriting subclasses.
-  if is_metamethod[key] then
-    local old = rawget(cls, key)
-    rawset(cls, key, value)
-    propagate(cls, key, value, old)
-  else
-    rawset(cls, key, value)
+  -- Assignments to a class: metamethods also reach inheriting subclasses
+  -- (ludo.class_build does that, when there are any).
+  local old = rawget(cls, key)
+  rawset(cls, key, value)
+  if metas[cls] and copied(key) then
+    transient("ludo.class_build")[1](cls, key, value, old) -- propagate
   end
 end
 
-local function make_class(name, super)
-  local cls = {}
-  if super ~= nil then
-    for _, k in ipairs(METAMETHODS) do
-      local v = rawget(super, k)
-      if v ~= nil then cls[k] = v end
-    end
-  end
-  cls.__name = name
-  cls.__index = cls
-  cls.super = super
-  classes[cls] = true
-  if super ~= nil then
-    local subs = subclasses[super]
-    if subs == nil then
-      subs = setmetatable({}, { __mode = "k" })
-      subclasses[super] = subs
-    end
-    subs[cls] = true
-  end
-  return setmetatable(cls, {
-    __index = super,
-    __call = instantiate,
-    __tostring = class_tostring,
-    __newindex = class_newindex,
-  })
-end
-
--- The root class. Its `init` does nothing; its `__tostring` shows the class
--- name and the instance address ("Name: 0x...").
-local Object = make_class("Object", nil)
+-- The root class. Its `init` does nothing. (Its metatable, whose functions
+-- every class's metatable shares, also holds `metas` at [1] for
+-- ludo.class_build.)
+local Object = setmetatable({ __name = "Object" }, {
+  metas, __call = instantiate, __tostring = class_tostring,
+  __newindex = class_newindex,
+})
+Object.__index = Object
 M.Object = Object
-
--- Makes a raw instance of `cls`; classes may override this (see the header).
-function Object.__new(cls)
-  return setmetatable({}, cls)
-end
 
 -- Initialises a new instance; subclasses override it. The default does
 -- nothing.
-function Object.init(self) end -- luacheck: ignore 212
-
-function Object.__tostring(self)
-  local cls = M.of(self)
-  return format("%s: %p", cls and rawget(cls, "__name") or "?", self)
-end
+function Object.init() end
 
 -- Returns a new subclass of `self` named `name` (a non-empty string, shown by
 -- tostring and stored in `__name`).
 function Object.extend(self, name)
-  if not classes[self] then
-    error("class.extend: called on something that is not a class "
-      .. "(use Base:extend(\"Name\"), with a colon)", 2)
-  end
-  if type(name) ~= "string" or name == "" then
-    error("class.extend: the class name must be a non-empty string, got "
-      .. type(name), 2)
-  end
-  return make_class(name, self)
+  return transient("ludo.class_build").extend(self, name)
 end
 
--- Returns true when `x` is a class made by this module.
-function M.is_class(x)
-  return classes[x] == true
-end
-
--- Returns the class of `obj`, or nil when `obj` is not an instance of one.
-function M.of(obj)
-  local mt = getmetatable(obj)
-  if type(mt) ~= "table" then return nil end
-  if classes[mt] then return mt end
-  local cls = rawget(mt, "__class")
-  if cls ~= nil and classes[cls] then return cls end
-  return nil
-end
-
--- Returns true when `obj` is an instance of `cls` or of a subclass of it.
-function M.is_instance(obj, cls)
-  if not classes[cls] then
-    error("class.is_instance: second argument is not a class", 2)
-  end
-  local c = M.of(obj)
-  while c ~= nil do
-    if c == cls then return true end
-    c = rawget(c, "super")
-  end
-  return false
-end
-
--- Returns true when class `sub` is `cls` or inherits from it.
-function M.is_subclass(sub, cls)
-  if not classes[sub] or not classes[cls] then return false end
-  local c = sub
-  while c ~= nil do
-    if c == cls then return true end
-    c = rawget(c, "super")
-  end
-  return false
-end
-
-return M
+return setmetatable(M, {
+  __index = function(_, k) return transient("ludo.class_query")[k] end,
+})

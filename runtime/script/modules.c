@@ -393,7 +393,14 @@ done:
 void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
   (void)m;
   lua_newtable(L);
+  lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, LUDO__LOADED);
+  /* package holds only `loaded` (the state's own modules, as in stock Lua:
+   * code may drop one it no longer needs); no loaders, paths or loadlib. */
+  lua_createtable(L, 0, 1);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "loaded");
+  lua_setglobal(L, "package");
   lua_pushcfunction(L, l_require);
   lua_setglobal(L, "require");
 }

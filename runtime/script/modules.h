@@ -62,7 +62,8 @@ int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
                          const char *path);
 void ludo__codecache_free(ludo__codecache_t *cc);
 
-/* Installs require() into a state being opened. [-0, +0, m] */
+/* Installs require() and package.loaded (nothing else of package) into a
+ * state being opened. [-0, +0, m] */
 void ludo__modules_install(lua_State *L, ludo__modules_t *m);
 
 /* Loads module `name` as a function (without running it) into L, using and
