@@ -349,37 +349,83 @@ static char *fmt_decimal(char *end, unsigned long long m, int k, int neg) {
   return p;
 }
 
-/* Shortest decimals without printf: finds the smallest k <= 17 for which
- * m = round(d * 10^k) reads back as d. Up to 15 digits the check is exact
- * arithmetic (m and 10^k are exact doubles and the division is correctly
- * rounded); for 16 and 17 digits m comes from long double and the text is
- * checked with strtod. Returns 0 when d is out of range (|d| < 1e-6 or
- * >= 1e15); the caller then uses printf. */
+/* Powers of ten that are exact doubles. */
+static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,
+                             1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                             1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+                             1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* Does m / 10^k (k <= 22, m < 2^53) read back as a? Exact: m and 10^k are
+ * exact doubles and the division is correctly rounded. */
+static int decimal_is(double a, int k, double *m) {
+  double c = floor(a * p10[k] + 0.5);
+  /* a * 10^k was rounded: the right m may be a neighbour of c. */
+  if (c / p10[k] == a) { *m = c; return 1; }
+  if ((c + 1) / p10[k] == a) { *m = c + 1; return 1; }
+  if (c >= 1 && (c - 1) / p10[k] == a) { *m = c - 1; return 1; }
+  *m = c;
+  return 0;
+}
+
+/* Shortest decimals without printf, for 1e-6 <= |d| < 1e15. Up to 15
+ * significant digits: the smallest k for which round(d * 10^k) / 10^k reads
+ * back as d (checked exactly, see decimal_is; if k digits do, so do k+1,
+ * so the smallest is found by bisection). With 16 or 17 digits: m is
+ * rounded from the exact product d * 10^k (fma gives its low part) and is
+ * accepted when it lies clearly within half a gap between doubles of d;
+ * near that border strtod decides. Returns 0 when d is out of range. */
 static int enc_short_decimal(enc_t *e, double d) {
-  static const double p10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
-                               1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-  double a = fabs(d);
+  double a = fabs(d), m;
   char tmp[48], *p;
-  int k;
+  int k, lo, hi, e2;
   if (!(a >= 1e-6 && a < 1e15)) return 0;
-  for (k = 1; k <= 15; k++) {
-    double scaled = a * p10[k], m;
-    if (scaled >= 9007199254740992.0) break; /* 2^53: no longer exact */
-    m = floor(scaled + 0.5);
-    if (m / p10[k] == a) {
-      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, k, d < 0);
-      ENC_OK(e, ludo__buf_adds(e->b, p));
-      return 1;
+  /* The most decimals with every intermediate exact: a * 10^k < 2^53. */
+  for (hi = 22; hi > 1 && a * p10[hi] >= 9007199254740992.0; hi--) {}
+  if (decimal_is(a, hi, &m)) {
+    lo = 1;
+    while (lo < hi) {
+      int mid = (lo + hi) / 2;
+      double mm;
+      if (decimal_is(a, mid, &mm))
+        hi = mid;
+      else
+        lo = mid + 1;
     }
+    decimal_is(a, hi, &m);
+    p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, hi, d < 0);
+    ENC_OK(e, ludo__buf_adds(e->b, p));
+    return 1;
   }
-  for (; k <= 17; k++) {
-    long double scaled = (long double)a * (k == 16 ? 1e16L : 1e17L);
-    if (scaled >= 9.0e18L) return 0;
-    p = fmt_decimal(tmp + sizeof tmp,
-                    (unsigned long long)floorl(scaled + 0.5L), k, d < 0);
-    if (strtod(p, NULL) == d) {
-      ENC_OK(e, ludo__buf_adds(e->b, p));
-      return 1;
+  frexp(a, &e2);
+  {
+    /* Digits before the point (may be <= 0 for a < 1). */
+    int intd = (int)floor(log10(a)) + 1, sig;
+    for (sig = 16; sig <= 17; sig++) {
+      double P, ph, pl, fl, frac, diff, thr;
+      long long mi;
+      k = sig - intd;
+      if (k < 1 || k > 22) continue;
+      P = p10[k];
+      ph = a * P;
+      pl = fma(a, P, -ph); /* a * P == ph + pl exactly */
+      if (ph >= 9.0e18) return 0;
+      fl = floor(ph);
+      frac = (ph - fl) + pl;
+      mi = (long long)fl + (long long)floor(frac + 0.5);
+      diff = fabs((double)(mi - (long long)fl) - frac); /* |m - a*P| */
+      /* Half the smaller gap between a and its neighbours, times P. */
+      thr = ldexp(P, e2 - 54);
+      if (ldexp(1.0, e2 - 1) == a) thr /= 2; /* a power of two */
+      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)mi, k, d < 0);
+      if (diff < thr * 0.999 ||
+          (diff < thr * 1.001 && strtod(p, NULL) == d)) {
+        /* Trailing zeros add nothing (the 15-digit search can miss a
+         * shorter form when a * 10^k was rounded). */
+        char *end = p + strlen(p) - 1;
+        while (*end == '0' && end[-1] != '.') *end-- = '\0';
+        ENC_OK(e, ludo__buf_adds(e->b, p));
+        return 1;
+      }
     }
   }
   return 0;
@@ -403,7 +449,8 @@ static void enc_float(enc_t *e, double d) {
     return;
   }
   if (enc_short_decimal(e, d)) return;
-  for (prec = 15; prec < 17; prec++) {
+  /* Out of its range (rare): the shortest of %.1g ... %.17g. */
+  for (prec = 1; prec < 17; prec++) {
     snprintf(tmp, sizeof tmp, "%.*g", prec, d);
     if (strtod(tmp, NULL) == d) break;
   }
