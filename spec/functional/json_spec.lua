@@ -101,7 +101,7 @@ describe("ludo.json", function()
       assert.are.equal("float", math.type(v))
       assert.are.equal(100.0, v)
     end },
-    { "smallest denormal", "5e-324", "4.94065645841247e-324", function(v)
+    { "smallest denormal", "5e-324", "5e-324", function(v)
       assert.are.equal(5e-324, v)
     end },
     { "underflow to zero", "1e-400", "0.0", function(v)
