@@ -10,8 +10,9 @@ local type, error, getmetatable, setmetatable, rawget, rawset, next =
 
 local B = {}
 
+-- True when `target` is `root` or one of its descendants (also used by
+-- ludo.rubric_tree's error path).
 local function contains(root, target, seen)
-  -- True when `target` is `root` or one of its descendants.
   if root == target then return true end
   if seen[root] then return false end
   seen[root] = true
@@ -91,4 +92,6 @@ function B.pairs(t, modules)
 end
 
 -- Loaded through class.transient (see ludo.class).
+B.contains = contains
+
 return B

@@ -238,18 +238,6 @@ function T.rubric_args(who, level, ...)
   return list, count
 end
 
-local function contains(root, target, seen)
-  -- True when `target` is `root` or one of its descendants.
-  if root == target then return true end
-  if seen[root] then return false end
-  seen[root] = true
-  local list = root._rb_list
-  for i = 1, #list do
-    if contains(list[i], target, seen) then return true end
-  end
-  return false
-end
-
 -- Checks a child registration for ludo.rubric_build, which calls this for
 -- a name starting with "_" or when one of its checks failed: raises at
 -- `level` (default 2) counted from ludo.rubric's add_child, or returns when
@@ -270,7 +258,7 @@ function T._rb_check_child(self, name, child, hidden, level)
     error(format("%s: child %q is not a Rubric (got %s)", tostring(self),
       name, type(child)), level)
   end
-  if contains(child, self, {}) then
+  if class.transient("ludo.rubric_build").contains(child, self, {}) then
     error(format("%s: adding child %q would make a cycle", tostring(self),
       name), level)
   end

@@ -630,15 +630,19 @@ static void enc_value(enc_t *e, int idx, int depth) {
   }
 }
 
+static void enc_init(enc_t *e, lua_State *L, ludo__buf_t *b, int maxdepth) {
+  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
+    maxdepth = LUDO__JSON_MAXDEPTH;
+  e->L = L;
+  e->b = b;
+  e->maxdepth = maxdepth;
+  e->path.n = 0;
+}
+
 void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
                        const char *const *skip) {
   enc_t e;
-  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
-    maxdepth = LUDO__JSON_MAXDEPTH;
-  e.L = L;
-  e.b = b;
-  e.maxdepth = maxdepth;
-  e.path.n = 0;
+  enc_init(&e, L, b, maxdepth);
   idx = lua_absindex(L, idx);
   if (skip != NULL && lua_type(L, idx) == LUA_TTABLE)
     enc_table(&e, idx, 0, skip);
@@ -650,12 +654,7 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
                                 int maxdepth, const char *const *skip) {
   enc_t e;
   size_t nstr = 0;
-  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
-    maxdepth = LUDO__JSON_MAXDEPTH;
-  e.L = L;
-  e.b = b;
-  e.maxdepth = maxdepth;
-  e.path.n = 0;
+  enc_init(&e, L, b, maxdepth);
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
