@@ -146,9 +146,12 @@ LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 
 /* Memory figures of a runtime. */
 typedef struct ludo_stats_s {
-  size_t lua_bytes;      /* bytes held by all live Lua states (sessions,
-                            pre-warmed states, compile states) */
-  size_t heap_bytes;     /* all bytes the runtime holds, Lua included */
+  size_t lua_bytes;      /* bytes held by the Lua states of sessions and
+                            of pre-warmed pools (0 once every session is
+                            closed and every environment freed) */
+  size_t heap_bytes;     /* all bytes the runtime holds through its
+                            allocator: Lua states, the compiled-code cache,
+                            buffers, the runtime itself */
   unsigned sessions;     /* open sessions */
   unsigned prewarmed;    /* ready states waiting in env pools */
   unsigned calls;        /* calls in flight */
