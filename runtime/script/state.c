@@ -495,6 +495,21 @@ int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
   return LUDO_ENOMEM;
 }
 
+/* True when a traceback shows no Lua source location (only [C] frames),
+ * so it tells the reader nothing. */
+static int only_c_frames(const char *tb) {
+  const char *line = strchr(tb + 1, '\n');
+  while (line != NULL) {
+    const char *next = strchr(line + 1, '\n');
+    const char *p = line + 1;
+    while (*p == '\t' || *p == ' ') p++;
+    if (strncmp(p, "[C]:", 4) != 0 && strncmp(p, "(...tail calls...)", 18) != 0)
+      return 0;
+    line = next;
+  }
+  return 1;
+}
+
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap) {
   const char *msg;
@@ -530,8 +545,9 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     if (strncmp(msg, err_codes[i].name, n) == 0 && msg[n] == ':') {
       const char *tb = strstr(msg, "\nstack traceback:");
       int code = err_codes[i].code;
-      if (tb != NULL && code != LUDO_EINVAL && code != LUDO_ELOAD &&
-          code != LUDO_ESCRIPT) {
+      if (tb != NULL && (only_c_frames(tb) ||
+                         (code != LUDO_EINVAL && code != LUDO_ELOAD &&
+                          code != LUDO_ESCRIPT))) {
         lua_pushlstring(L, msg, (size_t)(tb - msg));
         lua_remove(L, -2);
       }
