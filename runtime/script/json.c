@@ -333,8 +333,8 @@ static void enc_integer(enc_t *e, long long v, const char *suffix) {
   if (suffix) ENC_OK(e, ludo__buf_adds(e->b, suffix));
 }
 
-/* Writes m / 10^k (m an integer, k >= 1) as decimal text into the end of
- * tmp; returns the start. */
+/* Writes m / 10^k (m an integer, k >= 1) as decimal text, NUL-terminated,
+ * ending just before `end`; returns the start. */
 static char *fmt_decimal(char *end, unsigned long long m, int k, int neg) {
   char *p = end;
   int digits = 0;
@@ -393,7 +393,7 @@ static int enc_short_decimal(enc_t *e, double d) {
     }
     decimal_is(a, hi, &m);
     p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, hi, d < 0);
-    ENC_OK(e, ludo__buf_adds(e->b, p));
+    ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - 1 - p)));
     return 1;
   }
   frexp(a, &e2);
