@@ -200,3 +200,10 @@ double test_now(void) {
 void test__cleanup(void) {
   while (nparsed > 0) json_decref(parsed[--nparsed]);
 }
+
+ludo_session_t *test__echo_session(const char *file, int line,
+                                   ludo_runtime_t **rt) {
+  *rt = test__rt_new(file, line, NULL);
+  return test__open(file, line,
+                    test__env_load(file, line, *rt, "examples/echo", NULL));
+}

@@ -72,6 +72,12 @@ ludo_env_t *test__env_load(const char *file, int line, ludo_runtime_t *rt,
 #define test_open(env) test__open(__FILE__, __LINE__, (env))
 ludo_session_t *test__open(const char *file, int line, ludo_env_t *env);
 
+/* A runtime with test_options defaults (in *rt) and an open session of
+ * examples/echo: the setup most tests share. */
+#define test_echo_session(rt) test__echo_session(__FILE__, __LINE__, (rt))
+ludo_session_t *test__echo_session(const char *file, int line,
+                                   ludo_runtime_t **rt);
+
 /* ---- JSON ------------------------------------------------------------ */
 
 /* Parses a result; fails the test when it is not JSON. The value is freed

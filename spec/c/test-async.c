@@ -76,9 +76,8 @@ static unsigned calls_in_flight(ludo_runtime_t *rt) {
 /* A call that never waits still completes from poll, not from the
  * *_async function. */
 TEST_IMPL(async_not_synchronous) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   call_t r = {0}, st = {0}, c = {0};
 
   ASSERT_OK(reset_async(s, "{\"episode_id\":\"async-1\"}", &r));

@@ -7,9 +7,8 @@
 
 /* Reset, step and state in sequence, as a trainer would call them. */
 TEST_IMPL(echo_reset_step_state) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out = NULL;
   size_t len = 0;
   json_t *r;
@@ -64,9 +63,8 @@ TEST_IMPL(echo_reset_step_state) {
 /* Reset options: the episode id is the caller's; a new reset starts a new
  * episode with step_count 0 and, without an id, a fresh UUID. */
 TEST_IMPL(echo_reset_options) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out;
   size_t len;
   json_t *r;

@@ -56,9 +56,8 @@ TEST_IMPL(error_names) {
 
 /* Malformed JSON: EPARSE with line and column. */
 TEST_IMPL(error_parse) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out = NULL;
   size_t len = 0;
 
@@ -93,9 +92,8 @@ TEST_IMPL(error_parse) {
 
 /* A field of the wrong type: ESCHEMA naming the field. */
 TEST_IMPL(error_schema_type) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out;
   size_t len;
 
@@ -122,9 +120,8 @@ TEST_IMPL(error_schema_type) {
 
 /* Compact schemas forbid unknown fields. */
 TEST_IMPL(error_schema_unknown_field) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out;
   size_t len;
 
@@ -142,9 +139,8 @@ TEST_IMPL(error_schema_unknown_field) {
 /* Reset options are checked too: seed must be an integer, episode_id a
  * string, the options an object. */
 TEST_IMPL(error_reset_options) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_session_t *s = test_open(env);
+  ludo_runtime_t *rt;
+  ludo_session_t *s = test_echo_session(&rt);
   const char *out;
   size_t len;
 

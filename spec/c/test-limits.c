@@ -116,18 +116,26 @@ TEST_IMPL(limit_cpu_async) {
   test_rt_free(rt);
 }
 
-/* Table growth past the cap. */
-TEST_IMPL(limit_memory_table) {
+/* Runs the memory bomb `action` under an 8 MiB cap: ENOMEM, the state
+ * stays within its cap, and the session works afterwards. Returns the
+ * session (its runtime in *rt); the caller frees both. */
+static ludo_session_t *memory_bomb(ludo_runtime_t **rt, const char *action) {
   ludo_options_t o;
-  ludo_runtime_t *rt;
   ludo_session_t *s;
-  ludo_stats_t st;
   test_options(&o);
   o.memory_cap = CAP;
-  s = limits_session(&rt, &o);
-  expect_step_error(s, "{\"mode\":\"table\"}", LUDO_ENOMEM, "memory");
+  s = limits_session(rt, &o);
+  expect_step_error(s, action, LUDO_ENOMEM, "memory");
   ASSERT_LE(ludo_session_memory(s), CAP);
   assert_usable(s);
+  return s;
+}
+
+/* Table growth past the cap. */
+TEST_IMPL(limit_memory_table) {
+  ludo_runtime_t *rt;
+  ludo_session_t *s = memory_bomb(&rt, "{\"mode\":\"table\"}");
+  ludo_stats_t st;
   ASSERT_OK(ludo_runtime_stats(rt, &st));
   ASSERT_EQ(st.sessions, 1);
   /* The same again: the garbage of the killed call was reclaimable. */
@@ -140,30 +148,16 @@ TEST_IMPL(limit_memory_table) {
 /* One C call (string.rep) asking for far more than the cap: hooks never
  * fire inside C functions, only the cap stops it. */
 TEST_IMPL(limit_memory_string_rep) {
-  ludo_options_t o;
   ludo_runtime_t *rt;
-  ludo_session_t *s;
-  test_options(&o);
-  o.memory_cap = CAP;
-  s = limits_session(&rt, &o);
-  expect_step_error(s, "{\"mode\":\"rep\"}", LUDO_ENOMEM, "memory");
-  ASSERT_LE(ludo_session_memory(s), CAP);
+  ludo_session_t *s = memory_bomb(&rt, "{\"mode\":\"rep\"}");
   ASSERT_LT(test_heap.peak, (size_t)256 << 20); /* never near 1 GiB */
-  assert_usable(s);
   ludo_session_close(s);
   test_rt_free(rt);
 }
 
 TEST_IMPL(limit_memory_concat) {
-  ludo_options_t o;
   ludo_runtime_t *rt;
-  ludo_session_t *s;
-  test_options(&o);
-  o.memory_cap = CAP;
-  s = limits_session(&rt, &o);
-  expect_step_error(s, "{\"mode\":\"concat\"}", LUDO_ENOMEM, "memory");
-  ASSERT_LE(ludo_session_memory(s), CAP);
-  assert_usable(s);
+  ludo_session_t *s = memory_bomb(&rt, "{\"mode\":\"concat\"}");
   ludo_session_close(s);
   test_rt_free(rt);
 }
