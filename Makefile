@@ -120,7 +120,7 @@ install: all
 	install -m 755 $(BUILD)/ludo $(DESTDIR)$(PREFIX)/bin/ludo
 	install -m 644 $(BUILD)/libludo.a $(DESTDIR)$(PREFIX)/lib/libludo.a
 	install -m 755 $(BUILD)/libludo.so $(DESTDIR)$(PREFIX)/lib/libludo.so
-	install -m 644 include/ludo.h $(DESTDIR)$(PREFIX)/include/ludo.h
+	install -m 644 include/ludo.h include/ludo_defs.h $(DESTDIR)$(PREFIX)/include/
 	cp -R lua rubrics features $(DESTDIR)$(PREFIX)/share/ludo/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' \
 	  -e 's|@PKGS@|$(PKGS)|g' scripts/ludo.pc.in \

@@ -5,8 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errors.h"
 #include "env/env.h"
+#include "script/json.h"
+#include "script/lre.h"
 #include "script/schema.h"
+
+LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
 
 /* What reset accepts (extra keys pass through to the environment). */
 static const char reset_schema[] =
@@ -14,30 +19,9 @@ static const char reset_schema[] =
     "\"seed\":{\"type\":[\"integer\",\"null\"]},"
     "\"episode_id\":{\"type\":[\"string\",\"null\"]}}}";
 
-static const struct {
-  int code;
-  const char *name, *msg;
-} errtab[] = {
-#define LUDO__ERR_ROW(name, code, msg) {code, #name, msg},
-    LUDO_ERRNO_MAP(LUDO__ERR_ROW)
-#undef LUDO__ERR_ROW
-};
+LUDO_EXTERN const char *ludo_err_name(int err) { return ludo__err_name(err); }
 
-LUDO_EXTERN const char *ludo_err_name(int err) {
-  size_t i;
-  if (err == 0) return "OK";
-  for (i = 0; i < sizeof errtab / sizeof errtab[0]; i++)
-    if (errtab[i].code == err) return errtab[i].name;
-  return "EUNKNOWN";
-}
-
-LUDO_EXTERN const char *ludo_strerror(int err) {
-  size_t i;
-  if (err == 0) return "success";
-  for (i = 0; i < sizeof errtab / sizeof errtab[0]; i++)
-    if (errtab[i].code == err) return errtab[i].msg;
-  return "unknown error";
-}
+LUDO_EXTERN const char *ludo_strerror(int err) { return ludo__strerror(err); }
 
 LUDO_EXTERN const char *ludo_version(void) { return LUDO_VERSION_STRING; }
 
@@ -81,7 +65,16 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
   rt->opts.module_path = rt->module_path;
   if (uv_loop_init(&rt->loop) != 0) goto nomem;
   rt->has_watchdog = ludo__watchdog_init(&rt->watchdog) == 0;
+  ludo__registry_init(&rt->cmods, &rt->heap);
+  if (ludo__registry_add(&rt->cmods, "ludo.core", luaopen_ludo_core, NULL) ||
+      ludo__registry_add(&rt->cmods, "ludo.json", luaopen_ludo_json, NULL) ||
+      ludo__registry_add(&rt->cmods, "ludo.re", luaopen_ludo_re, NULL)) {
+    ludo__registry_free(&rt->cmods);
+    uv_loop_close(&rt->loop);
+    goto nomem;
+  }
   if (ludo__codecache_init(&rt->cache, &rt->heap, rt->module_path) != 0) {
+    ludo__registry_free(&rt->cmods);
     uv_loop_close(&rt->loop);
     goto nomem;
   }
@@ -90,6 +83,7 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
     if (ludo__schema_compile(&rt->heap, reset_schema, sizeof reset_schema - 1,
                              &rt->reset_schema, err, sizeof err) != 0) {
       ludo__codecache_free(&rt->cache);
+      ludo__registry_free(&rt->cmods);
       uv_loop_close(&rt->loop);
       if (rt->has_watchdog) ludo__watchdog_free(&rt->watchdog);
       goto nomem;
@@ -123,6 +117,7 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {
   if (rt->has_watchdog) ludo__watchdog_free(&rt->watchdog);
   ludo__schema_free(rt->reset_schema);
   ludo__codecache_free(&rt->cache);
+  ludo__registry_free(&rt->cmods);
   if (rt->module_path)
     ludo__free(&rt->heap, rt->module_path, strlen(rt->module_path) + 1);
   heap = rt->heap;

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 
 typedef struct ludo__alloc_s {
   ludo_alloc_fn fn; /* lua_Alloc contract; never NULL after init */

@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 
 typedef struct ludo__buf_s {
   char *p;          /* NUL-terminated when cap > 0 */

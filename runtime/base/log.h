@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 
 typedef struct ludo__log_s {
   ludo_log_cb cb; /* NULL: WARN and above to stderr */

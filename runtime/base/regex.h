@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 
 /* Compile options, a bit set built by ludo__regex_flags(). */
 #define LUDO_RE_CASELESS 0x001u       /* "i" */

@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "cli/cli.h"
 #include "ludo.h"
+#include "script/json.h"
 #include "script/modules.h"
 #include "script/state.h"
 
@@ -31,6 +32,7 @@ static const char run_usage[] =
 typedef struct {
   ludo__alloc_t heap;
   ludo__codecache_t cache;
+  ludo__registry_t cmods;
   ludo__modules_t modules;
   ludo__state_t st;
   int policy_ref;
@@ -86,7 +88,11 @@ static int policy_open(policy_t *p, const char *root, const char *file,
   memset(p, 0, sizeof *p);
   ludo__alloc_init(&p->heap, NULL, NULL);
   if (ludo__codecache_init(&p->cache, &p->heap, root) != 0) return -1;
+  ludo__registry_init(&p->cmods, &p->heap);
+  if (ludo__registry_add(&p->cmods, "ludo.json", luaopen_ludo_json, NULL))
+    return -1;
   p->modules.cache = &p->cache;
+  p->modules.global = &p->cmods;
   if (file != NULL) {
     p->modules.dir = ludo__strndup(&p->heap, file, strlen(file));
     if (p->modules.dir == NULL) return -1;
@@ -126,6 +132,7 @@ static void policy_close(policy_t *p) {
   if (p->modules.dir)
     ludo__free(&p->heap, p->modules.dir, strlen(p->modules.dir) + 1);
   ludo__codecache_free(&p->cache);
+  ludo__registry_free(&p->cmods);
 }
 
 /* Feeds a result to the policy: reward and done out. */

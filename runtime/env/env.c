@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/errors.h"
 #include "script/json.h"
 #include "script/schema.h"
 
@@ -242,6 +243,41 @@ static int is_file(const char *p) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+/* Opens a host module: a table of its functions, each with the module's
+ * `ud` as first upvalue. Upvalue 1: the ludo_host_module_t (borrowed until
+ * the environment is freed). [-0, +1, m] */
+static int host_module_open(lua_State *L) {
+  const ludo_host_module_t *hm = lua_touserdata(L, lua_upvalueindex(1));
+  const ludo_host_func_t *f;
+  lua_newtable(L);
+  for (f = hm->funcs; f && f->name; f++) {
+    lua_pushlightuserdata(L, hm->ud);
+    lua_pushcclosure(L, (lua_CFunction)(void *)f->fn, 1);
+    lua_setfield(L, -2, f->name);
+  }
+  return 1;
+}
+
+static int add_host_modules(ludo_env_t *env, const ludo_env_options_t *o) {
+  size_t i;
+  int rc;
+  if (o == NULL || o->nmodules == 0) return 0;
+  env->hostv = ludo__malloc(&env->rt->heap, o->nmodules * sizeof *env->hostv);
+  if (env->hostv == NULL) return LUDO_ENOMEM;
+  memcpy(env->hostv, o->modules, o->nmodules * sizeof *env->hostv);
+  env->nhostv = o->nmodules;
+  for (i = 0; i < o->nmodules; i++) {
+    rc = ludo__registry_add(&env->host, o->modules[i].name, host_module_open,
+                            &env->hostv[i]);
+    if (rc != 0) {
+      ludo__runtime_seterr(env->rt, "%s: host module name '%s'",
+                           ludo__err_name(rc), o->modules[i].name);
+      return rc;
+    }
+  }
+  return 0;
+}
+
 int ludo__env_load(ludo_runtime_t *rt, const char *path,
                    const ludo_env_options_t *opts, ludo_env_t **out) {
   ludo_env_t *env;
@@ -302,18 +338,15 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
     if (len > 4 && strcmp(base + len - 4, ".lua") == 0) len -= 4;
     env->name = dup_str(rt, base, len);
   }
-  if (opts != NULL && opts->nmodules > 0) {
-    env->host = ludo__malloc(&rt->heap, opts->nmodules * sizeof *env->host);
-    if (env->host != NULL) {
-      memcpy(env->host, opts->modules, opts->nmodules * sizeof *env->host);
-      env->modules.host = env->host;
-      env->modules.nhost = opts->nmodules;
-    }
-  }
-  if (env->file == NULL || env->modules.dir == NULL || env->name == NULL ||
-      (opts != NULL && opts->nmodules > 0 && env->host == NULL)) {
+  ludo__registry_init(&env->host, &rt->heap);
+  env->modules.local = &env->host;
+  env->modules.global = &rt->cmods;
+  rc = env->file == NULL || env->modules.dir == NULL || env->name == NULL
+           ? LUDO_ENOMEM
+           : add_host_modules(env, opts);
+  if (rc != 0) {
     ludo__env_destroy(env);
-    return LUDO_ENOMEM;
+    return rc;
   }
   env->target = rt->opts.prewarm;
   uv_idle_init(&rt->loop, &env->refill);
@@ -361,8 +394,9 @@ void ludo__env_destroy(ludo_env_t *env) {
   free_str(rt, env->file);
   free_str(rt, env->modules.dir);
   free_str(rt, env->name);
-  if (env->host)
-    ludo__free(&rt->heap, env->host, env->modules.nhost * sizeof *env->host);
+  ludo__registry_free(&env->host);
+  if (env->hostv)
+    ludo__free(&rt->heap, env->hostv, env->nhostv * sizeof *env->hostv);
   if (env->refill.loop != NULL) {
     uv_idle_stop(&env->refill);
     uv_close((uv_handle_t *)&env->refill, refill_closed);

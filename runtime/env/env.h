@@ -10,7 +10,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/uuid.h"
-#include "ludo.h"
+#include "ludo_defs.h"
 #include "script/modules.h"
 #include "script/sched.h"
 #include "script/state.h"
@@ -39,6 +39,7 @@ struct ludo_runtime_s {
   ludo__watchdog_t watchdog;
   int has_watchdog;            /* CPU budgets by signal (else count hook) */
   ludo__codecache_t cache;
+  ludo__registry_t cmods;      /* C modules every session can require */
   struct ludo__schema_s *reset_schema; /* reset options, shared */
   ludo_env_t *envs;
   ludo_session_t *sessions;    /* all open sessions */
@@ -56,7 +57,9 @@ struct ludo_env_s {
   char *file;                  /* module file (owned) */
   char *name;                  /* default name: folder or file name */
   ludo__modules_t modules;
-  ludo_host_module_t *host;    /* owned copy of the array */
+  ludo__registry_t host;       /* the host modules given at load */
+  ludo_host_module_t *hostv;   /* owned copy of the modules array */
+  size_t nhostv;
   ludo__buf_t info;            /* JSON description */
   struct ludo__schema_s *action_schema; /* compiled, shared; may be NULL */
   int concurrent;

@@ -7,7 +7,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/uuid.h"
-#include "ludo.h"
+#include "ludo_defs.h"
 #include "script/json.h"
 #include "script/sched.h"
 #include "script/state.h"

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "base/buf.h"
-#include "ludo.h"
+#include "ludo_defs.h"
 
 #define LUDO__JSON_MAXDEPTH 128
 

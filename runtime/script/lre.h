@@ -4,7 +4,7 @@
 
 #include <lua.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 
 /* Opens the ludo.re module: pushes its table. The first call on a state
  * also creates that state's pattern cache and limits (kept in the registry,

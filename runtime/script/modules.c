@@ -8,11 +8,7 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "script/json.h"
-#include "script/state.h"
 
-LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
-LUDO_EXTERN int luaopen_ludo_re(lua_State *L);
 
 static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
 static const char loading = 'x';    /* marks a module being loaded */
@@ -326,22 +322,76 @@ found:
 
 /* ---- require --------------------------------------------------------- */
 
-static int host_module_open(lua_State *L, const ludo_host_module_t *hm) {
-  const ludo_host_func_t *f;
-  lua_newtable(L);
-  for (f = hm->funcs; f && f->name; f++) {
-    lua_pushlightuserdata(L, hm->ud);
-    lua_pushcclosure(L, (lua_CFunction)(void *)f->fn, 1);
-    lua_setfield(L, -2, f->name);
+void ludo__registry_init(ludo__registry_t *r, ludo__alloc_t *heap) {
+  memset(r, 0, sizeof *r);
+  r->heap = heap;
+}
+
+void ludo__registry_free(ludo__registry_t *r) {
+  size_t i;
+  for (i = 0; i < r->n; i++)
+    ludo__free(r->heap, r->v[i].name, strlen(r->v[i].name) + 1);
+  if (r->v) ludo__free(r->heap, r->v, r->cap * sizeof *r->v);
+  r->v = NULL;
+  r->n = r->cap = 0;
+}
+
+const ludo__cmod_t *ludo__registry_find(const ludo__registry_t *r,
+                                        const char *name) {
+  size_t i;
+  if (r == NULL) return NULL;
+  for (i = 0; i < r->n; i++)
+    if (strcmp(r->v[i].name, name) == 0) return &r->v[i];
+  return NULL;
+}
+
+int ludo__registry_add(ludo__registry_t *r, const char *name,
+                       lua_CFunction open, void *ud) {
+  ludo__cmod_t *e;
+  if (name == NULL || open == NULL || !valid_name(name)) return LUDO_EINVAL;
+  e = (ludo__cmod_t *)ludo__registry_find(r, name);
+  if (e == NULL) {
+    if (r->n == r->cap) {
+      size_t ncap = r->cap ? r->cap * 2 : 8;
+      ludo__cmod_t *nv = ludo__realloc(r->heap, r->v, r->cap * sizeof *nv,
+                                       ncap * sizeof *nv);
+      if (nv == NULL) return LUDO_ENOMEM;
+      r->v = nv;
+      r->cap = ncap;
+    }
+    e = &r->v[r->n];
+    e->name = ludo__strndup(r->heap, name, strlen(name));
+    if (e->name == NULL) return LUDO_ENOMEM;
+    r->n++;
   }
+  e->open = open;
+  e->ud = ud;
+  return 0;
+}
+
+static const char modules_key = 'm'; /* registry: the state's resolver */
+
+static ludo__modules_t *modules_of(lua_State *L) {
+  ludo__modules_t *m;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &modules_key);
+  m = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return m;
+}
+
+/* Pushes the loader of a registered C module, or returns 0. */
+static int push_cmod(lua_State *L, ludo__modules_t *m, const char *name) {
+  const ludo__cmod_t *e = ludo__registry_find(m->local, name);
+  if (e == NULL) e = ludo__registry_find(m->global, name);
+  if (e == NULL) return 0;
+  lua_pushlightuserdata(L, e->ud);
+  lua_pushcclosure(L, e->open, 1);
   return 1;
 }
 
 static int l_require(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  ludo__state_t *st = ludo__state_of(L);
-  ludo__modules_t *m = st ? st->modules : NULL;
-  size_t i;
+  ludo__modules_t *m = modules_of(L);
   lua_settop(L, 1);
   lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* 2: loaded */
   lua_pushvalue(L, 1);
@@ -354,24 +404,10 @@ static int l_require(lua_State *L) {
   lua_pushlightuserdata(L, (void *)&loading);
   lua_setfield(L, 2, name);
   /* 3: the loader function */
-  if (m != NULL) {
-    for (i = 0; i < m->nhost; i++) {
-      if (strcmp(m->host[i].name, name) == 0) {
-        host_module_open(L, &m->host[i]);
-        goto done;
-      }
-    }
-  }
-  if (strcmp(name, "ludo.core") == 0) {
-    lua_pushcfunction(L, luaopen_ludo_core);
-  } else if (strcmp(name, "ludo.json") == 0) {
-    lua_pushcfunction(L, luaopen_ludo_json);
-  } else if (strcmp(name, "ludo.re") == 0) {
-    lua_pushcfunction(L, luaopen_ludo_re);
-  } else if (m != NULL) {
-    ludo__modules_load(L, m, name);
-  } else {
+  if (m == NULL) {
     return luaL_error(L, "ENOENT: module '%s' not found", name);
+  } else if (!push_cmod(L, m, name)) {
+    ludo__modules_load(L, m, name);
   }
   lua_pushvalue(L, 1);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
@@ -380,7 +416,6 @@ static int l_require(lua_State *L) {
     lua_setfield(L, 2, name);
     return lua_error(L);
   }
-done:
   if (lua_isnil(L, -1)) {
     lua_pop(L, 1);
     lua_pushboolean(L, 1);
@@ -391,7 +426,8 @@ done:
 }
 
 void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
-  (void)m;
+  lua_pushlightuserdata(L, m);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &modules_key);
   lua_newtable(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, LUDO__LOADED);

@@ -3,8 +3,9 @@
  *
  * require(name) in a sandboxed state looks, in order, at:
  *   1. modules already loaded in this state;
- *   2. host modules (C functions registered by the embedding program);
- *   3. ludo's C modules (ludo.core, ludo.json, ludo.re);
+ *   2. C modules in the registries, by name: the environment's own (host
+ *      modules of the embedding program) first, then the runtime's
+ *      (ludo.core, ludo.json, ludo.re, and whatever the host registered);
  *   4. the environment's folder: DIR/name.lua, DIR/name/init.lua;
  *   5. each root of the module path: ROOT/lua/name.lua,
  *      ROOT/lua/name/init.lua, and ROOT/name.lua for "rubrics.*" and
@@ -23,7 +24,7 @@
 #include <stddef.h>
 
 #include "base/alloc.h"
-#include "ludo.h"
+#include "ludo_defs.h"
 
 /* Registry field holding a state's loaded modules (name -> value). */
 #define LUDO__LOADED "ludo.loaded"
@@ -48,12 +49,39 @@ typedef struct ludo__codecache_s {
   int strip;           /* strip debug info of library modules */
 } ludo__codecache_t;
 
+/* A C module that sessions can require by name. `open` is called like a
+ * luaopen_* function (the module name as its argument) with `ud` as its
+ * first upvalue (a light userdata), and returns the module's value. */
+typedef struct ludo__cmod_s {
+  char *name;          /* owned copy */
+  lua_CFunction open;
+  void *ud;            /* borrowed; the registrant keeps it alive */
+} ludo__cmod_t;
+
+/* A registry of C modules: the runtime has one (ludo's own modules and
+ * what the host registers), each environment one (its host modules). */
+typedef struct ludo__registry_s {
+  ludo__alloc_t *heap; /* borrowed */
+  ludo__cmod_t *v;
+  size_t n, cap;
+} ludo__registry_t;
+
+void ludo__registry_init(ludo__registry_t *r, ludo__alloc_t *heap);
+void ludo__registry_free(ludo__registry_t *r);
+/* Adds or replaces module `name` (copied). Returns 0, LUDO_EINVAL (a name
+ * with characters outside [A-Za-z0-9_.-]) or LUDO_ENOMEM. */
+int ludo__registry_add(ludo__registry_t *r, const char *name,
+                       lua_CFunction open, void *ud);
+/* The entry for `name`, or NULL. */
+const ludo__cmod_t *ludo__registry_find(const ludo__registry_t *r,
+                                        const char *name);
+
 /* What one environment's states resolve against. */
 typedef struct ludo__modules_s {
   ludo__codecache_t *cache;               /* borrowed */
   char *dir;                              /* env folder (owned) or NULL */
-  const ludo_host_module_t *host;         /* borrowed */
-  size_t nhost;
+  const ludo__registry_t *local;          /* env's C modules; may be NULL */
+  const ludo__registry_t *global;         /* runtime's; may be NULL */
 } ludo__modules_t;
 
 /* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
@@ -63,7 +91,7 @@ int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
 void ludo__codecache_free(ludo__codecache_t *cc);
 
 /* Installs require() and package.loaded (nothing else of package) into a
- * state being opened. [-0, +0, m] */
+ * state being opened; `m` is borrowed for the state's life. [-0, +0, m] */
 void ludo__modules_install(lua_State *L, ludo__modules_t *m);
 
 /* Loads module `name` as a function (without running it) into L, using and

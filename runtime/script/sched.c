@@ -4,7 +4,7 @@
 #include <lauxlib.h>
 #include <string.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 #include "script/modules.h"
 
 static void list_init(ludo__op_t *head) { head->next = head->prev = head; }

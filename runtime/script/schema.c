@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ludo.h"
+#include "ludo_defs.h"
 #include "script/json.h"
 
 enum {

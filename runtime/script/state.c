@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "ludo.h"
+#include "ludo_defs.h"
 #include "script/modules.h"
 #include "script/watchdog.h"
 

@@ -1,0 +1,133 @@
+/* ludo_defs.h - the types and constants of ludo's C API that need no
+ * prototypes: version, visibility, error codes, log levels, the allocator
+ * and log hooks. ludo.h includes it; the runtime's lower layers include it
+ * alone, so they never depend on the API built on top of them. */
+#ifndef LUDO_DEFS_H
+#define LUDO_DEFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LUDO_VERSION_MAJOR 0
+#define LUDO_VERSION_MINOR 1
+#define LUDO_VERSION_PATCH 0
+#define LUDO_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__)
+#define LUDO_EXTERN __attribute__((visibility("default")))
+#else
+#define LUDO_EXTERN
+#endif
+
+/* Error codes, grouped by range: -1xx I/O, -2xx protocol/parse, -3xx
+ * argument/state, -4xx callback/script, -5xx memory, -6xx sandbox limits. */
+#define LUDO_ERRNO_MAP(X)                                                    \
+  X(EIO, -100, "input/output error")                                         \
+  X(ENOENT, -101, "no such file or module")                                  \
+  X(EPARSE, -200, "malformed JSON")                                          \
+  X(ESCHEMA, -201, "value does not match the declared schema")               \
+  X(EVALUE, -202, "value cannot be represented as JSON")                     \
+  X(EINVAL, -300, "invalid argument")                                        \
+  X(EBUSY, -301, "a call is already in progress")                            \
+  X(ECLOSED, -302, "session or runtime is closed")                           \
+  X(ECANCELED, -303, "call was cancelled")                                   \
+  X(ESCRIPT, -400, "error raised by Lua code")                               \
+  X(ELOAD, -401, "environment module failed to load")                        \
+  X(ENOMEM, -500, "memory limit exceeded")                                   \
+  X(ETIMEOUT, -600, "CPU budget exceeded")
+
+typedef enum {
+#define LUDO__ERR_ENUM(name, code, msg) LUDO_##name = (code),
+  LUDO_ERRNO_MAP(LUDO__ERR_ENUM)
+#undef LUDO__ERR_ENUM
+  LUDO_OK = 0
+} ludo_errno_t;
+
+/* Log levels, lowest is most verbose. */
+typedef enum {
+  LUDO_LOG_DEBUG = 0,
+  LUDO_LOG_INFO = 1,
+  LUDO_LOG_WARN = 2,
+  LUDO_LOG_ERROR = 3
+} ludo_log_level_t;
+
+/* Receives log lines: Lua print() output of a session (level INFO, `who` is
+ * the session id) and runtime messages (`who` is "ludo"). `msg` is borrowed
+ * until the callback returns and is not NUL-terminated past `len` in general
+ * (it is NUL-terminated, but may contain NUL bytes from Lua strings). */
+typedef void (*ludo_log_cb)(void *ud, ludo_log_level_t level, const char *who,
+                            const char *msg, size_t len);
+
+/* Allocator hook with lua_Alloc's contract: nsize == 0 frees ptr and returns
+ * NULL; otherwise returns a block of nsize bytes (moving ptr's contents) or
+ * NULL on failure, leaving ptr untouched. osize is the old size when ptr is
+ * not NULL. Every byte the runtime allocates, Lua states included, goes
+ * through it. */
+typedef void *(*ludo_alloc_fn)(void *ud, void *ptr, size_t osize,
+                               size_t nsize);
+
+typedef struct ludo_runtime_s ludo_runtime_t;
+typedef struct ludo_env_s ludo_env_t;
+typedef struct ludo_session_s ludo_session_t;
+
+/* Runtime options. Initialise with ludo_options_init() and change fields. */
+typedef struct ludo_options_s {
+  ludo_alloc_fn alloc;     /* NULL: malloc/realloc/free */
+  void *alloc_ud;          /* passed to alloc */
+  size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
+  uint32_t cpu_budget_ms;  /* Lua running time per call; default 10000 */
+  uint64_t max_instructions; /* VM instructions per call; 0 = no limit */
+  const char *module_path; /* ';'-separated roots holding lua/, rubrics/,
+                              features/; searched before the embedded copies.
+                              NULL: $LUDO_PATH, else none. Copied. */
+  ludo_log_cb log;         /* NULL: lines at WARN and above go to stderr */
+  void *log_ud;            /* passed to log */
+  unsigned prewarm;        /* pre-warmed session states kept per env;
+                              default 4 */
+} ludo_options_t;
+
+/* Memory figures of a runtime. */
+typedef struct ludo_stats_s {
+  size_t lua_bytes;      /* bytes held by the Lua states of sessions and
+                            of pre-warmed pools (0 once every session is
+                            closed and every environment freed) */
+  size_t heap_bytes;     /* all bytes the runtime holds through its
+                            allocator: Lua states, the compiled-code cache,
+                            buffers, the runtime itself */
+  unsigned sessions;     /* open sessions */
+  unsigned prewarmed;    /* ready states waiting in env pools */
+  unsigned calls;        /* calls in flight */
+} ludo_stats_t;
+
+/* A host module: a table of C functions that every session state of an
+ * environment can `require(name)`. Each function receives `ud` as its first
+ * upvalue (lua_touserdata(L, lua_upvalueindex(1))) and the session through
+ * ludo_session_from_lua(L). Functions follow lua_CFunction rules and may
+ * raise Lua errors. `funcs` is a luaL_Reg-shaped array ending with
+ * {NULL, NULL}; declared as void pointers so this header does not need
+ * lua.h. Borrowed until the environment is freed. */
+typedef struct ludo_host_func_s {
+  const char *name;
+  int (*fn)(void *L); /* really lua_CFunction: int (*)(lua_State *) */
+} ludo_host_func_t;
+
+typedef struct ludo_host_module_s {
+  const char *name;               /* module name for require() */
+  const ludo_host_func_t *funcs;  /* NULL-terminated */
+  void *ud;                       /* first upvalue of every function */
+} ludo_host_module_t;
+
+/* Environment load options. Initialise with ludo_env_options_init(). */
+typedef struct ludo_env_options_s {
+  const ludo_host_module_t *modules; /* array of host modules or NULL */
+  size_t nmodules;
+} ludo_env_options_t;
+
+/* Completion callback of a non-blocking call. `status` is 0 or a negative
+ * code; on success `data` is the result JSON, on failure the error message.
+ * `data` is borrowed until the callback returns. The callback may start the
+ * next call on the same session or close it. */
+typedef void (*ludo_call_cb)(ludo_session_t *s, int status, const char *data,
+                             size_t len, void *ud);
+
+#endif /* LUDO_DEFS_H */
