@@ -28,7 +28,7 @@ LDLIBS_ALL := $(PKG_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
 LUA_A    := $(wildcard $(shell pkg-config --variable=libdir lua5.4 2>/dev/null)/liblua5.4.a)
 PROG_LIBS := $(if $(LUA_A),$(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl,$(LDLIBS_ALL))
 
-LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/script/*.c \
+LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
               runtime/env/*.c runtime/bind/*.c runtime/*.c))
 CLI_SRC  := $(sort $(wildcard runtime/cli/*.c))
 LUA_SRC  := $(sort $(wildcard lua/ludo/*.lua lua/ludo/*/*.lua rubrics/*.lua \

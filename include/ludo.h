@@ -5,11 +5,28 @@
  * opens sessions. Every session owns its own sandboxed lua_State. Calls come
  * in two forms:
  *
- *   - blocking: ludo_session_reset/step/state run the runtime's loop until
- *     the call completes and return its JSON result;
- *   - non-blocking: the *_async variants start the call and return at once;
- *     the completion callback runs from ludo_runtime_poll() or
- *     ludo_runtime_run(), which a host calls from its own frame loop.
+ *   - blocking: ludo_session_reset/step/state run the call at once (and
+ *     the runtime's loop while it waits) and return its JSON result;
+ *   - non-blocking: the *_async variants queue the call on the loop and
+ *     return at once; the work and the completion callback run from the
+ *     loop: the host's own uv_run when the runtime lives on the host's
+ *     loop (ludo_options_t.loop), else ludo_runtime_poll() (with a time
+ *     budget, once per frame) or ludo_runtime_run().
+ *
+ * Re-entrancy, one rule (enforced in one place, runtime.c/session.c):
+ *   - a call into a session that is already running or has a call in
+ *     flight returns LUDO_EBUSY;
+ *   - a blocking call (reset/step/state, ludo_runtime_run/poll) made from
+ *     inside a host function or a ludo callback returns LUDO_EBUSY: it
+ *     would re-enter the loop. Non-blocking calls are fine there;
+ *   - closing a session from inside its own host function is deferred: its
+ *     Lua stops at the next instruction with ECANCELED, and the session is
+ *     torn down as soon as its Lua has returned to ludo. Closing from its
+ *     own completion callback happens at once;
+ *   - CPU budgets nest: Lua run from inside a host function (e.g. a cold
+ *     open) has its own budget and never stops or extends the caller's.
+ * On a borrowed loop, blocking calls run the host's loop (uv_run): never
+ * make one from inside the host's own libuv callbacks.
  *
  * Threading: a runtime and everything created from it belong to the thread
  * that created the runtime. Use one runtime per thread for parallelism.
@@ -58,14 +75,24 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
 
 /* Closes every session (pending calls complete with LUDO_ECANCELED), frees
  * every environment and then the runtime. Accepts NULL. Must not be called
- * from inside a ludo callback. */
+ * from inside a ludo callback. On its own loop everything is released
+ * before this returns. On a borrowed loop ludo closes only its own handles
+ * (with close callbacks); the runtime's memory is released in the host's
+ * next uv_run, after which uv_loop_close() on the host's loop returns 0
+ * (the host's own handles are never touched). */
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
 
-/* Runs the work that is ready now (completed timers, resumed calls, pool
- * refills) and returns without blocking. Returns the number of calls that
- * are still in flight (>= 0), or a negative error code. Call it once per
- * frame from a host's own loop. */
-LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt);
+/* Runs the work that is ready (starting queued calls, resuming Lua after
+ * waits, completion callbacks, pool refills) for at most `budget_us`
+ * microseconds, and returns without blocking. Lua that runs longer is
+ * time-sliced: it yields at the budget's end and goes on in the next poll
+ * (its CPU budget keeps counting only while it runs). Callbacks started
+ * from callbacks are delivered in the next poll. budget_us == 0: run what
+ * is ready now, without a limit. On a borrowed loop, runs ludo's queue
+ * only (the host runs the loop). Returns the number of calls in flight
+ * (>= 0), LUDO_EBUSY from inside a host function or callback, or
+ * LUDO_EINVAL. */
+LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 
 /* Runs the loop until no call is in flight. Returns 0 or LUDO_EBUSY when
  * called from inside a ludo callback. */
@@ -121,10 +148,28 @@ LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
  * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD. */
 LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
 
-/* Closes a session: runs the module's close() if any, completes a pending
- * call's callback with LUDO_ECANCELED and frees the Lua state. Accepts NULL.
- * Safe to call from inside that session's own completion callback. */
+/* Opens a session on the loop: `cb` runs from the loop with the session
+ * (taken from the pool, or built when the pool is empty) or a failure
+ * code. Returns 0, LUDO_EINVAL or LUDO_ENOMEM (then `cb` is never
+ * called). The environment cannot be freed while an open is pending. */
+LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
+                                        void *ud);
+
+/* Closes a session: runs the module's close() if any (under a cleanup
+ * budget of 100 ms CPU), completes a pending call's callback with
+ * LUDO_ECANCELED and frees the Lua state. Accepts NULL. Safe from inside
+ * the session's own completion callback; from inside its own host function
+ * the close is deferred (see the re-entrancy rule). When the host never
+ * runs the loop, a close also refills the environment's pool by one
+ * state, so the next open stays cheap. */
 LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
+
+/* Closes a session from the loop: the same as ludo_session_close, then
+ * `cb` (may be NULL) runs. New calls on `s` return LUDO_ECLOSED at once.
+ * Returns 0, LUDO_EINVAL or LUDO_ECLOSED (already closing; `cb` is then
+ * never called). */
+LUDO_EXTERN int ludo_session_close_async(ludo_session_t *s, ludo_close_cb cb,
+                                         void *ud);
 
 /* The session's id (a UUID string). Borrowed until close. */
 LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s);
@@ -171,11 +216,11 @@ LUDO_EXTERN int ludo_session_state(ludo_session_t *s, const char **out,
                                    size_t *out_len);
 
 
-/* Non-blocking calls: copy the input, start the call and return. The call
- * runs as far as it can at once; `cb` runs later from ludo_runtime_poll()
- * or ludo_runtime_run(), never from inside this function. Returns 0, or
- * LUDO_EBUSY / LUDO_ECLOSED / LUDO_ENOMEM, in which case `cb` is never
- * called. */
+/* Non-blocking calls: copy the input, queue the call and return at once;
+ * the Lua runs from the loop and `cb` runs after it, never from inside
+ * this function. The callback may start the next call on the same session
+ * or close it. Returns 0, or LUDO_EBUSY / LUDO_ECLOSED / LUDO_ENOMEM, in
+ * which case `cb` is never called. */
 LUDO_EXTERN int ludo_session_reset_async(ludo_session_t *s, const char *json,
                                          size_t len, ludo_call_cb cb,
                                          void *ud);

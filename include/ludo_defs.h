@@ -84,6 +84,14 @@ typedef struct ludo_options_s {
   void *log_ud;            /* passed to log */
   unsigned prewarm;        /* pre-warmed session states kept per env;
                               default 4 */
+  void *loop;              /* a uv_loop_t* of the host's to run on
+                              (borrowed until ludo_runtime_free and the
+                              host's next uv_run), or NULL for an own
+                              loop */
+  uint32_t slice_us;       /* on a host-run loop, Lua runs at most this
+                              long before yielding to the loop (the call
+                              goes on in the next pass); 0: no slicing.
+                              Default 0. Polls use their own budget. */
 } ludo_options_t;
 
 /* Memory figures of a runtime. */
@@ -129,5 +137,18 @@ typedef struct ludo_env_options_s {
  * next call on the same session or close it. */
 typedef void (*ludo_call_cb)(ludo_session_t *s, int status, const char *data,
                              size_t len, void *ud);
+
+/* Completion of ludo_session_open_async: `s` is the new session (NULL on
+ * failure), `status` 0 or a negative code (the message is in
+ * ludo_runtime_errmsg). */
+typedef void (*ludo_open_cb)(ludo_session_t *s, int status, void *ud);
+
+/* Completion of ludo_session_close_async; the session is gone. */
+typedef void (*ludo_close_cb)(int status, void *ud);
+
+/* One result of a batched step: the i-th session's status and result (or
+ * error message), borrowed until the callback returns. */
+typedef void (*ludo_batch_cb)(size_t i, ludo_session_t *s, int status,
+                              const char *data, size_t len, void *ud);
 
 #endif /* LUDO_DEFS_H */

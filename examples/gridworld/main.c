@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
   while (h.finished + h.failures < h.episodes && frames < MAX_FRAMES) {
     for (i = 0; i < NSESSIONS; i++)
       if (!h.agents[i].busy) start_call(&h.agents[i]);
-    rc = ludo_runtime_poll(rt);
+    rc = ludo_runtime_poll(rt, 0);
     if (rc < 0) {
       fprintf(stderr, "gridworld: poll: %s\n", ludo_strerror(rc));
       break;

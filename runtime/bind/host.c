@@ -161,7 +161,7 @@ static int rt_load(lua_State *L) {
 /* rt:poll() -> calls in flight */
 static int rt_poll(lua_State *L) {
   rt_box_t *b = check_rt(L, 1);
-  lua_pushinteger(L, ludo_runtime_poll(b->rt));
+  lua_pushinteger(L, ludo_runtime_poll(b->rt, (uint32_t)luaL_optinteger(L, 2, 0)));
   return 1;
 }
 

@@ -61,7 +61,7 @@ static int policy_call(policy_t *p, const char *fn, int nargs, int nres) {
   lua_remove(L, -2);
   lua_insert(L, -1 - nargs);
   ludo__state_arm(&p->st, 10000000000ull, 0);
-  ludo__state_run_begin(&p->st, L);
+  ludo__state_run_begin(&p->st, L, 0);
   rc = ludo__state_pcall(&p->st, L, nargs, nres);
   ludo__state_run_end(&p->st);
   ludo__state_disarm(&p->st, NULL);

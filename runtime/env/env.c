@@ -4,20 +4,15 @@
 
 #include <lauxlib.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/clock.h"
 #include "base/errors.h"
 #include "script/json.h"
 #include "script/schema.h"
-
-void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
-  va_end(ap);
-}
 
 typedef struct {
   ludo_env_t *env;
@@ -46,7 +41,7 @@ static void describe(lua_State *L, ludo_env_t *env) {
     lua_getfield(L, -1, "action");
     ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
     text = lua_tolstring(L, -1, &n);
-    rc = ludo__schema_compile(&env->rt->heap, text, n, &env->action_schema,
+    rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->action_schema,
                               err, sizeof err);
     if (rc != 0) luaL_error(L, "ELOAD: action schema: %s", err);
     lua_pop(L, 2);
@@ -104,7 +99,7 @@ static int build_protected(lua_State *L) {
   build_req_t *r = lua_touserdata(L, 1);
   ludo_env_t *env = r->env;
   ludo__json_setup(L);
-  ludo__session_push_encoder(L);
+  ludo__result_push_encoder(L);
   r->ps->encode_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   ludo__modules_require(L, "ludo.runner"); /* runner */
   lua_getfield(L, -1, "dispatch");
@@ -134,23 +129,25 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   int rc;
   lua_State *L;
   *out = NULL;
-  ps = ludo__calloc(&rt->heap, sizeof *ps);
+  ps = ludo__calloc(&rt->core.heap, sizeof *ps);
   if (ps == NULL) return LUDO_ENOMEM;
   ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
-  ps->st.heap = &rt->heap;
+  ps->st.heap = &rt->core.heap;
   ps->st.cap = rt->opts.memory_cap;
   ps->st.total = &rt->lua_live;
-  ps->st.log = &rt->log;
+  ps->st.log = &rt->core.log;
   ps->st.who = env->name;
   ps->st.modules = &env->modules;
-  ps->st.loop = &rt->loop;
-  ps->st.watchdog = rt->has_watchdog ? &rt->watchdog : NULL;
+  ps->st.loop = rt->core.loop;
+  ps->st.core = &rt->core;
   ps->st.count_hook = rt->opts.max_instructions > 0;
+  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
+  ps->st.gc_pause = 150 + (int)((rt->gc_seed >> 16) % 101);
   rc = ludo__state_open(&ps->st);
   if (rc != 0) {
     ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s",
                          env->name);
-    ludo__free(&rt->heap, ps, sizeof *ps);
+    ludo__free(&rt->core.heap, ps, sizeof *ps);
     return rc;
   }
   L = ps->st.L;
@@ -163,14 +160,21 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
     lua_pushcfunction(L, build_protected);
     lua_pushlightuserdata(L, &r);
     ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
-    ludo__state_run_begin(&ps->st, L);
-    rc = ludo__state_pcall(&ps->st, L, 1, 0);
-    ludo__state_run_end(&ps->st);
+    rc = ludo__state_run_begin(&ps->st, L, 0);
+    if (rc == 0) {
+      rt->core.lua_depth++;
+      rc = ludo__state_pcall(&ps->st, L, 1, 0);
+      rt->core.lua_depth--;
+      ludo__state_run_end(&ps->st);
+    } else {
+      lua_pop(L, 2);
+      lua_pushliteral(L, "EBUSY: Lua runs nest too deeply");
+    }
     ludo__state_disarm(&ps->st, NULL);
     if (rc != 0) {
       const char *msg = lua_tostring(L, -1);
       if (msg == NULL) msg = "ELOAD: unknown error";
-      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT) {
+      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT && rc != LUDO_EBUSY) {
         /* Any failure while loading is ELOAD, whatever raised it. */
         if (strncmp(msg, "ESCRIPT: ", 9) == 0) msg += 9;
         ludo__runtime_seterr(rt, "%s%s",
@@ -198,39 +202,75 @@ void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
   if (ps == NULL) return;
   ludo__sched_close(&ps->sched);
   ludo__state_close(&ps->st);
-  ludo__free(&rt->heap, ps, sizeof *ps);
+  ludo__free(&rt->core.heap, ps, sizeof *ps);
 }
 
-/* ---- pool refill ----------------------------------------------------- */
+/* ---- pool ------------------------------------------------------------ */
 
-static void refill_cb(uv_idle_t *h) {
-  ludo_env_t *env = h->data;
-  ludo__pstate_t *ps;
-  if (env->npool >= env->target || ludo__env_build(env, &ps) != 0) {
-    uv_idle_stop(h);
-    env->refill_on = 0;
-    return;
-  }
+/* Pauses between refills done by blocking calls: a host that polls keeps
+ * refills on the loop. */
+#define BLOCKING_REFILL_AFTER_NS 50000000u
+
+static void pool_push(ludo_env_t *env, ludo__pstate_t *ps) {
   ps->next = env->pool;
   env->pool = ps;
   env->npool++;
 }
 
-void ludo__env_want_refill(ludo_env_t *env) {
-  if (env->npool < env->target && !env->refill_on) {
-    uv_idle_start(&env->refill, refill_cb);
-    env->refill_on = 1;
+int ludo__env_acquire(ludo_env_t *env, ludo__pstate_t **out) {
+  ludo__pstate_t *ps = env->pool;
+  if (ps == NULL) return ludo__env_build(env, out);
+  env->pool = ps->next;
+  env->npool--;
+  ps->next = NULL;
+  *out = ps;
+  return 0;
+}
+
+int ludo__env_prewarm(ludo_env_t *env, unsigned n) {
+  if (n > env->target) env->target = n;
+  while (env->npool < n) {
+    ludo__pstate_t *ps;
+    int rc = ludo__env_build(env, &ps);
+    if (rc != 0) return rc;
+    pool_push(env, ps);
   }
+  return 0;
+}
+
+/* One state per loop pass, so a refill never holds the loop for long. */
+static void refill_task(ludo__task_t *t) {
+  ludo_env_t *env = (ludo_env_t *)((char *)t - offsetof(ludo_env_t, refill));
+  ludo__pstate_t *ps;
+  if (env->npool >= env->target || ludo__env_build(env, &ps) != 0) return;
+  pool_push(env, ps);
+  if (env->npool < env->target) ludo__core_post_later(&env->rt->core, t);
+}
+
+void ludo__env_want_refill(ludo_env_t *env) {
+  if (env->npool < env->target)
+    ludo__core_post_later(&env->rt->core, &env->refill);
+}
+
+void ludo__env_refill_blocking(ludo_env_t *env) {
+  ludo__core_t *c = &env->rt->core;
+  uint64_t now;
+  ludo__pstate_t *ps;
+  if (env->npool >= env->target || !ludo__runtime_may_block(env->rt)) return;
+  now = ludo__clock_ns();
+  if (c->last_pass_ns != 0 && now - c->last_pass_ns < BLOCKING_REFILL_AFTER_NS)
+    return;
+  if (ludo__env_build(env, &ps) == 0) pool_push(env, ps);
 }
 
 /* ---- load / destroy -------------------------------------------------- */
 
 static char *dup_str(ludo_runtime_t *rt, const char *s, size_t n) {
-  return ludo__strndup(&rt->heap, s, n);
+  return ludo__strndup(&rt->core.heap, s, n);
 }
 
 static void free_str(ludo_runtime_t *rt, char *s) {
-  if (s) ludo__free(&rt->heap, s, strlen(s) + 1);
+  if (s) ludo__free(&rt->core.heap, s, strlen(s) + 1);
 }
 
 static int is_dir(const char *p) {
@@ -262,7 +302,7 @@ static int add_host_modules(ludo_env_t *env, const ludo_env_options_t *o) {
   size_t i;
   int rc;
   if (o == NULL || o->nmodules == 0) return 0;
-  env->hostv = ludo__malloc(&env->rt->heap, o->nmodules * sizeof *env->hostv);
+  env->hostv = ludo__malloc(&env->rt->core.heap, o->nmodules * sizeof *env->hostv);
   if (env->hostv == NULL) return LUDO_ENOMEM;
   memcpy(env->hostv, o->modules, o->nmodules * sizeof *env->hostv);
   env->nhostv = o->nmodules;
@@ -315,13 +355,13 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
     ludo__runtime_seterr(rt, "ENOENT: no environment at %s", dir);
     return LUDO_ENOENT;
   }
-  env = ludo__calloc(&rt->heap, sizeof *env);
+  env = ludo__calloc(&rt->core.heap, sizeof *env);
   if (env == NULL) return LUDO_ENOMEM;
   env->rt = rt;
-  ludo__buf_init(&env->info, ludo__alloc_fn, &rt->heap);
+  ludo__buf_init(&env->info, ludo__alloc_fn, &rt->core.heap);
   env->file = dup_str(rt, file, strlen(file));
   env->modules.dir = dup_str(rt, dir, strlen(dir));
-  env->modules.cache = &rt->cache;
+  env->modules.cache = &rt->core.cache;
   /* Default name: the folder's name, or the file's without ".lua". */
   {
     const char *nm = strcmp(strrchr(file, '/') ? strrchr(file, '/') + 1
@@ -338,9 +378,9 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
     if (len > 4 && strcmp(base + len - 4, ".lua") == 0) len -= 4;
     env->name = dup_str(rt, base, len);
   }
-  ludo__registry_init(&env->host, &rt->heap);
+  ludo__registry_init(&env->host, &rt->core.heap);
   env->modules.local = &env->host;
-  env->modules.global = &rt->cmods;
+  env->modules.global = &rt->core.cmods;
   rc = env->file == NULL || env->modules.dir == NULL || env->name == NULL
            ? LUDO_ENOMEM
            : add_host_modules(env, opts);
@@ -349,8 +389,7 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
     return rc;
   }
   env->target = rt->opts.prewarm;
-  uv_idle_init(&rt->loop, &env->refill);
-  env->refill.data = env;
+  env->refill.fn = refill_task;
   /* The probe state reads the declaration and becomes the first ready
    * state of the pool. */
   rc = ludo__env_build(env, &ps);
@@ -358,19 +397,12 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
     ludo__env_destroy(env);
     return rc;
   }
-  ps->next = env->pool;
-  env->pool = ps;
-  env->npool = 1;
+  pool_push(env, ps);
   env->next = rt->envs;
   rt->envs = env;
   ludo__env_want_refill(env);
   *out = env;
   return 0;
-}
-
-static void refill_closed(uv_handle_t *h) {
-  ludo_env_t *env = h->data;
-  ludo__free(&env->rt->heap, env, sizeof *env);
 }
 
 void ludo__env_destroy(ludo_env_t *env) {
@@ -396,11 +428,7 @@ void ludo__env_destroy(ludo_env_t *env) {
   free_str(rt, env->name);
   ludo__registry_free(&env->host);
   if (env->hostv)
-    ludo__free(&rt->heap, env->hostv, env->nhostv * sizeof *env->hostv);
-  if (env->refill.loop != NULL) {
-    uv_idle_stop(&env->refill);
-    uv_close((uv_handle_t *)&env->refill, refill_closed);
-  } else {
-    ludo__free(&rt->heap, env, sizeof *env);
-  }
+    ludo__free(&rt->core.heap, env->hostv, env->nhostv * sizeof *env->hostv);
+  ludo__core_unpost(&rt->core, &env->refill);
+  ludo__free(&rt->core.heap, env, sizeof *env);
 }

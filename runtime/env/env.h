@@ -6,15 +6,13 @@
 
 #include <uv.h>
 
-#include "base/alloc.h"
 #include "base/buf.h"
-#include "base/log.h"
 #include "base/uuid.h"
+#include "core/core.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 #include "script/sched.h"
 #include "script/state.h"
-#include "script/watchdog.h"
 
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
@@ -30,24 +28,21 @@ typedef struct ludo__pstate_s {
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 
+/* Session call phases: what the session's task does when it runs. */
+enum { LUDO__PH_IDLE = 0, LUDO__PH_START, LUDO__PH_RUN, LUDO__PH_DELIVER,
+       LUDO__PH_CLOSE };
+
 struct ludo_runtime_s {
-  ludo__alloc_t heap;
+  ludo__core_t core;           /* loop, allocator, log, watchdog, caches */
   ludo_options_t opts;
-  char *module_path;           /* owned copy */
-  ludo__log_t log;
-  uv_loop_t loop;
-  ludo__watchdog_t watchdog;
-  int has_watchdog;            /* CPU budgets by signal (else count hook) */
-  ludo__codecache_t cache;
-  ludo__registry_t cmods;      /* C modules every session can require */
   struct ludo__schema_s *reset_schema; /* reset options, shared */
   ludo_env_t *envs;
   ludo_session_t *sessions;    /* all open sessions */
-  ludo_session_t *ready_head, *ready_tail; /* completions to deliver */
   size_t lua_live;             /* bytes in session and pool states */
   unsigned nsessions, calls;
-  int in_uv;                   /* inside uv_run */
-  int in_callback;             /* inside a user completion callback */
+  unsigned gc_seed;            /* spreads the states' GC pacing */
+  int blocking;                /* inside a blocking call's loop */
+  ludo_session_t *held;        /* deliveries kept until it returns */
   char errmsg[2048];
 };
 
@@ -66,8 +61,8 @@ struct ludo_env_s {
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */
   unsigned npool, target;
-  uv_idle_t refill;
-  int refill_on;
+  ludo__task_t refill;         /* builds one state per loop pass */
+  unsigned opening;            /* asynchronous opens not yet run */
 };
 
 struct ludo_session_s {
@@ -79,11 +74,16 @@ struct ludo_session_s {
   ludo__buf_t err;             /* last error message */
   ludo__buf_t in;              /* input copy of a non-blocking call */
   int kind, status, done;
-  int closing;
+  int closing;                 /* no new calls; teardown under way */
+  int close_requested;         /* close asked from inside its own Lua */
+  int phase;                   /* LUDO__PH_*: what `task` does next */
+  ludo__task_t task;
   ludo_call_cb cb;
   void *cb_ud;
-  int queued;
-  ludo_session_t *ready_next;
+  ludo_close_cb close_cb;
+  void *close_ud;
+  ludo_session_t *held_next;   /* in rt->held */
+  int held;
   ludo_session_t *next, *prev;
 };
 
@@ -96,17 +96,36 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
                    const ludo_env_options_t *opts, ludo_env_t **out);
 void ludo__env_destroy(ludo_env_t *env);
 void ludo__env_want_refill(ludo_env_t *env);
+/* Takes a ready state from the pool, or builds one. */
+int ludo__env_acquire(ludo_env_t *env, ludo__pstate_t **out);
+/* Makes sure n states wait in the pool, building them now. */
+int ludo__env_prewarm(ludo_env_t *env, unsigned n);
+/* Builds one pool state now when the pool is short and no loop pass
+ * refilled it lately (hosts that only make blocking calls). */
+void ludo__env_refill_blocking(ludo_env_t *env);
 
 /* Sessions (session.c). */
 int ludo__session_open(ludo_env_t *env, ludo_session_t **out);
+int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud);
 void ludo__session_close(ludo_session_t *s);
+int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
+                              void *ud);
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        size_t len, ludo_call_cb cb, void *ud,
                        const char **out, size_t *out_len);
-/* Pushes the closure that writes a call's result JSON. [-0, +1, m] */
-void ludo__session_push_encoder(lua_State *L);
-/* Delivers queued completions. */
-void ludo__runtime_drain(ludo_runtime_t *rt);
+/* Pushes the closure that writes a call's result JSON (result.c).
+ * [-0, +1, m] */
+void ludo__result_push_encoder(lua_State *L);
+/* 1 when a blocking call may run now: not from inside a host function or
+ * callback, nor inside the loop (it would re-enter it). */
+int ludo__runtime_may_block(const ludo_runtime_t *rt);
+
+/* The runtime (runtime.c). */
+int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts);
+void ludo__runtime_free(ludo_runtime_t *rt);
+int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
+int ludo__runtime_run(ludo_runtime_t *rt);
+void ludo__runtime_stats(ludo_runtime_t *rt, ludo_stats_t *st);
 
 /* Formats rt->errmsg. */
 void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...)

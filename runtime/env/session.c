@@ -2,162 +2,44 @@
 #include "env/env.h"
 
 #include <lauxlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "script/json.h"
 
-static const char *const envelope_skip[] = {"reward", "done", "metadata",
-                                            NULL};
-
-/* encode_result's upvalues: the keys it reads, made once per state so the
- * hot path does not hash C strings. */
-enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
-static const char *const rubrics_skip[] = {"rubrics", NULL};
-
-/* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
- * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
- * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
- * [-0, +0, e] */
-static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
-  ludo__buf_t *b = &s->out;
-  lua_Integer i, n;
-  if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
-    luaL_error(L, "ENOMEM: the result buffer cannot grow");
-  ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    lua_rawgeti(L, -1, 1);                              /* keys */
-    lua_rawgeti(L, -2, 2);                              /* keys, objs */
-    n = (lua_Integer)lua_rawlen(L, -2);
-    for (i = 1; i <= n; i++) {
-      size_t len;
-      const char *key;
-      lua_rawgeti(L, -2, i);
-      key = lua_tolstring(L, -1, &len);
-      if (key == NULL || ludo__buf_add(b, key, len))
-        luaL_error(L, "ENOMEM: the result buffer cannot grow");
-      lua_pop(L, 1);
-      if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
-        lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
-        lua_rawget(L, -2);
-        ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
-        lua_pop(L, 1);
-      } else if (ludo__buf_add(b, "null", 4)) {
-        luaL_error(L, "ENOMEM: the result buffer cannot grow");
-      }
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 2);
-  }
-  lua_pop(L, 1);
-  if (ludo__buf_addc(b, '}'))
-    luaL_error(L, "ENOMEM: the result buffer cannot grow");
-}
-
-/* On the finished call thread (protected): writes the result JSON.
- * Stack: 1 = result (observation or state), 2 = the rubric's score (step
- * with a rubric) or nil, 3 = the session as light userdata. [-0, +0, e] */
-static int encode_result(lua_State *L) {
-  ludo_session_t *s = lua_touserdata(L, 3);
-  ludo__buf_t *b = &s->out;
-  int has_score = !lua_isnil(L, 2), md;
-  if (s->kind == LUDO__CALL_STATE) {
-    ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
-    return 0;
-  }
-  if (lua_type(L, 1) != LUA_TTABLE)
-    return luaL_error(L, "ESCRIPT: the call returned no observation");
-  if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
-  ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
-  if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
-  lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
-  if (lua_rawget(L, 1) == LUA_TNIL && has_score) /* the step set none */
-    ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
-  else
-    ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
-  lua_pushvalue(L, lua_upvalueindex(UV_DONE));
-  lua_rawget(L, 1);
-  if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
-                                              : ",\"done\":false"))
-    goto nomem;
-  lua_pushvalue(L, lua_upvalueindex(UV_METADATA));
-  lua_rawget(L, 1);
-  md = lua_gettop(L);
-  if (lua_type(L, md) == LUA_TTABLE) {
-    size_t mark = b->len, n;
-    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
-    n = ludo__json_encode_fields(L, md, b, LUDO__JSON_MAXDEPTH,
-                                 has_score ? rubrics_skip : NULL);
-    if (has_score) {
-      if (n > 0 && ludo__buf_addc(b, ',')) goto nomem;
-      encode_rubrics(L, s, 2);
-    } else if (n == 0) {
-      b->len = mark; /* an empty metadata object is left out */
-      b->p[mark] = '\0';
-      return ludo__buf_addc(b, '}') ? luaL_error(L, "ENOMEM") : 0;
-    }
-    if (ludo__buf_addc(b, '}')) goto nomem;
-  } else if (has_score) {
-    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
-    encode_rubrics(L, s, 2);
-    if (ludo__buf_addc(b, '}')) goto nomem;
-  }
-  if (ludo__buf_addc(b, '}')) goto nomem;
-  return 0;
-nomem:
-  return luaL_error(L, "ENOMEM: the result buffer cannot grow");
-}
-
-void ludo__session_push_encoder(lua_State *L) {
-  lua_pushliteral(L, "reward");
-  lua_pushliteral(L, "done");
-  lua_pushliteral(L, "metadata");
-  lua_pushliteral(L, "last_score");
-  lua_pushcclosure(L, encode_result, 4);
-}
+/* CPU budget of an environment's close(): cleanup gets a small one. */
+#define CLOSE_BUDGET_NS 100000000u
 
 static void set_err(ludo_session_t *s, const char *msg, size_t len) {
   ludo__buf_reset(&s->err);
   if (ludo__buf_add(&s->err, msg, len)) ludo__buf_reset(&s->err);
 }
 
-static void enqueue(ludo_runtime_t *rt, ludo_session_t *s) {
-  s->queued = 1;
-  s->ready_next = NULL;
-  if (rt->ready_tail)
-    rt->ready_tail->ready_next = s;
-  else
-    rt->ready_head = s;
-  rt->ready_tail = s;
+int ludo__runtime_may_block(const ludo_runtime_t *rt) {
+  const ludo__core_t *c = &rt->core;
+  return c->in_callback == 0 && c->lua_depth == 0 && c->in_run == 0;
 }
 
-static void dequeue(ludo_runtime_t *rt, ludo_session_t *s) {
-  ludo_session_t *prev = NULL, *cur;
-  for (cur = rt->ready_head; cur; prev = cur, cur = cur->ready_next) {
-    if (cur != s) continue;
-    if (prev)
-      prev->ready_next = cur->ready_next;
-    else
-      rt->ready_head = cur->ready_next;
-    if (rt->ready_tail == s) rt->ready_tail = prev;
-    break;
-  }
-  s->queued = 0;
+static void post(ludo_session_t *s, int phase) {
+  s->phase = phase;
+  ludo__core_post(&s->env->rt->core, &s->task);
 }
 
+/* Runs the host's completion callback of the finished call. */
 static void deliver(ludo_session_t *s) {
-  ludo_runtime_t *rt = s->env->rt;
+  ludo__core_t *c = &s->env->rt->core;
   ludo_call_cb cb = s->cb;
   void *ud = s->cb_ud;
   s->cb = NULL;
   s->cb_ud = NULL;
+  s->phase = LUDO__PH_IDLE;
   if (cb == NULL) return;
-  rt->in_callback++;
+  c->in_callback++;
   if (s->status == 0)
     cb(s, 0, s->out.p ? s->out.p : "", s->out.len, ud);
   else
     cb(s, s->status, s->err.p ? s->err.p : "", s->err.len, ud);
-  rt->in_callback--;
+  c->in_callback--;
 }
 
 static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
@@ -188,22 +70,104 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   s->status = status;
   s->done = 1;
   rt->calls--;
-  if (s->cb != NULL) {
-    if (s->closing)
-      deliver(s);
-    else
-      enqueue(rt, s);
+  if (s->cb != NULL) post(s, LUDO__PH_DELIVER);
+}
+
+/* The call can go on (an operation completed, or its slice ended). */
+static void on_wake(ludo__sched_t *sc, void *ud) {
+  (void)sc;
+  post(ud, LUDO__PH_RUN);
+}
+
+static void teardown(ludo_session_t *s);
+
+/* Keeps a delivery until the blocking call in progress returns. */
+static void hold(ludo_session_t *s) {
+  ludo_runtime_t *rt = s->env->rt;
+  s->held = 1;
+  s->held_next = rt->held;
+  rt->held = s;
+}
+
+static void unhold(ludo_session_t *s) {
+  ludo_session_t **pp;
+  if (!s->held) return;
+  for (pp = &s->env->rt->held; *pp; pp = &(*pp)->held_next) {
+    if (*pp == s) {
+      *pp = s->held_next;
+      break;
+    }
+  }
+  s->held = 0;
+}
+
+/* After a blocking call: the kept deliveries run from the next pass. */
+static void release_held(ludo_runtime_t *rt) {
+  while (rt->held) {
+    ludo_session_t *s = rt->held;
+    rt->held = s->held_next;
+    s->held = 0;
+    ludo__core_post(&rt->core, &s->task);
   }
 }
 
-void ludo__runtime_drain(ludo_runtime_t *rt) {
-  while (rt->ready_head) {
-    ludo_session_t *s = rt->ready_head;
-    rt->ready_head = s->ready_next;
-    if (rt->ready_head == NULL) rt->ready_tail = NULL;
-    s->queued = 0;
-    deliver(s);
+/* After Lua of this session ran: a close asked from inside it happens
+ * now. Returns 1 when the session is gone. */
+static int settle(ludo_session_t *s) {
+  if (!s->close_requested || s->ps->sched.resuming) return 0;
+  teardown(s);
+  return 1;
+}
+
+static void start(ludo_session_t *s, int sliceable) {
+  ludo__sched_t *sc = &s->ps->sched;
+  const char *json = s->in.p;
+  size_t len = s->in.len;
+  int rc;
+  sc->sliceable = sliceable;
+  rc = ludo__sched_start(sc, s->ps->dispatch_ref, s->kind, json, len,
+                         on_done, s);
+  if (rc != 0) { /* no call thread: fail the call */
+    static const char msg[] = "ENOMEM: no memory left to start the call";
+    set_err(s, msg, sizeof msg - 1);
+    s->status = rc;
+    s->done = 1;
+    s->env->rt->calls--;
+    if (s->cb != NULL) post(s, LUDO__PH_DELIVER);
   }
+}
+
+/* The session's task: one step of its life, run from the loop. */
+static void session_task(ludo__task_t *t) {
+  ludo_session_t *s = (ludo_session_t *)((char *)t -
+                                         offsetof(ludo_session_t, task));
+  if (s->closing) { /* ludo_session_close_async */
+    teardown(s);
+    return;
+  }
+  switch (s->phase) {
+    case LUDO__PH_START:
+      s->phase = LUDO__PH_IDLE;
+      start(s, 1);
+      break;
+    case LUDO__PH_RUN:
+      s->phase = LUDO__PH_IDLE;
+      ludo__sched_continue(&s->ps->sched);
+      break;
+    case LUDO__PH_DELIVER:
+      if (s->env->rt->blocking) { /* no callbacks inside a blocking call */
+        hold(s);
+        return;
+      }
+      deliver(s);
+      break;
+    case LUDO__PH_CLOSE:
+      teardown(s);
+      return;
+    default:
+      break;
+  }
+  settle(s);
 }
 
 int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
@@ -217,28 +181,25 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
                              "already has an open session", env->name);
     return LUDO_EBUSY;
   }
-  s = ludo__calloc(&rt->heap, sizeof *s);
+  s = ludo__calloc(&rt->core.heap, sizeof *s);
   if (s == NULL) return LUDO_ENOMEM;
-  if (env->pool != NULL) {
-    ps = env->pool;
-    env->pool = ps->next;
-    env->npool--;
-  } else {
-    rc = ludo__env_build(env, &ps);
-    if (rc != 0) {
-      ludo__free(&rt->heap, s, sizeof *s);
-      return rc;
-    }
+  rc = ludo__env_acquire(env, &ps);
+  if (rc != 0) {
+    ludo__free(&rt->core.heap, s, sizeof *s);
+    return rc;
   }
-  ps->next = NULL;
   s->env = env;
   s->ps = ps;
-  if (ludo__uuid4(s->id) != 0) strcpy(s->id, "00000000-0000-4000-8000-000000000000");
+  if (ludo__uuid4(s->id) != 0)
+    strcpy(s->id, "00000000-0000-4000-8000-000000000000");
   ps->st.who = s->id;
   ps->st.owner = s;
-  ludo__buf_init(&s->out, ludo__alloc_fn, &rt->heap);
-  ludo__buf_init(&s->err, ludo__alloc_fn, &rt->heap);
-  ludo__buf_init(&s->in, ludo__alloc_fn, &rt->heap);
+  ps->sched.wake = on_wake;
+  ps->sched.wake_ud = s;
+  s->task.fn = session_task;
+  ludo__buf_init(&s->out, ludo__alloc_fn, &rt->core.heap);
+  ludo__buf_init(&s->err, ludo__alloc_fn, &rt->core.heap);
+  ludo__buf_init(&s->in, ludo__alloc_fn, &rt->core.heap);
   s->next = rt->sessions;
   if (rt->sessions) rt->sessions->prev = s;
   rt->sessions = s;
@@ -249,39 +210,72 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
   return 0;
 }
 
+/* ---- asynchronous open ----------------------------------------------- */
+
+typedef struct {
+  ludo__task_t task;
+  ludo_env_t *env;
+  ludo_open_cb cb;
+  void *ud;
+} open_req_t;
+
+static void open_task(ludo__task_t *t) {
+  open_req_t *r = (open_req_t *)t;
+  ludo_env_t *env = r->env;
+  ludo__core_t *c = &env->rt->core;
+  ludo_session_t *s = NULL;
+  int rc = ludo__session_open(env, &s);
+  ludo_open_cb cb = r->cb;
+  void *ud = r->ud;
+  env->opening--;
+  ludo__free(&c->heap, r, sizeof *r);
+  c->in_callback++;
+  cb(s, rc, ud);
+  c->in_callback--;
+}
+
+int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
+  ludo__core_t *c = &env->rt->core;
+  open_req_t *r = ludo__calloc(&c->heap, sizeof *r);
+  if (r == NULL) return LUDO_ENOMEM;
+  r->task.fn = open_task;
+  r->env = env;
+  r->cb = cb;
+  r->ud = ud;
+  env->opening++;
+  ludo__core_post(c, &r->task);
+  return 0;
+}
+
+/* ---- calls ----------------------------------------------------------- */
+
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        size_t len, ludo_call_cb cb, void *ud,
                        const char **out, size_t *out_len) {
   ludo_runtime_t *rt = s->env->rt;
   int blocking = cb == NULL;
-  int rc;
-  if (s->closing) return LUDO_ECLOSED;
-  if (s->ps->sched.in_call || s->queued) return LUDO_EBUSY;
-  if (blocking && (rt->in_uv || rt->in_callback || s->ps->sched.resuming))
-    return LUDO_EBUSY;
+  if (s->closing || s->close_requested) return LUDO_ECLOSED;
+  if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (blocking && !ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   if (json == NULL) len = 0;
-  if (!blocking && len > 0) {
-    ludo__buf_reset(&s->in);
-    if (ludo__buf_add(&s->in, json, len)) return LUDO_ENOMEM;
-    json = s->in.p;
-  }
+  ludo__buf_reset(&s->in);
+  if (len > 0 && ludo__buf_add(&s->in, json, len)) return LUDO_ENOMEM;
   s->kind = kind;
   s->done = 0;
   s->cb = cb;
   s->cb_ud = ud;
   rt->calls++;
-  rc = ludo__sched_start(&s->ps->sched, s->ps->dispatch_ref, kind, json,
-                         len, on_done, s);
-  if (rc != 0) {
-    rt->calls--;
-    s->cb = NULL;
-    return rc;
+  if (!blocking) {
+    post(s, LUDO__PH_START);
+    return 0;
   }
-  if (!blocking) return 0;
-  while (!s->done) {
-    rt->in_uv = 1;
-    uv_run(&rt->loop, UV_RUN_ONCE);
-    rt->in_uv = 0;
+  rt->blocking++;
+  start(s, 0);
+  while (!s->done) ludo__core_run_once(&rt->core);
+  if (--rt->blocking == 0) release_held(rt);
+  if (s->close_requested) {
+    teardown(s);
+    return LUDO_ECANCELED;
   }
   if (s->status != 0) return s->status;
   if (out) *out = s->out.p ? s->out.p : "";
@@ -289,29 +283,57 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   return 0;
 }
 
-void ludo__session_close(ludo_session_t *s) {
+/* ---- close ----------------------------------------------------------- */
+
+/* Runs the module's close(), if any, under the cleanup budget; if it
+ * waits, it is cancelled: closing is prompt. */
+static void run_module_close(ludo_session_t *s) {
   ludo_runtime_t *rt = s->env->rt;
-  ludo_env_t *env = s->env;
-  if (s->closing) return;
-  s->closing = 1;
-  /* A completion waiting in the queue is delivered now, as it was. */
-  if (s->queued) {
-    dequeue(rt, s);
-    deliver(s);
-  }
-  /* A waiting call ends with ECANCELED; its callback runs now. */
-  if (s->ps->sched.in_call) ludo__sched_cancel(&s->ps->sched);
-  /* The module's close(), if any, runs under the budget; if it waits, it
-   * is cancelled: closing is prompt. */
+  ludo__sched_t *sc = &s->ps->sched;
+  uint64_t budget = sc->budget_ns;
+  if (budget == 0 || budget > CLOSE_BUDGET_NS) sc->budget_ns = CLOSE_BUDGET_NS;
   s->kind = LUDO__CALL_CLOSE;
   s->cb = NULL;
   rt->calls++;
-  if (ludo__sched_start(&s->ps->sched, s->ps->dispatch_ref,
-                        LUDO__CALL_CLOSE, NULL, 0, on_done, s) == 0) {
-    if (s->ps->sched.in_call) ludo__sched_cancel(&s->ps->sched);
+  sc->sliceable = 0;
+  if (ludo__sched_start(sc, s->ps->dispatch_ref, LUDO__CALL_CLOSE, NULL, 0,
+                        on_done, s) == 0) {
+    if (sc->in_call) ludo__sched_cancel(sc);
   } else {
     rt->calls--;
   }
+  sc->budget_ns = budget;
+}
+
+/* Ends the session for good: its pending completion is delivered, a call
+ * in flight ends with ECANCELED, close() runs, and the state is freed. */
+static void teardown(ludo_session_t *s) {
+  ludo_runtime_t *rt = s->env->rt;
+  ludo_env_t *env = s->env;
+  ludo_close_cb ccb = s->close_cb;
+  void *cud = s->close_ud;
+  size_t bytes;
+  s->closing = 1;
+  s->close_requested = 0;
+  ludo__core_unpost(&rt->core, &s->task);
+  unhold(s);
+  if (s->phase == LUDO__PH_START) { /* the call never began */
+    static const char msg[] = "ECANCELED: the call was cancelled";
+    set_err(s, msg, sizeof msg - 1);
+    s->status = LUDO_ECANCELED;
+    s->done = 1;
+    rt->calls--;
+    s->phase = LUDO__PH_DELIVER;
+  }
+  if (s->phase == LUDO__PH_DELIVER) deliver(s);
+  /* A waiting call ends with ECANCELED; its callback runs now. */
+  if (s->ps->sched.in_call) {
+    ludo__sched_cancel(&s->ps->sched); /* posts the delivery... */
+    ludo__core_unpost(&rt->core, &s->task);
+    if (s->cb != NULL) deliver(s);     /* ...which happens now */
+  }
+  run_module_close(s);
+  bytes = s->ps->st.used;
   ludo__pstate_free(rt, s->ps);
   s->ps = NULL;
   if (s->prev)
@@ -324,5 +346,44 @@ void ludo__session_close(ludo_session_t *s) {
   ludo__buf_free(&s->out);
   ludo__buf_free(&s->err);
   ludo__buf_free(&s->in);
-  ludo__free(&rt->heap, s, sizeof *s);
+  ludo__free(&rt->core.heap, s, sizeof *s);
+  ludo__core_note_freed(&rt->core, bytes);
+  if (ccb != NULL) {
+    rt->core.in_callback++;
+    ccb(0, cud);
+    rt->core.in_callback--;
+  }
+}
+
+/* Asks the running Lua of this session to stop; the teardown follows when
+ * it has returned to ludo. */
+static void defer_close(ludo_session_t *s) {
+  s->close_requested = 1;
+  ludo__state_kill(&s->ps->st, LUDO__KILL_CLOSED);
+}
+
+void ludo__session_close(ludo_session_t *s) {
+  if (s->closing) return;
+  if (s->ps->sched.resuming) {
+    defer_close(s);
+    return;
+  }
+  ludo_env_t *env = s->env;
+  if (s->closing) return;
+  teardown(s);
+  ludo__env_refill_blocking(env);
+}
+
+int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
+                              void *ud) {
+  if (s->closing || s->close_requested) return LUDO_ECLOSED;
+  s->close_cb = cb;
+  s->close_ud = ud;
+  if (s->ps->sched.resuming) {
+    defer_close(s);
+    return 0;
+  }
+  s->closing = 1;
+  ludo__core_post(&s->env->rt->core, &s->task);
+  return 0;
 }

@@ -24,6 +24,8 @@
 #include <stddef.h>
 
 #include "base/alloc.h"
+#include "core/codecache.h"
+#include "core/registry.h"
 #include "ludo_defs.h"
 
 /* Registry field holding a state's loaded modules (name -> value). */
@@ -40,42 +42,6 @@ typedef struct ludo__embedded_s {
 /* NULL-name-terminated table of embedded modules. */
 extern const ludo__embedded_t ludo__embedded[];
 
-/* Runtime-wide compiled-code cache. */
-typedef struct ludo__codecache_s {
-  ludo__alloc_t *heap; /* borrowed */
-  lua_State *C;        /* plain state holding bytecode strings */
-  char **roots;        /* module path roots (owned copies) */
-  size_t nroots;
-  int strip;           /* strip debug info of library modules */
-} ludo__codecache_t;
-
-/* A C module that sessions can require by name. `open` is called like a
- * luaopen_* function (the module name as its argument) with `ud` as its
- * first upvalue (a light userdata), and returns the module's value. */
-typedef struct ludo__cmod_s {
-  char *name;          /* owned copy */
-  lua_CFunction open;
-  void *ud;            /* borrowed; the registrant keeps it alive */
-} ludo__cmod_t;
-
-/* A registry of C modules: the runtime has one (ludo's own modules and
- * what the host registers), each environment one (its host modules). */
-typedef struct ludo__registry_s {
-  ludo__alloc_t *heap; /* borrowed */
-  ludo__cmod_t *v;
-  size_t n, cap;
-} ludo__registry_t;
-
-void ludo__registry_init(ludo__registry_t *r, ludo__alloc_t *heap);
-void ludo__registry_free(ludo__registry_t *r);
-/* Adds or replaces module `name` (copied). Returns 0, LUDO_EINVAL (a name
- * with characters outside [A-Za-z0-9_.-]) or LUDO_ENOMEM. */
-int ludo__registry_add(ludo__registry_t *r, const char *name,
-                       lua_CFunction open, void *ud);
-/* The entry for `name`, or NULL. */
-const ludo__cmod_t *ludo__registry_find(const ludo__registry_t *r,
-                                        const char *name);
-
 /* What one environment's states resolve against. */
 typedef struct ludo__modules_s {
   ludo__codecache_t *cache;               /* borrowed */
@@ -83,12 +49,6 @@ typedef struct ludo__modules_s {
   const ludo__registry_t *local;          /* env's C modules; may be NULL */
   const ludo__registry_t *global;         /* runtime's; may be NULL */
 } ludo__modules_t;
-
-/* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
- * Returns 0 or LUDO_ENOMEM. */
-int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
-                         const char *path);
-void ludo__codecache_free(ludo__codecache_t *cc);
 
 /* Installs require() and package.loaded (nothing else of package) into a
  * state being opened; `m` is borrowed for the state's life. [-0, +0, m] */

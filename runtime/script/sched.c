@@ -57,7 +57,7 @@ static int renew_thread(ludo__sched_t *s) {
 int ludo__sched_init(ludo__sched_t *s, ludo__state_t *st) {
   memset(s, 0, sizeof *s);
   s->st = st;
-  s->co_ref = s->pending_ref = LUA_NOREF;
+  s->co_ref = s->pending_ref = s->backlog_ref = LUA_NOREF;
   list_init(&s->ops);
   st->sched = s;
   return renew_thread(s);
@@ -84,7 +84,12 @@ static void finish(ludo__sched_t *s, int status) {
   lua_State *co = s->co;
   cancel_ops(s);
   ludo__state_disarm(s->st, co);
-  s->waiting = 0;
+  s->waiting = s->runnable = 0;
+  s->nargs = 0;
+  if (s->backlog_ref != LUA_NOREF) {
+    luaL_unref(s->st->L, LUA_REGISTRYINDEX, s->backlog_ref);
+    s->backlog_ref = LUA_NOREF;
+  }
   s->input = NULL;
   s->input_len = 0;
   if (s->done) s->done(s, status, co, s->done_ud);
@@ -150,22 +155,42 @@ static int call_error(ludo__sched_t *s, int rc) {
   return code;
 }
 
+static void next_completion(ludo__sched_t *s);
+
 static void resume(ludo__sched_t *s, int nargs) {
   ludo__state_t *st = s->st;
   lua_State *co = s->co;
+  uint64_t slice = 0;
   int nres = 0, rc;
-  s->waiting = 0;
-  ludo__state_run_begin(st, co);
+  s->waiting = s->runnable = 0;
+  s->nargs = 0;
+  if (s->sliceable && st->core != NULL)
+    slice = ludo__core_slice_deadline(st->core);
+  if (ludo__state_run_begin(st, co, slice) != 0) {
+    lua_settop(co, 0);
+    lua_pushliteral(co, "EBUSY: Lua runs nest too deeply (host functions "
+                        "calling into ludo)");
+    finish(s, LUDO_EBUSY);
+    return;
+  }
+  if (st->core) st->core->lua_depth++;
   s->resuming = 1;
   rc = lua_resume(co, NULL, nargs, &nres);
   s->resuming = 0;
+  if (st->core) st->core->lua_depth--;
   ludo__state_run_end(st);
+  if (rc == LUA_YIELD && st->sliced && nres == 0 && !st->killed) {
+    s->runnable = 1; /* the time slice ended: go on later */
+    if (s->wake) s->wake(s, s->wake_ud);
+    return;
+  }
   if (rc == LUA_YIELD) {
     int ok = 0;
     if (nres >= 2 && !st->killed) ok = is_pending(s, co, -nres);
     lua_pop(co, nres);
-    if (ok && s->ops.next != &s->ops) {
+    if (ok && (s->ops.next != &s->ops || s->backlog_ref != LUA_NOREF)) {
       s->waiting = 1;
+      next_completion(s);
       return;
     }
     lua_pushstring(co, ok ? "ESCRIPT: the call waits, but on nothing that "
@@ -182,6 +207,11 @@ static void resume(ludo__sched_t *s, int nargs) {
   finish(s, call_error(s, rc));
 }
 
+void ludo__sched_continue(ludo__sched_t *s) {
+  if (!s->in_call || !s->runnable || s->resuming) return;
+  resume(s, s->nargs);
+}
+
 int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
                       const char *input, size_t input_len,
                       ludo__sched_done_cb done, void *ud) {
@@ -194,6 +224,7 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input = input;
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
+  s->nargs = 0;
   lua_settop(s->co, 0);
   lua_rawgeti(s->co, LUA_REGISTRYINDEX, fnref);
   lua_pushinteger(s->co, arg);
@@ -225,6 +256,7 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   op->data = extra ? (void *)(op + 1) : NULL;
   op->cancel = c;
   op->heap = st->heap;
+  op->core = st->core;
   op->sched = s;
   lua_pushvalue(L, -1);
   op->ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -235,20 +267,97 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   return op;
 }
 
+/* Protected: appends {op, results...} (the top n+1 values of L) to the
+ * backlog list. [-(n+1), +0, m] */
+static int backlog_add(lua_State *L) {
+  ludo__sched_t *s = lua_touserdata(L, 1);
+  int n = lua_gettop(L) - 1, i;
+  if (s->backlog_ref == LUA_NOREF) {
+    lua_newtable(L);
+    s->backlog_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, s->backlog_ref);
+  lua_createtable(L, n, 1);
+  for (i = 1; i <= n; i++) {
+    lua_pushvalue(L, i + 1);
+    lua_rawseti(L, -2, i);
+  }
+  lua_pushinteger(L, n);
+  lua_setfield(L, -2, "n");
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  return 0;
+}
+
+/* Hands the oldest backlogged completion to a waiting call. The list is
+ * read on the main thread; the values move to the call thread. */
+static void next_completion(ludo__sched_t *s) {
+  lua_State *L = s->st->L, *co = s->co;
+  lua_Integer i, n, len;
+  int top = lua_gettop(L);
+  if (s->backlog_ref == LUA_NOREF || !lua_checkstack(L, 8)) return;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, s->backlog_ref);
+  len = (lua_Integer)lua_rawlen(L, -1);
+  if (len == 0) {
+    lua_settop(L, top);
+    return;
+  }
+  lua_rawgeti(L, -1, 1);                   /* backlog, entry */
+  lua_getfield(L, -1, "n");
+  n = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  for (i = 1; i < len; i++) {              /* shift the list down */
+    lua_rawgeti(L, -2, i + 1);
+    lua_rawseti(L, -3, i);
+  }
+  lua_pushnil(L);
+  lua_rawseti(L, -3, len);
+  if (len == 1) { /* the backlog is empty now */
+    luaL_unref(L, LUA_REGISTRYINDEX, s->backlog_ref);
+    s->backlog_ref = LUA_NOREF;
+  }
+  if (!lua_checkstack(L, (int)n + 2) || !lua_checkstack(co, (int)n + 2)) {
+    lua_settop(L, top);
+    return;
+  }
+  for (i = 1; i <= n; i++) lua_rawgeti(L, top + 2, i);
+  lua_xmove(L, co, (int)n);
+  lua_settop(L, top);
+  s->nargs = (int)n;
+  s->waiting = 0;
+  s->runnable = 1;
+  if (s->wake) s->wake(s, s->wake_ud);
+}
+
 void ludo__op_complete(ludo__op_t *op, int (*push)(lua_State *co, void *ud),
                        void *ud) {
   ludo__sched_t *s = op->sched;
   lua_State *co;
-  int n = 0;
+  int n = 0, base;
   if (s == NULL) return;
   list_remove(op);
   op->sched = NULL;
   co = s->co;
-  if (!s->waiting || s->resuming) {
+  if ((!s->waiting && !s->runnable) || s->resuming) {
     /* Completed while the call runs (e.g. synchronously): nothing waits
      * on this yet. Should not happen for loop-driven primitives. */
     luaL_unref(co, LUA_REGISTRYINDEX, op->ref);
     op->ref = LUA_NOREF;
+    return;
+  }
+  if (s->runnable) {
+    /* The call already has a completion to take: keep this one in the
+     * backlog, built on the main thread (the call thread is suspended,
+     * and functions cannot run on it). */
+    lua_State *L = s->st->L;
+    base = lua_gettop(L);
+    if (!lua_checkstack(L, 8)) return;
+    lua_pushcfunction(L, backlog_add);
+    lua_pushlightuserdata(L, s);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, op->ref);
+    luaL_unref(L, LUA_REGISTRYINDEX, op->ref);
+    op->ref = LUA_NOREF;
+    if (push) n = push(L, ud);
+    if (lua_pcall(L, n + 2, 0, 0) != LUA_OK) lua_settop(L, base);
     return;
   }
   lua_checkstack(co, 8);
@@ -256,7 +365,10 @@ void ludo__op_complete(ludo__op_t *op, int (*push)(lua_State *co, void *ud),
   luaL_unref(co, LUA_REGISTRYINDEX, op->ref);
   op->ref = LUA_NOREF;
   if (push) n = push(co, ud);
-  resume(s, 1 + n);
+  s->nargs = 1 + n;
+  s->waiting = 0;
+  s->runnable = 1;
+  if (s->wake) s->wake(s, s->wake_ud);
 }
 
 void ludo__op_free(ludo__op_t *op) {

@@ -36,18 +36,30 @@ struct ludo__op_s {
   int ref;                /* registry ref of the Lua handle */
   ludo__op_cancel_fn cancel;
   ludo__alloc_t *heap;    /* where the op was allocated */
+  ludo__core_t *core;     /* the state's core (counts loop handles); may
+                             be NULL */
   void *data;             /* primitive's own data */
   size_t size;            /* allocation size of this op (with extra) */
 };
+
+/* Told that a waiting or sliced call can go on: the owner arranges for
+ * ludo__sched_continue to be called from the loop. */
+typedef void (*ludo__sched_wake_cb)(ludo__sched_t *s, void *ud);
 
 struct ludo__sched_s {
   ludo__state_t *st;
   lua_State *co;          /* the call thread */
   int co_ref;
   int pending_ref;        /* ref of ludo.async.PENDING */
+  int backlog_ref;        /* completions not yet handed to the call */
   int in_call;            /* a call is in flight */
   int waiting;            /* ...and waits on operations */
+  int runnable;           /* ...and can go on (ludo__sched_continue) */
+  int nargs;              /* values waiting on co for the next resume */
+  int sliceable;          /* this call may be time-sliced */
   int resuming;           /* inside lua_resume (re-entrancy guard) */
+  ludo__sched_wake_cb wake;
+  void *wake_ud;
   ludo__op_t ops;         /* list head of pending operations */
   const char *input;      /* current call's input bytes (borrowed) */
   size_t input_len;
@@ -76,15 +88,20 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
 /* Ends a waiting call with LUDO_ECANCELED (done runs). */
 void ludo__sched_cancel(ludo__sched_t *s);
 
+/* Resumes a runnable call (one whose wake callback ran). No-op
+ * otherwise. */
+void ludo__sched_continue(ludo__sched_t *s);
+
 /* Creates an operation for the running call and pushes its Lua handle.
  * `extra` bytes follow the struct for the primitive (op->data points
  * there). Raises when no call can wait here. [-0, +1, e] */
 ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c);
 
-/* Completes an operation from a loop callback: pushes nothing itself;
- * `push` (may be NULL) pushes the results onto the given thread and returns
- * how many. Resumes the call. Safe after the call was cancelled (does
- * nothing then). The op is freed here unless `keep` is set. */
+/* Completes an operation from a loop callback: `push` (may be NULL)
+ * pushes the results onto the given thread and returns how many; they are
+ * handed to the call when it next runs (the wake callback tells the owner).
+ * Safe after the call was cancelled (does nothing then). The op's memory
+ * is the primitive's to free (ludo__op_free). */
 void ludo__op_complete(ludo__op_t *op, int (*push)(lua_State *co, void *ud),
                        void *ud);
 

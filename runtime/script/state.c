@@ -18,7 +18,6 @@
 #include "base/clock.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
-#include "script/watchdog.h"
 
 static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ludo__state_t *st = ud;
@@ -53,25 +52,62 @@ ludo__state_t *ludo__state_of(lua_State *L) {
   return lua_getallocf(L, &ud) == state_alloc ? ud : NULL;
 }
 
+static void budget_hook(lua_State *L, lua_Debug *ar);
+
+/* The hook a thread carries when nothing is wrong: none with a watchdog,
+ * the budget count hook without one. */
+static void normal_hook(ludo__state_t *st, lua_State *L) {
+  if (st->count_hook)
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  else
+    lua_sethook(L, NULL, 0, 0);
+}
+
+/* Yields the call thread at the end of its time slice, when it can: only
+ * from the call thread itself (a nested coroutine would hand the yield to
+ * its resumer) and only where Lua may yield. Otherwise the hook tries
+ * again a little later. */
+static void try_yield(lua_State *L, ludo__state_t *st) {
+  int i, n;
+  if (st->depth != 1 || st->chain[0] != L || !lua_isyieldable(L)) {
+    if (!st->count_hook) lua_sethook(L, budget_hook, LUA_MASKCOUNT, 100);
+    return;
+  }
+  st->yield_wanted = 0;
+  st->sliced = 1;
+  n = st->depth < LUDO__CHAIN_MAX ? st->depth : LUDO__CHAIN_MAX;
+  for (i = 0; i < n; i++) normal_hook(st, st->chain[i]);
+  lua_yield(L, 0);
+}
+
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
   (void)ar;
   if (st == NULL || !st->armed) return;
   if (!st->killed && st->count_hook) {
     st->instr += LUDO__HOOK_COUNT;
-    if (st->max_instr != 0 && st->instr > st->max_instr) st->killed = 1;
+    if (st->max_instr != 0 && st->instr > st->max_instr)
+      st->killed = LUDO__KILL_BUDGET;
     if (st->budget_ns != 0) {
       uint64_t now = ludo__clock_coarse_ns();
       if (st->used_ns + (now - st->run_start_ns) > st->budget_ns)
-        st->killed = 1;
+        st->killed = LUDO__KILL_BUDGET;
     }
+    if (st->wd.slice_ns != 0 && ludo__clock_ns() >= st->wd.slice_ns)
+      st->yield_wanted = 1;
   }
-  if (!st->killed) return;
-  /* From now on fire on every instruction of this thread: whatever pcall
-   * or xpcall catches the error, the next instruction raises it again. */
-  lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
-  lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
-  lua_error(L);
+  if (st->killed) {
+    /* From now on fire on every instruction of this thread: whatever
+     * pcall or xpcall catches the error, the next instruction raises it
+     * again. */
+    lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
+    if (st->killed == LUDO__KILL_CLOSED)
+      lua_pushliteral(L, "ECANCELED: the session was closed");
+    else
+      lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+    lua_error(L);
+  }
+  if (st->yield_wanted) try_yield(L, st);
 }
 
 static int state_panic(lua_State *L) {
@@ -153,7 +189,8 @@ static int l_collectgarbage(lua_State *L) {
 static void chain_push(ludo__state_t *st, lua_State *co) {
   if (st->depth < LUDO__CHAIN_MAX) st->chain[st->depth] = co;
   st->depth++;
-  if (st->killed) lua_sethook(co, budget_hook, LUA_MASKCOUNT, 1);
+  if (st->killed || st->yield_wanted)
+    lua_sethook(co, budget_hook, LUA_MASKCOUNT, 1);
 }
 
 static void chain_pop(ludo__state_t *st) {
@@ -316,10 +353,12 @@ int ludo__state_open(ludo__state_t *st) {
   st->fail_after = -1;
   st->armed = st->killed = 0;
   st->budget_ns = st->max_instr = st->used_ns = st->instr = 0;
-  st->run_start_ns = st->deadline_ns = 0;
+  st->run_start_ns = 0;
+  st->yield_wanted = st->sliced = st->running = 0;
+  memset(&st->wd, 0, sizeof st->wd);
   st->depth = 0;
   st->sched = NULL;
-  if (st->watchdog == NULL) st->count_hook = 1;
+  if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
   L = lua_newstate(state_alloc, st);
   if (L == NULL) return LUDO_ENOMEM;
   st->L = L;
@@ -329,6 +368,9 @@ int ludo__state_open(ludo__state_t *st) {
    * watchdog there is none until a call overruns. */
   if (st->count_hook)
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
+  /* States opened together and stepped together would collect together:
+   * each gets its own pause, so their cycles drift apart. */
+  if (st->gc_pause > 0) lua_gc(L, LUA_GCINC, st->gc_pause, 0, 0);
   lua_pushcfunction(L, open_sandbox);
   rc = lua_pcall(L, 0, 0, 0);
   if (rc != LUA_OK) {
@@ -360,30 +402,61 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->instr = 0;
 }
 
-void ludo__state_run_begin(ludo__state_t *st, lua_State *co) {
+/* Called by the watchdog's signal handler (or directly): arms the hook on
+ * every coroutine of the running call. Async-signal-safe. */
+static void interrupt(void *arg, int why) {
+  ludo__state_t *st = arg;
+  int i, n;
+  if (!st->armed || !st->running) return;
+  if (why == LUDO__WD_KILL) {
+    if (st->killed) return;
+    st->killed = LUDO__KILL_BUDGET;
+  } else {
+    if (st->yield_wanted || st->killed) return;
+    st->yield_wanted = 1;
+  }
+  n = st->depth < LUDO__CHAIN_MAX ? st->depth : LUDO__CHAIN_MAX;
+  for (i = 0; i < n; i++)
+    lua_sethook(st->chain[i], budget_hook, LUA_MASKCOUNT, 1);
+}
+
+int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
+                          uint64_t slice_ns) {
+  uint64_t now = ludo__clock_ns();
   st->run_start_ns = ludo__clock_coarse_ns();
   st->depth = 0;
-  chain_push(st, co);
-  if (st->watchdog != NULL && !st->count_hook && st->budget_ns != 0) {
-    uint64_t left = st->budget_ns > st->used_ns ? st->budget_ns - st->used_ns
-                                                : 0;
-    st->deadline_ns = st->run_start_ns + left;
-    ludo__watchdog_enter(st->watchdog, st, st->deadline_ns, st->budget_ns);
+  st->sliced = 0;
+  st->yield_wanted = 0;
+  st->wd.slice_ns = slice_ns;
+  st->wd.budget_ns = 0;
+  if (st->budget_ns != 0)
+    st->wd.budget_ns = now + (st->budget_ns > st->used_ns
+                                  ? st->budget_ns - st->used_ns : 0);
+  if (!st->count_hook) {
+    st->wd.interrupt = interrupt;
+    st->wd.arg = st;
+    if (ludo__watchdog_enter(&st->core->watchdog, &st->wd) != 0)
+      return LUDO_EBUSY;
+  } else if (slice_ns != 0 && now >= slice_ns) {
+    st->yield_wanted = 1;
   }
+  st->running = 1;
+  chain_push(st, co);
+  return 0;
 }
 
 void ludo__state_run_end(ludo__state_t *st) {
-  if (st->watchdog != NULL && !st->count_hook && st->budget_ns != 0)
-    ludo__watchdog_leave(st->watchdog);
+  if (!st->count_hook) ludo__watchdog_leave(&st->wd);
+  st->running = 0;
+  st->yield_wanted = 0;
   st->used_ns += ludo__clock_coarse_ns() - st->run_start_ns;
   st->depth = 0;
 }
 
-void ludo__state_interrupt(ludo__state_t *st) {
+void ludo__state_kill(ludo__state_t *st, int why) {
   int i, n;
   if (!st->armed || st->killed) return;
-  if (ludo__clock_coarse_ns() < st->deadline_ns) return;
-  st->killed = 1;
+  st->killed = why;
   n = st->depth < LUDO__CHAIN_MAX ? st->depth : LUDO__CHAIN_MAX;
   for (i = 0; i < n; i++)
     lua_sethook(st->chain[i], budget_hook, LUA_MASKCOUNT, 1);
@@ -393,16 +466,11 @@ void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
   int killed = st->killed;
   st->armed = 0;
   st->killed = 0;
-  /* Only a timed-out call changed hooks (to fire on every instruction). */
-  if (!killed) return;
-  if (st->count_hook) {
-    if (co != NULL)
-      lua_sethook(co, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
-    lua_sethook(st->L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
-  } else {
-    if (co != NULL) lua_sethook(co, NULL, 0, 0);
-    lua_sethook(st->L, NULL, 0, 0);
-  }
+  st->yield_wanted = 0;
+  /* A stopped call left hooks firing on every instruction; a sliced one
+   * may have left a retry hook. */
+  if (co != NULL) normal_hook(st, co);
+  if (killed || !st->count_hook) normal_hook(st, st->L);
 }
 
 static int msgh(lua_State *L) {
@@ -514,6 +582,11 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap) {
   const char *msg;
   size_t i;
+  if (st->killed == LUDO__KILL_CLOSED) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "ECANCELED: the session was closed");
+    return LUDO_ECANCELED;
+  }
   if (st->killed) {
     lua_pop(L, 1);
     if (st->max_instr != 0 && st->instr > st->max_instr)

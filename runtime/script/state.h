@@ -11,9 +11,9 @@
 #include "base/alloc.h"
 #include "base/log.h"
 
+#include "core/core.h"
+
 struct ludo__modules_s;
-struct ludo__watchdog_s;
-struct uv_loop_s;
 
 /* Coroutines a call may run through at once (nesting depth). */
 #define LUDO__CHAIN_MAX 256
@@ -29,15 +29,19 @@ typedef struct ludo__state_s {
   size_t peak;
   size_t *total;              /* also counted here when not NULL */
   long fail_after;            /* tests: fail the Nth allocation (<0 off) */
+  int gc_pause;               /* the collector's pause (%); 0: Lua's */
 
   /* CPU budget of the current call. */
-  struct ludo__watchdog_s *watchdog; /* borrowed; NULL: count hook */
+  ludo__core_t *core;         /* loop, watchdog, log; borrowed */
   int count_hook;             /* budgets by a permanent count hook (set
                                  when there is no watchdog or an
                                  instruction limit is wanted) */
   int armed;                  /* budget enforced while 1 */
-  volatile int killed;        /* budget exceeded in this call */
-  uint64_t deadline_ns;       /* end of the current stretch (coarse) */
+  volatile int killed;        /* 0, or why the call must end: KILL_* */
+  volatile int yield_wanted;  /* the time slice ended: yield when able */
+  int sliced;                 /* the last run ended by yielding a slice */
+  int running;                /* inside run_begin/run_end */
+  ludo__wd_entry_t wd;        /* this state's watchdog entry */
   lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
   int depth;
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
@@ -49,14 +53,17 @@ typedef struct ludo__state_s {
   const ludo__log_t *log;     /* borrowed */
   const char *who;            /* name used for print(); borrowed */
   struct ludo__modules_s *modules; /* module resolver; borrowed */
-  struct uv_loop_s *loop;     /* loop for waiting primitives; may be NULL */
+  uv_loop_t *loop;            /* loop for waiting primitives; may be NULL */
   void *owner;                /* the session or other owner; opaque */
   void *sched;                /* scheduler data of the call in flight */
 } ludo__state_t;
 
+/* Why a call is stopped (ludo__state_t.killed). */
+enum { LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2 };
+
 /* Creates the sandboxed state in st->L. The caller fills heap, cap, log,
- * who, modules, loop, owner, watchdog and count_hook first (the rest is
- * zeroed here). Returns 0 or LUDO_ENOMEM. */
+ * who, modules, loop, owner, core (may be NULL: count hook) and count_hook
+ * first (the rest is zeroed here). Returns 0 or LUDO_ENOMEM. */
 int ludo__state_open(ludo__state_t *st);
 
 /* Closes the state; afterwards st->used is 0. Accepts st->L == NULL. */
@@ -70,14 +77,18 @@ ludo__state_t *ludo__state_of(lua_State *L);
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
                      uint64_t max_instr);
 /* Marks the start/end of a stretch of running Lua inside the call (around
- * each lua_resume of thread `co`). */
-void ludo__state_run_begin(ludo__state_t *st, lua_State *co);
+ * each lua_resume of thread `co`). `slice_ns` is the end of the time slice
+ * (ludo__clock_ns; 0: none): past it, the call thread yields as soon as it
+ * can (st->sliced tells). Returns 0, or LUDO_EBUSY when Lua runs nest too
+ * deeply on this thread (nothing began). */
+int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
+                          uint64_t slice_ns);
 void ludo__state_run_end(ludo__state_t *st);
 
-/* From the watchdog's signal handler, on the state's own thread: when the
- * call is past its deadline, arms the timeout hook on every coroutine it
- * runs through. Async-signal-safe. */
-void ludo__state_interrupt(ludo__state_t *st);
+/* Stops the running call at its next instruction with `why`
+ * (LUDO__KILL_*): every coroutine it runs through raises, and pcall cannot
+ * catch it. Async-signal-safe. */
+void ludo__state_kill(ludo__state_t *st, int why);
 /* Ends the call's budget; restores the normal hook on thread `co`. */
 void ludo__state_disarm(ludo__state_t *st, lua_State *co);
 

@@ -82,7 +82,7 @@ TEST_IMPL(async_not_synchronous) {
 
   ASSERT_OK(reset_async(s, "{\"episode_id\":\"async-1\"}", &r));
   ASSERT_EQ(r.calls, 0);
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(r.calls, 1);
   ASSERT_OK(r.status);
   ASSERT_PTR_EQ(r.seen, s);
@@ -92,7 +92,7 @@ TEST_IMPL(async_not_synchronous) {
 
   ASSERT_OK(step_async(s, "{\"message\":\"hey\"}", &c));
   ASSERT_EQ(c.calls, 0);
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(c.calls, 1);
   ASSERT_OK(c.status);
   ASSERT_EQ(JINT(JPARSE(c.data, strlen(c.data)),
@@ -115,7 +115,7 @@ TEST_IMPL(async_not_synchronous) {
   ASSERT_STR_CONTAINS(c.data, "action.message");
 
   /* Nothing more arrives. */
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(r.calls + st.calls + c.calls, 3);
   ASSERT_EQ(sync_violations, 0);
   ludo_session_close(s);
@@ -168,7 +168,7 @@ TEST_IMPL(async_poll_interleaves) {
   start_sleepers(s, c, 3);
   ASSERT_EQ(calls_in_flight(rt), 3);
   do {
-    inflight = ludo_runtime_poll(rt);
+    inflight = ludo_runtime_poll(rt, 0);
     ASSERT_GE(inflight, 0);
     ASSERT_LE(inflight, 3);
     ASSERT_EQ(c[0].calls + c[1].calls + c[2].calls, 3 - inflight);
@@ -180,7 +180,7 @@ TEST_IMPL(async_poll_interleaves) {
   /* Concurrency, not speed: serial sleeps would take 3x. */
   ASSERT_DBL_LT(elapsed, 2.5 * SLEEP_S);
   /* Later polls deliver nothing more. */
-  for (i = 0; i < 5; i++) ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  for (i = 0; i < 5; i++) ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(c[0].calls + c[1].calls + c[2].calls, 3);
   ASSERT_EQ(calls_in_flight(rt), 0);
   for (i = 0; i < 3; i++) ludo_session_close(s[i]);
@@ -279,7 +279,7 @@ TEST_IMPL(async_ebusy) {
   c1.calls = 0;
   ASSERT_OK(step_async(e, "{\"message\":\"q\"}", &c1));
   ASSERT_ERR(step_async(e, "{\"message\":\"r\"}", &c2), LUDO_EBUSY);
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(c1.calls, 1);
   ASSERT_EQ(c2.calls, 0);
   ASSERT_STR_CONTAINS(c1.data, "\"q\"");
@@ -344,7 +344,7 @@ TEST_IMPL(async_close_in_flight) {
   blocking_reset(e);
   ASSERT_OK(step_async(s1, SLEEP_ACTION, &c1));
   ASSERT_OK(step_async(s2, SLEEP_ACTION, &c2));
-  ASSERT_GE(ludo_runtime_poll(rt), 0);
+  ASSERT_GE(ludo_runtime_poll(rt, 0), 0);
   ludo_session_close(s1);
   ASSERT_EQ(c1.calls, 1); /* s1 is gone: the callback cannot come later */
   ASSERT_ERR(c1.status, LUDO_ECANCELED);
@@ -360,7 +360,7 @@ TEST_IMPL(async_close_in_flight) {
   ASSERT_OK(step_async(e, "{\"message\":\"bye\"}", &ce));
   ludo_session_close(e);
   ASSERT_EQ(ce.calls, 1);
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(ce.calls, 1);
 
   ASSERT_OK(ludo_runtime_stats(rt, &st));
@@ -431,7 +431,7 @@ TEST_IMPL(async_blocking_inside_callback) {
   c.then = nested_calls;
   c.arg = &n;
   ASSERT_OK(step_async(s1, "{\"message\":\"x\"}", &c));
-  ASSERT_EQ(ludo_runtime_poll(rt), 0);
+  ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
   ASSERT_EQ(c.calls, 1);
   ASSERT_ERR(n.run_rc, LUDO_EBUSY);
   /* ludo.h: blocking calls return EBUSY "when called from inside a
@@ -456,7 +456,7 @@ TEST_IMPL(async_runtime_free_in_flight) {
     blocking_reset(s[i]);
   }
   start_sleepers(s, c, 3);
-  ASSERT_GE(ludo_runtime_poll(rt), 0);
+  ASSERT_GE(ludo_runtime_poll(rt, 0), 0);
   test_rt_free(rt);
   for (i = 0; i < 3; i++) {
     ASSERT_EQ(c[i].calls, 1);

@@ -183,7 +183,7 @@ TEST_IMPL(error_invalid_arguments) {
   ASSERT_ERR(ludo_session_state(NULL, &out, &len), LUDO_EINVAL);
   ASSERT_ERR(ludo_runtime_stats(NULL, &st), LUDO_EINVAL);
   ASSERT_ERR(ludo_runtime_stats(rt, NULL), LUDO_EINVAL);
-  ASSERT_ERR(ludo_runtime_poll(NULL), LUDO_EINVAL);
+  ASSERT_ERR(ludo_runtime_poll(NULL, 0), LUDO_EINVAL);
   ASSERT_ERR(ludo_env_prewarm(NULL, 1), LUDO_EINVAL);
   ASSERT_OK(ludo_env_free(NULL));
   ludo_session_close(NULL);
@@ -194,7 +194,7 @@ TEST_IMPL(error_invalid_arguments) {
     ludo_session_t *s = test_open(env);
     /* An async call without a callback. */
     ASSERT_ERR(ludo_session_step_async(s, J("{}"), NULL, NULL), LUDO_EINVAL);
-    ASSERT_EQ(ludo_runtime_poll(rt), 0);
+    ASSERT_EQ(ludo_runtime_poll(rt, 0), 0);
     ludo_session_close(s);
   }
   test_rt_free(rt);

@@ -115,7 +115,7 @@ TEST_IMPL(alloc_all_returned) {
   ludo_session_close(s[0]);
   ASSERT_OK(ludo_session_step_async(s[2], J("{\"seconds\":5}"), count_cb,
                                     &cancelled));
-  ASSERT_GE(ludo_runtime_poll(rt), 1);
+  ASSERT_GE(ludo_runtime_poll(rt, 0), 1);
   ludo_runtime_free(rt);
   ASSERT_UINT_EQ(a.live, 0);
   ASSERT_UINT_EQ(a.blocks, 0);
@@ -333,7 +333,7 @@ TEST_IMPL(alloc_fault_injection) {
 static unsigned poll_pool(ludo_runtime_t *rt, unsigned want) {
   int i;
   for (i = 0; i < 1000 && stats(rt).prewarmed < want; i++)
-    ASSERT_GE(ludo_runtime_poll(rt), 0);
+    ASSERT_GE(ludo_runtime_poll(rt, 0), 0);
   return stats(rt).prewarmed;
 }
 

@@ -18,7 +18,12 @@ static int ludo_l_core_now(lua_State *L) {
   return 1;
 }
 
-static void sleep_closed(uv_handle_t *h) { ludo__op_free(h->data); }
+static void sleep_closed(uv_handle_t *h) {
+  ludo__op_t *op = h->data;
+  ludo__core_t *core = op->core;
+  ludo__op_free(op);
+  if (core != NULL) ludo__core_handle_closed(core);
+}
 
 static void sleep_cancel(ludo__op_t *op) {
   uv_timer_t *t = op->data;
@@ -45,6 +50,7 @@ static int ludo_l_core_sleep(lua_State *L) {
   op = ludo__op_new(L, sizeof(uv_timer_t), sleep_cancel);
   t = op->data;
   uv_timer_init(st->loop, t);
+  if (op->core != NULL) ludo__core_handle_opened(op->core);
   t->data = op;
   ms = (uint64_t)ceil(secs * 1000.0);
   uv_update_time(st->loop); /* the loop's cached time may be stale */

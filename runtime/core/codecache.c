@@ -1,0 +1,184 @@
+/* codecache.c - the runtime-wide compiled-code cache (see codecache.h). */
+#include "core/codecache.h"
+
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+
+static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
+
+static int cc_setup(lua_State *C) {
+  lua_newtable(C);
+  lua_rawsetp(C, LUA_REGISTRYINDEX, &cache_key);
+  return 0;
+}
+
+int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
+                         const char *path) {
+  const char *p, *q;
+  cc->heap = heap;
+  cc->roots = NULL;
+  cc->nroots = 0;
+  cc->strip = getenv("LUDO_DEBUG") == NULL || *getenv("LUDO_DEBUG") == '0';
+  cc->C = lua_newstate(ludo__alloc_fn, heap);
+  if (cc->C == NULL) return LUDO_ENOMEM;
+  lua_pushcfunction(cc->C, cc_setup);
+  if (lua_pcall(cc->C, 0, 0, 0) != LUA_OK) goto nomem;
+  if (path == NULL || *path == '\0') return 0;
+  /* Split the ';'-separated roots. */
+  for (p = path; *p; p = *q ? q + 1 : q) {
+    q = strchr(p, ';');
+    if (q == NULL) q = p + strlen(p);
+    if (q > p) {
+      char **nr = ludo__realloc(heap, cc->roots, cc->nroots * sizeof *nr,
+                                (cc->nroots + 1) * sizeof *nr);
+      if (nr == NULL) goto nomem;
+      cc->roots = nr;
+      cc->roots[cc->nroots] = ludo__strndup(heap, p, (size_t)(q - p));
+      if (cc->roots[cc->nroots] == NULL) goto nomem;
+      cc->nroots++;
+    }
+  }
+  return 0;
+nomem:
+  ludo__codecache_free(cc);
+  return LUDO_ENOMEM;
+}
+
+void ludo__codecache_free(ludo__codecache_t *cc) {
+  size_t i;
+  for (i = 0; i < cc->nroots; i++)
+    ludo__free(cc->heap, cc->roots[i], strlen(cc->roots[i]) + 1);
+  ludo__free(cc->heap, cc->roots, cc->nroots * sizeof *cc->roots);
+  cc->roots = NULL;
+  cc->nroots = 0;
+  if (cc->C) lua_close(cc->C);
+  cc->C = NULL;
+}
+
+static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
+  (void)L;
+  return ludo__buf_add(ud, p, sz) ? 1 : 0;
+}
+
+typedef struct {
+  const char *key, *chunk, *src;
+  size_t keylen, srclen;
+  ludo__buf_t *bc;
+  int strip;
+} compile_req_t;
+
+/* In C (protected): compiles src, stores {bytecode, chunkname} under key.
+ * On a syntax error returns the message. [-0, +1, e] */
+static int cc_compile(lua_State *C) {
+  compile_req_t *r = lua_touserdata(C, 1);
+  if (luaL_loadbufferx(C, r->src, r->srclen, r->chunk, "t") != LUA_OK)
+    return 1; /* the message */
+  if (lua_dump(C, dump_writer, r->bc, r->strip) != 0)
+    return luaL_error(C, "ENOMEM: cannot keep compiled code");
+  lua_pop(C, 1);
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, r->key, r->keylen);
+  lua_createtable(C, 2, 0);
+  lua_pushlstring(C, r->bc->p, r->bc->len);
+  lua_rawseti(C, -2, 1);
+  lua_pushstring(C, r->chunk);
+  lua_rawseti(C, -2, 2);
+  lua_rawset(C, -3);
+  lua_pop(C, 1);
+  lua_pushnil(C);
+  return 1;
+}
+
+typedef struct {
+  const char *key;
+  size_t keylen;
+  const char *bc, *chunk;
+  size_t bclen;
+} find_req_t;
+
+/* In C (protected): finds key's entry; the strings stay valid because the
+ * cache never drops entries. [-0, +0, m] */
+static int cc_find(lua_State *C) {
+  find_req_t *r = lua_touserdata(C, 1);
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, r->key, r->keylen);
+  if (lua_rawget(C, -2) == LUA_TTABLE) {
+    lua_rawgeti(C, -1, 1);
+    lua_rawgeti(C, -2, 2);
+    r->bc = lua_tolstring(C, -2, &r->bclen);
+    r->chunk = lua_tostring(C, -1);
+  }
+  return 0;
+}
+
+/* Looks key up in the cache; on a hit loads the bytecode into L.
+ * Returns 1 on a hit (function pushed on L), 0 on a miss. [-0, +(0|1), e] */
+int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
+                     size_t keylen) {
+  lua_State *C = cc->C;
+  find_req_t r;
+  int top = lua_gettop(C);
+  memset(&r, 0, sizeof r);
+  r.key = key;
+  r.keylen = keylen;
+  lua_pushcfunction(C, cc_find);
+  lua_pushlightuserdata(C, &r);
+  if (lua_pcall(C, 1, 0, 0) != LUA_OK) {
+    lua_settop(C, top);
+    luaL_error(L, "ENOMEM: the code cache cannot grow");
+  }
+  lua_settop(C, top);
+  if (r.bc == NULL) return 0;
+  if (luaL_loadbufferx(L, r.bc, r.bclen, r.chunk, "b") != LUA_OK)
+    lua_error(L);
+  return 1;
+}
+
+/* Compiles src under key and loads it into L. Raises ELOAD on a syntax
+ * error. [-0, +1, e] */
+void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
+                   size_t keylen, const char *chunk, const char *src,
+                   size_t srclen, int strip) {
+  ludo__buf_t bc;
+  compile_req_t r;
+  int rc;
+  ludo__buf_init(&bc, ludo__alloc_fn, cc->heap);
+  r.key = key;
+  r.keylen = keylen;
+  r.chunk = chunk;
+  r.src = src;
+  r.srclen = srclen;
+  r.bc = &bc;
+  r.strip = strip && cc->strip;
+  lua_pushcfunction(cc->C, cc_compile);
+  lua_pushlightuserdata(cc->C, &r);
+  rc = lua_pcall(cc->C, 1, 1, 0);
+  ludo__buf_free(&bc);
+  if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
+    const char *msg = lua_tostring(cc->C, -1);
+    lua_pushfstring(L, "ELOAD: %s", msg ? msg : "cannot compile");
+    lua_pop(cc->C, 1);
+    lua_error(L);
+  }
+  lua_pop(cc->C, 1);
+  if (!ludo__codecache_lookup(L, cc, key, keylen))
+    luaL_error(L, "ELOAD: compiled code vanished from the cache");
+}
+
+
+void ludo__codecache_alias(ludo__codecache_t *cc, const char *alias,
+                           size_t alen, const char *key) {
+  lua_State *C = cc->C;
+  int top = lua_gettop(C);
+  if (!lua_checkstack(C, 4)) return;
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushstring(C, key);
+  lua_rawget(C, -2);
+  lua_pushlstring(C, alias, alen);
+  lua_insert(C, -2);
+  lua_rawset(C, -3);
+  lua_settop(C, top);
+}

@@ -1,0 +1,46 @@
+/* codecache.h - the runtime-wide compiled-code cache: Lua chunks compiled
+ * once (text only) and kept as bytecode under a key (a file path or a
+ * module name), so building a session state loads bytecode instead of
+ * compiling. Where modules are found is script/modules.h's business; the
+ * cache only keeps what it is given, and never drops an entry. */
+#ifndef LUDO_CORE_CODECACHE_H
+#define LUDO_CORE_CODECACHE_H
+
+#include <lua.h>
+#include <stddef.h>
+
+#include "base/alloc.h"
+#include "ludo_defs.h"
+
+/* Runtime-wide compiled-code cache. */
+typedef struct ludo__codecache_s {
+  ludo__alloc_t *heap; /* borrowed */
+  lua_State *C;        /* plain state holding bytecode strings */
+  char **roots;        /* module path roots (owned copies) */
+  size_t nroots;
+  int strip;           /* strip debug info of library modules */
+} ludo__codecache_t;
+
+/* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
+ * Returns 0 or LUDO_ENOMEM. */
+int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
+                         const char *path);
+void ludo__codecache_free(ludo__codecache_t *cc);
+
+/* Looks `key` up; on a hit loads the bytecode into L. Returns 1 on a hit
+ * (function pushed), 0 on a miss. Raises ENOMEM. [-0, +(0|1), e] */
+int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc,
+                           const char *key, size_t keylen);
+
+/* Compiles `src` (text only) under `key` with chunk name `chunk`, stripped
+ * of debug information when `strip` and the cache strips, and loads it
+ * into L. Raises "ELOAD: <syntax error>". [-0, +1, e] */
+void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc,
+                         const char *key, size_t keylen, const char *chunk,
+                         const char *src, size_t srclen, int strip);
+
+/* Makes `alias` name the entry of `key` too (no-op when key is absent). */
+void ludo__codecache_alias(ludo__codecache_t *cc, const char *alias,
+                           size_t alen, const char *key);
+
+#endif

@@ -1,0 +1,191 @@
+/* core.c - the core object and its run queue (see core.h). */
+#include "core/core.h"
+
+#include <malloc.h>
+#include <string.h>
+
+#include "base/clock.h"
+
+/* Memory freed before returning it to the system. */
+#define TRIM_AFTER ((size_t)4 << 20)
+
+static void run_queue(uv_idle_t *h);
+
+int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
+                    ludo_log_cb log, void *log_ud, uv_loop_t *loop,
+                    const char *module_path) {
+  memset(c, 0, sizeof *c);
+  ludo__alloc_init(&c->heap, alloc, alloc_ud);
+  c->log.cb = log;
+  c->log.ud = log_ud;
+  if (module_path != NULL) {
+    c->module_path = ludo__strndup(&c->heap, module_path,
+                                   strlen(module_path));
+    if (c->module_path == NULL) return LUDO_ENOMEM;
+  }
+  if (loop == NULL) {
+    if (uv_loop_init(&c->own_loop) != 0) goto fail_path;
+    c->loop = &c->own_loop;
+  } else {
+    c->loop = loop;
+    c->borrowed = 1;
+  }
+  ludo__registry_init(&c->cmods, &c->heap);
+  if (ludo__codecache_init(&c->cache, &c->heap, c->module_path) != 0)
+    goto fail_loop;
+  c->has_watchdog = ludo__watchdog_init(&c->watchdog) == 0;
+  uv_idle_init(c->loop, &c->idle);
+  c->idle.data = c;
+  ludo__core_handle_opened(c);
+  return 0;
+fail_loop:
+  ludo__registry_free(&c->cmods);
+  if (!c->borrowed) uv_loop_close(&c->own_loop);
+fail_path:
+  if (c->module_path)
+    ludo__free(&c->heap, c->module_path, strlen(c->module_path) + 1);
+  return LUDO_ENOMEM;
+}
+
+void ludo__core_handle_opened(ludo__core_t *c) { c->handles++; }
+
+void ludo__core_handle_closed(ludo__core_t *c) {
+  if (--c->handles == 0 && c->closing && c->on_closed) c->on_closed(c);
+}
+
+static void idle_closed(uv_handle_t *h) {
+  ludo__core_handle_closed(h->data);
+}
+
+void ludo__core_close(ludo__core_t *c) {
+  c->closing = 1;
+  c->ready.head = c->ready.tail = c->later.head = c->later.tail = NULL;
+  if (c->has_watchdog) ludo__watchdog_free(&c->watchdog);
+  ludo__codecache_free(&c->cache);
+  ludo__registry_free(&c->cmods);
+  if (c->module_path)
+    ludo__free(&c->heap, c->module_path, strlen(c->module_path) + 1);
+  c->module_path = NULL;
+  uv_idle_stop(&c->idle);
+  uv_close((uv_handle_t *)&c->idle, idle_closed);
+  if (!c->borrowed) {
+    uv_loop_t *loop = c->loop;
+    /* on_closed may free c: the loop is closed through a copy. */
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+  }
+}
+
+static void push(ludo__queue_t *q, ludo__task_t *t) {
+  t->next = NULL;
+  if (q->tail)
+    q->tail->next = t;
+  else
+    q->head = t;
+  q->tail = t;
+}
+
+static int remove_from(ludo__queue_t *q, ludo__task_t *t) {
+  ludo__task_t *prev = NULL, *cur;
+  for (cur = q->head; cur; prev = cur, cur = cur->next) {
+    if (cur != t) continue;
+    if (prev)
+      prev->next = cur->next;
+    else
+      q->head = cur->next;
+    if (q->tail == t) q->tail = prev;
+    return 1;
+  }
+  return 0;
+}
+
+static void want_idle(ludo__core_t *c) {
+  if (!c->idle_on && !c->closing) {
+    uv_idle_start(&c->idle, run_queue);
+    c->idle_on = 1;
+  }
+}
+
+void ludo__core_post(ludo__core_t *c, ludo__task_t *t) {
+  if (t->queued || c->closing) return;
+  t->queued = 1;
+  push(c->in_callback > 0 ? &c->later : &c->ready, t);
+  want_idle(c);
+}
+
+void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t) {
+  if (t->queued || c->closing) return;
+  t->queued = 1;
+  push(&c->later, t);
+  want_idle(c);
+}
+
+void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t) {
+  if (!t->queued) return;
+  if (!remove_from(&c->ready, t)) remove_from(&c->later, t);
+  t->queued = 0;
+}
+
+int ludo__core_over(const ludo__core_t *c) {
+  return c->deadline_ns != 0 && ludo__clock_ns() >= c->deadline_ns;
+}
+
+uint64_t ludo__core_slice_deadline(const ludo__core_t *c) {
+  if (c->deadline_ns != 0) return c->deadline_ns;
+  return c->slice_ns != 0 ? ludo__clock_ns() + c->slice_ns : 0;
+}
+
+/* Runs the ready tasks until none is left or the poll's deadline passed,
+ * then makes the tasks posted from host callbacks ready for the next
+ * pass. */
+static void run_queue(uv_idle_t *h) {
+  ludo__core_t *c = h->data;
+  ludo__task_t *t;
+  c->last_pass_ns = ludo__clock_ns();
+  while ((t = c->ready.head) != NULL && !c->closing) {
+    c->ready.head = t->next;
+    if (c->ready.head == NULL) c->ready.tail = NULL;
+    t->queued = 0;
+    t->fn(t);
+    if (ludo__core_over(c)) break;
+  }
+  if (c->later.head != NULL) {
+    if (c->ready.tail)
+      c->ready.tail->next = c->later.head;
+    else
+      c->ready.head = c->later.head;
+    c->ready.tail = c->later.tail;
+    c->later.head = c->later.tail = NULL;
+  }
+  if (c->ready.head == NULL && c->idle_on) {
+    uv_idle_stop(&c->idle);
+    c->idle_on = 0;
+  }
+}
+
+void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
+  uint64_t saved = c->deadline_ns;
+  c->deadline_ns = budget_ns ? ludo__clock_ns() + budget_ns : 0;
+  c->in_run++;
+  if (c->borrowed) {
+    /* The host runs its loop; a poll runs only ludo's queue. */
+    if (c->idle_on) run_queue(&c->idle);
+  } else {
+    uv_run(c->loop, UV_RUN_NOWAIT);
+  }
+  c->in_run--;
+  c->deadline_ns = saved;
+}
+
+void ludo__core_run_once(ludo__core_t *c) {
+  c->in_run++;
+  uv_run(c->loop, UV_RUN_ONCE);
+  c->in_run--;
+}
+
+void ludo__core_note_freed(ludo__core_t *c, size_t bytes) {
+  c->trim_freed += bytes;
+  if (c->trim_freed < TRIM_AFTER) return;
+  c->trim_freed = 0;
+  if (c->heap.fn == ludo__alloc_default) malloc_trim(0);
+}

@@ -1,0 +1,116 @@
+/* core.h - the core object: what every layer above shares for one runtime
+ * on one thread. It owns the allocator seam, the log, the event loop (its
+ * own, or one the host lends), the CPU watchdog, the compiled-code cache,
+ * the registry of C modules, and the run queue that delivers work from the
+ * loop.
+ *
+ * The run queue. Everything ludo does after a call returns (starting a
+ * non-blocking call, resuming Lua after a wait or a time slice, running a
+ * completion callback, refilling a pool) is a task posted here. An idle
+ * handle on the loop runs the tasks, so a host that runs the loop itself
+ * (uv_run) needs nothing else, and a host that polls gets them from
+ * ludo__core_poll. Tasks posted while a host callback runs go to the next
+ * pass of the loop (or the next poll), so a callback that starts the next
+ * call cannot keep one pass busy forever. A pass stops early at the
+ * poll's deadline; what is left runs on the next pass. */
+#ifndef LUDO_CORE_CORE_H
+#define LUDO_CORE_CORE_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "core/codecache.h"
+#include "core/registry.h"
+#include "core/watchdog.h"
+#include "ludo_defs.h"
+
+typedef struct ludo__task_s ludo__task_t;
+typedef void (*ludo__task_fn)(ludo__task_t *t);
+
+/* A unit of work for the run queue, embedded in its owner. */
+struct ludo__task_s {
+  ludo__task_fn fn;
+  ludo__task_t *next;
+  int queued;
+};
+
+typedef struct ludo__queue_s {
+  ludo__task_t *head, *tail;
+} ludo__queue_t;
+
+typedef struct ludo__core_s {
+  ludo__alloc_t heap;        /* every byte of the runtime goes through it */
+  ludo__log_t log;
+  uv_loop_t own_loop;
+  uv_loop_t *loop;           /* &own_loop, or the host's */
+  int borrowed;              /* the loop is the host's */
+  uv_idle_t idle;            /* runs the queue while it is not empty */
+  int idle_on, closing, handles;
+  ludo__queue_t ready;       /* tasks for this pass */
+  ludo__queue_t later;       /* tasks posted from host callbacks */
+  uint64_t deadline_ns;      /* end of the current poll; 0: none */
+  uint64_t slice_ns;         /* time slice of Lua runs outside poll; 0 */
+  uint64_t last_pass_ns;     /* when the loop last ran the queue */
+  int in_callback;           /* inside a host callback (depth) */
+  int in_run;                /* inside uv_run started by ludo */
+  int lua_depth;             /* Lua runs active on this core (nesting) */
+  ludo__watchdog_t watchdog;
+  int has_watchdog;          /* CPU budgets by signal (else count hook) */
+  ludo__codecache_t cache;
+  ludo__registry_t cmods;    /* C modules every session can require */
+  char *module_path;         /* owned copy or NULL */
+  size_t trim_freed;         /* bytes freed since the last malloc_trim */
+  /* Called once the last handle finished closing after ludo__core_close;
+   * the owner frees the memory holding `c` there. */
+  void (*on_closed)(struct ludo__core_s *c);
+} ludo__core_t;
+
+/* A handle of ludo's on the core's loop is counted from init to its close
+ * callback, so the core knows when it may go. */
+void ludo__core_handle_opened(ludo__core_t *c);
+void ludo__core_handle_closed(ludo__core_t *c);
+
+/* Sets up `c`: `loop` NULL for an own loop. Copies module_path. Returns 0
+ * or LUDO_ENOMEM. On failure nothing is left to free. */
+int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
+                    ludo_log_cb log, void *log_ud, uv_loop_t *loop,
+                    const char *module_path);
+
+/* Closes ludo's handles (with close callbacks) and frees what `c` holds;
+ * c->on_closed runs when the last handle has closed. On an own loop that
+ * happens before this returns (the loop is run, then closed); on a
+ * borrowed loop, in the host's next uv_run. */
+void ludo__core_close(ludo__core_t *c);
+
+/* Posts `t` (no-op when already queued). [never fails] */
+void ludo__core_post(ludo__core_t *c, ludo__task_t *t);
+
+/* Posts `t` for the next pass of the loop (or the next poll), for work
+ * that should not hold the current pass: pool refills. */
+void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t);
+
+/* Takes `t` out of the queue if it is there. */
+void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t);
+
+/* Runs ready work for at most `budget_ns` (0: what is ready now, without
+ * a limit). Never blocks. */
+void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns);
+
+/* Runs one loop iteration, blocking until something happens when nothing
+ * is queued. For blocking calls. */
+void ludo__core_run_once(ludo__core_t *c);
+
+/* 1 when the current pass is past the poll's deadline. */
+int ludo__core_over(const ludo__core_t *c);
+
+/* The deadline a Lua run starting now may use for its time slice (0:
+ * none). */
+uint64_t ludo__core_slice_deadline(const ludo__core_t *c);
+
+/* Counts freed memory and returns it to the system (malloc_trim) once a
+ * few megabytes have been freed, when the allocator is the C library's. */
+void ludo__core_note_freed(ludo__core_t *c, size_t bytes);
+
+#endif

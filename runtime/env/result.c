@@ -1,0 +1,119 @@
+/* result.c - a call's result JSON, written from the finished call thread:
+ * the OpenEnv envelope {"observation", "reward", "done", "metadata"} with
+ * the rubric scores under metadata.rubrics, or the state as is. */
+#include <lauxlib.h>
+#include <string.h>
+
+#include "env/env.h"
+#include "script/json.h"
+
+static const char *const envelope_skip[] = {"reward", "done", "metadata",
+                                            NULL};
+
+/* encode_result's upvalues: the keys it reads, made once per state so the
+ * hot path does not hash C strings. */
+enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
+static const char *const rubrics_skip[] = {"rubrics", NULL};
+
+/* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
+ * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
+ * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
+ * [-0, +0, e] */
+static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
+  ludo__buf_t *b = &s->out;
+  lua_Integer i, n;
+  if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
+    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+  ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
+  if (lua_type(L, -1) == LUA_TTABLE) {
+    lua_rawgeti(L, -1, 1);                              /* keys */
+    lua_rawgeti(L, -2, 2);                              /* keys, objs */
+    n = (lua_Integer)lua_rawlen(L, -2);
+    for (i = 1; i <= n; i++) {
+      size_t len;
+      const char *key;
+      lua_rawgeti(L, -2, i);
+      key = lua_tolstring(L, -1, &len);
+      if (key == NULL || ludo__buf_add(b, key, len))
+        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+      lua_pop(L, 1);
+      if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
+        lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
+        lua_rawget(L, -2);
+        ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+        lua_pop(L, 1);
+      } else if (ludo__buf_add(b, "null", 4)) {
+        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+      }
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 1);
+  if (ludo__buf_addc(b, '}'))
+    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+}
+
+/* On the finished call thread (protected): writes the result JSON.
+ * Stack: 1 = result (observation or state), 2 = the rubric's score (step
+ * with a rubric) or nil, 3 = the session as light userdata. [-0, +0, e] */
+static int encode_result(lua_State *L) {
+  ludo_session_t *s = lua_touserdata(L, 3);
+  ludo__buf_t *b = &s->out;
+  int has_score = !lua_isnil(L, 2), md;
+  if (s->kind == LUDO__CALL_STATE) {
+    ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
+    return 0;
+  }
+  if (lua_type(L, 1) != LUA_TTABLE)
+    return luaL_error(L, "ESCRIPT: the call returned no observation");
+  if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
+  ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
+  if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
+  lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
+  if (lua_rawget(L, 1) == LUA_TNIL && has_score) /* the step set none */
+    ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
+  else
+    ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+  lua_pushvalue(L, lua_upvalueindex(UV_DONE));
+  lua_rawget(L, 1);
+  if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
+                                              : ",\"done\":false"))
+    goto nomem;
+  lua_pushvalue(L, lua_upvalueindex(UV_METADATA));
+  lua_rawget(L, 1);
+  md = lua_gettop(L);
+  if (lua_type(L, md) == LUA_TTABLE) {
+    size_t mark = b->len, n;
+    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    n = ludo__json_encode_fields(L, md, b, LUDO__JSON_MAXDEPTH,
+                                 has_score ? rubrics_skip : NULL);
+    if (has_score) {
+      if (n > 0 && ludo__buf_addc(b, ',')) goto nomem;
+      encode_rubrics(L, s, 2);
+    } else if (n == 0) {
+      b->len = mark; /* an empty metadata object is left out */
+      b->p[mark] = '\0';
+      return ludo__buf_addc(b, '}') ? luaL_error(L, "ENOMEM") : 0;
+    }
+    if (ludo__buf_addc(b, '}')) goto nomem;
+  } else if (has_score) {
+    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    encode_rubrics(L, s, 2);
+    if (ludo__buf_addc(b, '}')) goto nomem;
+  }
+  if (ludo__buf_addc(b, '}')) goto nomem;
+  return 0;
+nomem:
+  return luaL_error(L, "ENOMEM: the result buffer cannot grow");
+}
+
+void ludo__result_push_encoder(lua_State *L) {
+  lua_pushliteral(L, "reward");
+  lua_pushliteral(L, "done");
+  lua_pushliteral(L, "metadata");
+  lua_pushliteral(L, "last_score");
+  lua_pushcclosure(L, encode_result, 4);
+}
+

@@ -1,0 +1,118 @@
+/* runtime.c - the runtime: a core plus the environments and sessions
+ * built on it, and the driving of its loop for the public API. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env/env.h"
+#include "script/json.h"
+#include "script/lre.h"
+#include "script/schema.h"
+
+LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
+
+/* What reset accepts (extra keys pass through to the environment). */
+static const char reset_schema[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"seed\":{\"type\":[\"integer\",\"null\"]},"
+    "\"episode_id\":{\"type\":[\"string\",\"null\"]}}}";
+
+void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rt->errmsg, sizeof rt->errmsg, fmt, ap);
+  va_end(ap);
+}
+
+static void free_rt(ludo_runtime_t *rt) {
+  ludo__alloc_t heap = rt->core.heap;
+  ludo__alloc_fn(&heap, rt, sizeof *rt, 0);
+}
+
+static void core_closed(ludo__core_t *c) {
+  free_rt((ludo_runtime_t *)((char *)c - offsetof(ludo_runtime_t, core)));
+}
+
+/* ludo's own C modules, and the reset schema. */
+static int setup(ludo_runtime_t *rt) {
+  ludo__registry_t *r = &rt->core.cmods;
+  char err[256];
+  if (ludo__registry_add(r, "ludo.core", luaopen_ludo_core, NULL) ||
+      ludo__registry_add(r, "ludo.json", luaopen_ludo_json, NULL) ||
+      ludo__registry_add(r, "ludo.re", luaopen_ludo_re, NULL))
+    return LUDO_ENOMEM;
+  if (ludo__schema_compile(&rt->core.heap, reset_schema,
+                           sizeof reset_schema - 1, &rt->reset_schema, err,
+                           sizeof err) != 0)
+    return LUDO_ENOMEM;
+  return 0;
+}
+
+int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
+  ludo__alloc_t heap;
+  ludo_runtime_t *rt;
+  const char *path = opts->module_path ? opts->module_path
+                                       : getenv("LUDO_PATH");
+  int rc;
+  ludo__alloc_init(&heap, opts->alloc, opts->alloc_ud);
+  rt = ludo__alloc_fn(&heap, NULL, 0, sizeof *rt);
+  if (rt == NULL) return LUDO_ENOMEM;
+  memset(rt, 0, sizeof *rt);
+  rc = ludo__core_init(&rt->core, opts->alloc, opts->alloc_ud, opts->log,
+                       opts->log_ud, opts->loop, path);
+  if (rc != 0) {
+    rt->core.heap = heap;
+    free_rt(rt);
+    return rc;
+  }
+  rt->core.heap.live += sizeof *rt;
+  rt->core.on_closed = core_closed;
+  rt->core.slice_ns = (uint64_t)opts->slice_us * 1000u;
+  rt->opts = *opts;
+  rt->opts.module_path = rt->core.module_path;
+  rt->gc_seed = (unsigned)(uintptr_t)rt;
+  rc = setup(rt);
+  if (rc != 0) {
+    ludo__runtime_free(rt);
+    return rc;
+  }
+  *out = rt;
+  return 0;
+}
+
+void ludo__runtime_free(ludo_runtime_t *rt) {
+  while (rt->sessions) ludo__session_close(rt->sessions);
+  while (rt->envs) ludo__env_destroy(rt->envs);
+  ludo__schema_free(rt->reset_schema);
+  rt->reset_schema = NULL;
+  ludo__core_close(&rt->core); /* frees rt once its handles are closed */
+}
+
+/* 1 when nothing may drive the loop now: inside a host function, a
+ * callback, or the loop itself. */
+static int busy(const ludo_runtime_t *rt) {
+  return !ludo__runtime_may_block(rt);
+}
+
+int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
+  if (busy(rt)) return LUDO_EBUSY;
+  ludo__core_poll(&rt->core, (uint64_t)budget_us * 1000u);
+  return (int)rt->calls;
+}
+
+int ludo__runtime_run(ludo_runtime_t *rt) {
+  if (busy(rt)) return LUDO_EBUSY;
+  while (rt->calls > 0) ludo__core_run_once(&rt->core);
+  return 0;
+}
+
+void ludo__runtime_stats(ludo_runtime_t *rt, ludo_stats_t *st) {
+  ludo_env_t *env;
+  memset(st, 0, sizeof *st);
+  st->lua_bytes = rt->lua_live;
+  st->heap_bytes = rt->core.heap.live;
+  st->sessions = rt->nsessions;
+  st->calls = rt->calls;
+  for (env = rt->envs; env; env = env->next) st->prewarmed += env->npool;
+}
