@@ -63,6 +63,7 @@ struct ludo_env_s {
   unsigned npool, target;
   ludo__task_t refill;         /* builds one state per loop pass */
   unsigned opening;            /* asynchronous opens not yet run */
+  void *opens;                 /* their requests (session.c) */
 };
 
 struct ludo_session_s {
@@ -108,6 +109,10 @@ void ludo__env_refill_blocking(ludo_env_t *env);
 int ludo__session_open(ludo_env_t *env, ludo_session_t **out);
 int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud);
 void ludo__session_close(ludo_session_t *s);
+/* Tears a session down now, whatever it is doing (runtime shutdown). */
+void ludo__session_destroy(ludo_session_t *s);
+/* Completes pending asynchronous opens with ECANCELED. */
+void ludo__session_cancel_opens(ludo_env_t *env);
 int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
                               void *ud);
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,

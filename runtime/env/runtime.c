@@ -82,7 +82,9 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
 }
 
 void ludo__runtime_free(ludo_runtime_t *rt) {
-  while (rt->sessions) ludo__session_close(rt->sessions);
+  ludo_env_t *env;
+  for (env = rt->envs; env; env = env->next) ludo__session_cancel_opens(env);
+  while (rt->sessions) ludo__session_destroy(rt->sessions);
   while (rt->envs) ludo__env_destroy(rt->envs);
   ludo__schema_free(rt->reset_schema);
   rt->reset_schema = NULL;

@@ -212,12 +212,40 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
 
 /* ---- asynchronous open ----------------------------------------------- */
 
-typedef struct {
+typedef struct open_req_s {
   ludo__task_t task;
   ludo_env_t *env;
   ludo_open_cb cb;
   void *ud;
+  struct open_req_s *next; /* in env->opens */
 } open_req_t;
+
+static void unlink_open(open_req_t *r) {
+  open_req_t **pp;
+  for (pp = (open_req_t **)&r->env->opens; *pp; pp = &(*pp)->next) {
+    if (*pp == r) {
+      *pp = r->next;
+      break;
+    }
+  }
+  r->env->opening--;
+  r->env->rt->calls--;
+}
+
+void ludo__session_cancel_opens(ludo_env_t *env) {
+  ludo__core_t *c = &env->rt->core;
+  while (env->opens != NULL) {
+    open_req_t *r = env->opens;
+    ludo_open_cb cb = r->cb;
+    void *ud = r->ud;
+    ludo__core_unpost(c, &r->task);
+    unlink_open(r);
+    ludo__free(&c->heap, r, sizeof *r);
+    c->in_callback++;
+    cb(NULL, LUDO_ECANCELED, ud);
+    c->in_callback--;
+  }
+}
 
 static void open_task(ludo__task_t *t) {
   open_req_t *r = (open_req_t *)t;
@@ -227,7 +255,7 @@ static void open_task(ludo__task_t *t) {
   int rc = ludo__session_open(env, &s);
   ludo_open_cb cb = r->cb;
   void *ud = r->ud;
-  env->opening--;
+  unlink_open(r);
   ludo__free(&c->heap, r, sizeof *r);
   c->in_callback++;
   cb(s, rc, ud);
@@ -242,7 +270,10 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
   r->env = env;
   r->cb = cb;
   r->ud = ud;
+  r->next = env->opens;
+  env->opens = r;
   env->opening++;
+  env->rt->calls++;
   ludo__core_post(c, &r->task);
   return 0;
 }
@@ -349,6 +380,7 @@ static void teardown(ludo_session_t *s) {
   ludo__free(&rt->core.heap, s, sizeof *s);
   ludo__core_note_freed(&rt->core, bytes);
   if (ccb != NULL) {
+    rt->calls--;
     rt->core.in_callback++;
     ccb(0, cud);
     rt->core.in_callback--;
@@ -361,6 +393,8 @@ static void defer_close(ludo_session_t *s) {
   s->close_requested = 1;
   ludo__state_kill(&s->ps->st, LUDO__KILL_CLOSED);
 }
+
+void ludo__session_destroy(ludo_session_t *s) { teardown(s); }
 
 void ludo__session_close(ludo_session_t *s) {
   if (s->closing) return;
@@ -379,6 +413,7 @@ int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
   s->close_cb = cb;
   s->close_ud = ud;
+  if (cb != NULL) s->env->rt->calls++;
   if (s->ps->sched.resuming) {
     defer_close(s);
     return 0;

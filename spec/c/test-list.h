@@ -32,6 +32,16 @@
   X(async_close_from_callback)                                               \
   X(async_blocking_inside_callback)                                          \
   X(async_runtime_free_in_flight)                                            \
+  /* test-core.c: loop ownership, run queue, lifecycle, re-entrancy */     \
+  X(core_borrowed_loop)                                                      \
+  X(core_async_on_the_loop)                                                  \
+  X(core_poll_budget_slices)                                                 \
+  X(core_async_open_close)                                                   \
+  X(core_pool_blocking_host)                                                 \
+  X(core_free_with_pending_lifecycle)                                        \
+  X(reenter_blocking_ebusy)                                                  \
+  X(reenter_outer_budget)                                                    \
+  X(reenter_close_self)                                                      \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
