@@ -23,7 +23,7 @@ local null = require("ludo.null")
 local M = {}
 
 local env_step, env_reset, env_state, env_close
-local check_action, check_reset, rubric, transform
+local check_action, check_reset, rubric, transform, raise
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
@@ -39,17 +39,19 @@ end
 
 local function checked(check, value)
   local ok, err = check(value)
-  if not ok then error("ESCHEMA: " .. err, 0) end
+  if not ok then raise("ESCHEMA", err, 0) end
 end
 
 -- Binds the session to the environment module `mod` (already checked by
 -- ludo.envinfo in the probe state). `action`/`reset` are the C validators
--- of the action schema (or nil) and of the reset options. Returns the
--- rubric's {name, rubric} pairs, from which the C core reports scores.
-function M.init(mod, action, reset)
+-- of the action schema (or nil) and of the reset options; `raiser` raises
+-- ludo error objects (raiser(code, text, level)), which only the C core
+-- can hand out. Returns the rubric's {name, rubric} pairs, from which the
+-- C core reports scores.
+function M.init(mod, action, reset, raiser)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
-  check_action, check_reset = action, reset
+  check_action, check_reset, raise = action, reset, raiser
   rubric, transform = mod.rubric, mod.transform
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then

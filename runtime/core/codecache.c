@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "core/error.h"
 
 static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
 
@@ -128,7 +129,7 @@ int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
   lua_pushlightuserdata(C, &r);
   if (lua_pcall(C, 1, 0, 0) != LUA_OK) {
     lua_settop(C, top);
-    luaL_error(L, "ENOMEM: the code cache cannot grow");
+    ludo__error_raise(L, LUDO_ENOMEM, "the code cache cannot grow");
   }
   lua_settop(C, top);
   if (r.bc == NULL) return 0;
@@ -158,14 +159,19 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   rc = lua_pcall(cc->C, 1, 1, 0);
   ludo__buf_free(&bc);
   if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
-    const char *msg = lua_tostring(cc->C, -1);
-    lua_pushfstring(L, "ELOAD: %s", msg ? msg : "cannot compile");
+    size_t len = 0;
+    const char *msg = lua_tolstring(cc->C, -1, &len);
+    if (msg == NULL) msg = "cannot compile";
+    lua_pushlstring(L, msg, msg == NULL ? 0 : strlen(msg)); /* copy out */
     lua_pop(cc->C, 1);
+    ludo__error_push(L, LUDO_ELOAD, lua_tostring(L, -1),
+                     lua_rawlen(L, -1), 0);
+    (void)len;
     lua_error(L);
   }
   lua_pop(cc->C, 1);
   if (!ludo__codecache_lookup(L, cc, key, keylen))
-    luaL_error(L, "ELOAD: compiled code vanished from the cache");
+    ludo__error_raise(L, LUDO_ELOAD, "compiled code left the cache");
 }
 
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/error.h"
 #include "base/clock.h"
 #include "base/errors.h"
 #include "script/json.h"
@@ -43,7 +44,7 @@ static void describe(lua_State *L, ludo_env_t *env) {
     text = lua_tolstring(L, -1, &n);
     rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->action_schema,
                               err, sizeof err);
-    if (rc != 0) luaL_error(L, "ELOAD: action schema: %s", err);
+    if (rc != 0) ludo__error_raise(L, LUDO_ELOAD, "action schema: %s", err);
     lua_pop(L, 2);
   }
   lua_pop(L, 2);                           /* mod */
@@ -114,7 +115,8 @@ static int build_protected(lua_State *L) {
   else
     lua_pushnil(L);
   ludo__schema_push_validator(L, env->rt->reset_schema, "reset");
-  lua_call(L, 3, 1);                       /* runner, named */
+  ludo__error_push_raiser(L);
+  lua_call(L, 4, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "env/env.h"
 #include "script/json.h"
 
@@ -23,7 +24,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
   lua_Integer i, n;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
-    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+    ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
   ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
   if (lua_type(L, -1) == LUA_TTABLE) {
@@ -36,7 +37,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
       lua_rawgeti(L, -2, i);
       key = lua_tolstring(L, -1, &len);
       if (key == NULL || ludo__buf_add(b, key, len))
-        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+        ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
       lua_pop(L, 1);
       if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
         lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
@@ -44,7 +45,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
         ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
         lua_pop(L, 1);
       } else if (ludo__buf_add(b, "null", 4)) {
-        luaL_error(L, "ENOMEM: the result buffer cannot grow");
+        ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
       }
       lua_pop(L, 1);
     }
@@ -52,7 +53,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   }
   lua_pop(L, 1);
   if (ludo__buf_addc(b, '}'))
-    luaL_error(L, "ENOMEM: the result buffer cannot grow");
+    ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
 }
 
 /* On the finished call thread (protected): writes the result JSON.
@@ -67,7 +68,8 @@ static int encode_result(lua_State *L) {
     return 0;
   }
   if (lua_type(L, 1) != LUA_TTABLE)
-    return luaL_error(L, "ESCRIPT: the call returned no observation");
+    return ludo__error_raise(L, LUDO_ESCRIPT,
+                             "the call returned no observation");
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
@@ -95,7 +97,8 @@ static int encode_result(lua_State *L) {
     } else if (n == 0) {
       b->len = mark; /* an empty metadata object is left out */
       b->p[mark] = '\0';
-      return ludo__buf_addc(b, '}') ? luaL_error(L, "ENOMEM") : 0;
+      if (ludo__buf_addc(b, '}')) goto nomem;
+      return 0;
     }
     if (ludo__buf_addc(b, '}')) goto nomem;
   } else if (has_score) {
@@ -106,7 +109,7 @@ static int encode_result(lua_State *L) {
   if (ludo__buf_addc(b, '}')) goto nomem;
   return 0;
 nomem:
-  return luaL_error(L, "ENOMEM: the result buffer cannot grow");
+  return ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
 }
 
 void ludo__result_push_encoder(lua_State *L) {

@@ -5,6 +5,7 @@
 #include <uv.h>
 
 #include "base/clock.h"
+#include "core/error.h"
 #include "base/log.h"
 #include "base/uuid.h"
 #include "ludo_defs.h"
@@ -71,23 +72,41 @@ static int ludo_l_core_log(lua_State *L) {
   return 0;
 }
 
+/* Protected: decodes the call's input. [-0, +1, e] */
+static int decode_input(lua_State *L) {
+  ludo__sched_t *s = lua_touserdata(L, 1);
+  ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
+  return 1;
+}
+
 /* ludo.core.input() -> the decoded JSON input of the running call, or nil
  * when the call has none. Raises EPARSE on malformed input. */
 static int ludo_l_core_input(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
+  int status;
   if (s == NULL || s->input == NULL || s->input_len == 0) {
     lua_pushnil(L);
     return 1;
   }
-  ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
-  return 1;
+  lua_pushcfunction(L, decode_input);
+  lua_pushlightuserdata(L, s);
+  status = lua_pcall(L, 1, 1, 0);
+  if (status == LUA_OK) return 1;
+  if (ludo__error_code(L, -1) != 0) return lua_error(L);
+  /* The decoder's text is the host input's, not a script's: it keeps
+   * its code. */
+  ludo__error_push(L, status == LUA_ERRMEM ? LUDO_ENOMEM : LUDO_EPARSE,
+                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "bad input",
+                   lua_tostring(L, -1) ? lua_rawlen(L, -1) : 9, 0);
+  return lua_error(L);
 }
 
 /* ludo.core.uuid() -> a random UUID v4 string. */
 static int ludo_l_core_uuid(lua_State *L) {
   char id[LUDO__UUID_LEN + 1];
-  if (ludo__uuid4(id) != 0) return luaL_error(L, "EIO: no random source");
+  if (ludo__uuid4(id) != 0)
+    return ludo__error_raise(L, LUDO_EIO, "no random source");
   lua_pushstring(L, id);
   return 1;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "base/buf.h"
 
 
@@ -57,7 +58,7 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
   rc = read_file(path, &src);
   if (rc != 0) {
     ludo__buf_free(&src);
-    if (rc == -2) luaL_error(L, "ENOMEM: reading %s", path);
+    if (rc == -2) ludo__error_raise(L, LUDO_ENOMEM, "reading %s", path);
     if (tried) {
       luaL_addstring(tried, "\n\t");
       luaL_addstring(tried, path);
@@ -87,7 +88,7 @@ void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path) {
   if (ludo__codecache_lookup(L, m->cache, path, strlen(path))) return;
   if (!try_file(L, m, NULL, path, 0))
-    luaL_error(L, "ENOENT: cannot read %s", path);
+    ludo__error_raise(L, LUDO_ENOENT, "cannot read %s", path);
 }
 
 void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
@@ -98,7 +99,8 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   const ludo__embedded_t *e;
   int keylen;
   if (!valid_name(name) || strlen(name) >= sizeof rel)
-    luaL_error(L, "ENOENT: invalid module name '%s' (letters, digits, _ . - "
+    ludo__error_raise(L, LUDO_EINVAL,
+                      "invalid module name '%s' (letters, digits, _ . - "
                   "only)", name);
   /* Resolved names are cached per env folder. */
   keylen = snprintf(key, sizeof key, "%s|%s", m->dir ? m->dir : "", name);
@@ -136,7 +138,8 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   }
   luaL_addstring(&tried, "\n\t(embedded modules)");
   luaL_pushresult(&tried);
-  luaL_error(L, "ENOENT: module '%s' not found; searched:%s", name,
+  ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found; searched:%s",
+                    name,
              lua_tostring(L, -1));
 found:
   /* stack: tried-buffer stuff..., fn. Cache under the name key too. */
@@ -187,7 +190,7 @@ static int l_require(lua_State *L) {
   lua_setfield(L, 2, name);
   /* 3: the loader function */
   if (m == NULL) {
-    return luaL_error(L, "ENOENT: module '%s' not found", name);
+    return ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found", name);
   } else if (!push_cmod(L, m, name)) {
     ludo__modules_load(L, m, name);
   }

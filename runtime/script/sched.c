@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <string.h>
 
+#include "core/error.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 
@@ -246,11 +247,13 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   ludo__sched_t *s = st ? st->sched : NULL;
   ludo__op_t *op, **box;
   if (s == NULL || !s->in_call || st->loop == NULL)
-    luaL_error(L, "EINVAL: this primitive waits, and can only be used "
+    ludo__error_raise(L, LUDO_EINVAL,
+                      "this primitive waits, and can only be used "
                   "inside a session call");
   box = lua_newuserdatauv(L, sizeof *box, 0); /* the Lua handle */
   op = ludo__calloc(st->heap, sizeof *op + extra);
-  if (op == NULL) luaL_error(L, "ENOMEM: cannot start an operation");
+  if (op == NULL)
+    ludo__error_raise(L, LUDO_ENOMEM, "cannot start an operation");
   *box = op;
   op->size = sizeof *op + extra;
   op->data = extra ? (void *)(op + 1) : NULL;

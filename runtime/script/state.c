@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "core/error.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 
@@ -473,8 +474,23 @@ void ludo__state_disarm(ludo__state_t *st, lua_State *co) {
   if (killed || !st->count_hook) normal_hook(st, st->L);
 }
 
+/* Errors that say "you used something wrong" keep a traceback: the place
+ * that matters may be a few frames up. */
+static int wants_traceback(int code) {
+  return code == LUDO_ESCRIPT || code == LUDO_EINVAL;
+}
+
 static int msgh(lua_State *L) {
-  const char *msg = lua_tostring(L, 1);
+  int code = ludo__error_code(L, 1);
+  const char *msg;
+  if (code != 0) { /* a ludo error: the same, with the traceback added */
+    if (!wants_traceback(code)) return 1;
+    ludo__error_push_message(L, 1);
+    luaL_traceback(L, L, lua_tostring(L, -1), 1);
+    ludo__error_push(L, code, lua_tostring(L, -1), lua_rawlen(L, -1), 0);
+    return 1;
+  }
+  msg = lua_tostring(L, 1);
   if (msg == NULL) {
     msg = lua_pushfstring(L, "(error object is a %s value)",
                           luaL_typename(L, 1));
@@ -496,15 +512,6 @@ int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres) {
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap);
 
-static const struct {
-  const char *name;
-  int code;
-} err_codes[] = {
-#define LUDO__ERR_ROW(name, code, msg) {#name, code},
-    LUDO_ERRNO_MAP(LUDO__ERR_ROW)
-#undef LUDO__ERR_ROW
-};
-
 static const char nomem_key = 'm';   /* registry: ENOMEM message */
 static const char timeout_key = 't'; /* registry: ETIMEOUT message */
 
@@ -519,7 +526,7 @@ static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
   r->code = state_error(r->st, L, r->status, r->cap);
-  if (r->code == LUDO_ESCRIPT && r->tb != NULL) {
+  if (wants_traceback(r->code) && r->tb != NULL) {
     luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
     lua_remove(L, -2);
   }
@@ -563,25 +570,10 @@ int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
   return LUDO_ENOMEM;
 }
 
-/* True when a traceback shows no Lua source location (only [C] frames),
- * so it tells the reader nothing. */
-static int only_c_frames(const char *tb) {
-  const char *line = strchr(tb + 1, '\n');
-  while (line != NULL) {
-    const char *next = strchr(line + 1, '\n');
-    const char *p = line + 1;
-    while (*p == '\t' || *p == ' ') p++;
-    if (strncmp(p, "[C]:", 4) != 0 && strncmp(p, "(...tail calls...)", 18) != 0)
-      return 0;
-    line = next;
-  }
-  return 1;
-}
-
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap) {
   const char *msg;
-  size_t i;
+  int code;
   if (st->killed == LUDO__KILL_CLOSED) {
     lua_pop(L, 1);
     lua_pushliteral(L, "ECANCELED: the session was closed");
@@ -603,6 +595,12 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
                        "reached", (lua_Integer)cap);
     return LUDO_ENOMEM;
   }
+  code = ludo__error_code(L, -1);
+  if (code != 0) { /* raised by ludo's own code: the code is its own */
+    ludo__error_push_message(L, -1);
+    lua_remove(L, -2);
+    return code;
+  }
   msg = lua_tostring(L, -1);
   if (msg == NULL) {
     const char *tn = luaL_typename(L, -1);
@@ -610,24 +608,10 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     lua_pushfstring(L, "ESCRIPT: (error object is a %s value)", tn);
     return LUDO_ESCRIPT;
   }
-  /* Messages raised by ludo's own code start with a code name. Those about
-   * input (bad JSON, schema, missing file) say enough without a traceback;
-   * misuse of an API (EINVAL) and load errors keep it, for the location. */
-  for (i = 0; i < sizeof err_codes / sizeof err_codes[0]; i++) {
-    size_t n = strlen(err_codes[i].name);
-    if (strncmp(msg, err_codes[i].name, n) == 0 && msg[n] == ':') {
-      const char *tb = strstr(msg, "\nstack traceback:");
-      int code = err_codes[i].code;
-      if (tb != NULL && (only_c_frames(tb) ||
-                         (code != LUDO_EINVAL && code != LUDO_ELOAD &&
-                          code != LUDO_ESCRIPT))) {
-        lua_pushlstring(L, msg, (size_t)(tb - msg));
-        lua_remove(L, -2);
-      }
-      return err_codes[i].code;
-    }
+  /* Whatever its text says, a plain error is the script's. */
+  if (strncmp(msg, "ESCRIPT: ", 9) != 0) {
+    lua_pushfstring(L, "ESCRIPT: %s", msg);
+    lua_remove(L, -2);
   }
-  lua_pushfstring(L, "ESCRIPT: %s", msg);
-  lua_remove(L, -2);
   return LUDO_ESCRIPT;
 }

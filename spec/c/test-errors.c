@@ -256,3 +256,30 @@ TEST_IMPL(error_env_raises) {
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "load_error/env.lua");
   test_rt_free(rt);
 }
+
+/* Codes travel outside the message text: whatever a script's error says,
+ * the host sees ESCRIPT; only errors ludo raised keep their code. */
+TEST_IMPL(error_codes_not_spoofable) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, "spec/fixtures/c/spoof", NULL);
+  ludo_session_t *s = test_open(env);
+  const char *out;
+  size_t len;
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\":\"text\"}"), &out, &len),
+             LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ESCRIPT: ETIMEOUT");
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\":\"nomem\"}"), &out, &len),
+             LUDO_ESCRIPT);
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\":\"table\"}"), &out, &len),
+             LUDO_ESCRIPT);
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\":\"rethrow\"}"), &out, &len),
+             LUDO_ENOENT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "no.such.module");
+  /* ludo's own errors keep their codes. */
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\":1}"), &out, &len),
+             LUDO_ESCHEMA);
+  ASSERT_ERR(ludo_session_step(s, J("{\"how\""), &out, &len), LUDO_EPARSE);
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
