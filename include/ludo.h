@@ -230,6 +230,34 @@ LUDO_EXTERN int ludo_session_step_async(ludo_session_t *s, const char *json,
 LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
                                          void *ud);
 
+/* ---- batched steps ---------------------------------------------------
+ * The EnvPool send/recv model: n sessions, n actions, n results in one
+ * call, for trainers and game loops that step many agents per frame.
+ * `sessions` and `actions`/`lens` are arrays of n (borrowed for the call;
+ * the non-blocking form copies the actions). A session may appear once
+ * per batch. */
+
+/* Blocking: runs every step (steps that wait overlap on the loop), then
+ * calls `cb` once per session, in index order, with its status and result
+ * (or error message), borrowed until `cb` returns. A session that cannot
+ * step (busy, closed, twice in the batch) gets its code in `cb`; the rest
+ * of the batch still runs. Returns 0 when `cb` ran for every index, or
+ * LUDO_EINVAL / LUDO_EBUSY (from inside a host function or callback) /
+ * LUDO_ENOMEM, in which case `cb` never ran. */
+LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *sessions,
+                                        const char *const *actions,
+                                        const size_t *lens, size_t n,
+                                        ludo_batch_cb cb, void *ud);
+
+/* Non-blocking: queues every step on the loop; `cb` runs from the loop
+ * for each session as its step completes. All or nothing: returns 0, or
+ * LUDO_EINVAL / LUDO_EBUSY / LUDO_ECLOSED (some session cannot step) /
+ * LUDO_ENOMEM, in which case no step was queued and `cb` never runs. */
+LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *sessions,
+                                              const char *const *actions,
+                                              const size_t *lens, size_t n,
+                                              ludo_batch_cb cb, void *ud);
+
 #ifdef __cplusplus
 }
 #endif

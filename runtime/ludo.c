@@ -192,3 +192,25 @@ LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
   return ludo__session_call(s, LUDO__CALL_STATE, NULL, 0, cb, ud, NULL,
                             NULL);
 }
+
+static int batch_args(ludo_session_t *const *ss, const char *const *actions,
+                      const size_t *lens, size_t n, ludo_batch_cb cb) {
+  return ss == NULL || actions == NULL || lens == NULL || n == 0 ||
+         cb == NULL || ss[0] == NULL;
+}
+
+LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *ss,
+                                        const char *const *actions,
+                                        const size_t *lens, size_t n,
+                                        ludo_batch_cb cb, void *ud) {
+  if (batch_args(ss, actions, lens, n, cb)) return LUDO_EINVAL;
+  return ludo__session_step_batch(ss, actions, lens, n, cb, ud, 1);
+}
+
+LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *ss,
+                                              const char *const *actions,
+                                              const size_t *lens, size_t n,
+                                              ludo_batch_cb cb, void *ud) {
+  if (batch_args(ss, actions, lens, n, cb)) return LUDO_EINVAL;
+  return ludo__session_step_batch(ss, actions, lens, n, cb, ud, 0);
+}

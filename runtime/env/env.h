@@ -29,8 +29,7 @@ typedef struct ludo__pstate_s {
 } ludo__pstate_t;
 
 /* Session call phases: what the session's task does when it runs. */
-enum { LUDO__PH_IDLE = 0, LUDO__PH_START, LUDO__PH_RUN, LUDO__PH_DELIVER,
-       LUDO__PH_CLOSE };
+enum { LUDO__PH_IDLE = 0, LUDO__PH_START, LUDO__PH_RUN, LUDO__PH_DELIVER };
 
 struct ludo_runtime_s {
   ludo__core_t core;           /* loop, allocator, log, watchdog, caches */
@@ -74,6 +73,11 @@ struct ludo_session_s {
   ludo__buf_t out;             /* last result JSON */
   ludo__buf_t err;             /* last error message */
   ludo__buf_t in;              /* input copy of a non-blocking call */
+  const char *input;           /* the call's input: s->in.p, or the
+                                  caller's bytes for a blocking call */
+  size_t input_len;
+  struct ludo__batch_s *batch; /* the batch this call belongs to */
+  size_t batch_index;
   int kind, status, done;
   int closing;                 /* no new calls; teardown under way */
   int close_requested;         /* close asked from inside its own Lua */
@@ -115,6 +119,12 @@ void ludo__session_destroy(ludo_session_t *s);
 void ludo__session_cancel_opens(ludo_env_t *env);
 int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
                               void *ud);
+/* Steps n sessions (session.c): blocking (cb runs for each, in order,
+ * before it returns) or not (cb runs from the loop as each completes). */
+int ludo__session_step_batch(ludo_session_t *const *ss,
+                             const char *const *actions, const size_t *lens,
+                             size_t n, ludo_batch_cb cb, void *ud,
+                             int blocking);
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        size_t len, ludo_call_cb cb, void *ud,
                        const char **out, size_t *out_len);

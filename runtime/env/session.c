@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "base/errors.h"
 #include "script/json.h"
 
 /* CPU budget of an environment's close(): cleanup gets a small one. */
@@ -121,8 +122,8 @@ static int settle(ludo_session_t *s) {
 
 static void start(ludo_session_t *s, int sliceable) {
   ludo__sched_t *sc = &s->ps->sched;
-  const char *json = s->in.p;
-  size_t len = s->in.len;
+  const char *json = s->input;
+  size_t len = s->input_len;
   int rc;
   sc->sliceable = sliceable;
   rc = ludo__sched_start(sc, s->ps->dispatch_ref, s->kind, json, len,
@@ -149,25 +150,23 @@ static void session_task(ludo__task_t *t) {
     case LUDO__PH_START:
       s->phase = LUDO__PH_IDLE;
       start(s, 1);
+      settle(s);
       break;
     case LUDO__PH_RUN:
       s->phase = LUDO__PH_IDLE;
       ludo__sched_continue(&s->ps->sched);
+      settle(s);
       break;
     case LUDO__PH_DELIVER:
       if (s->env->rt->blocking) { /* no callbacks inside a blocking call */
         hold(s);
-        return;
+        break;
       }
-      deliver(s);
+      deliver(s); /* the callback may free s: nothing after it */
       break;
-    case LUDO__PH_CLOSE:
-      teardown(s);
-      return;
     default:
       break;
   }
-  settle(s);
 }
 
 int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
@@ -280,22 +279,37 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
 
 /* ---- calls ----------------------------------------------------------- */
 
-int ludo__session_call(ludo_session_t *s, int kind, const char *json,
-                       size_t len, ludo_call_cb cb, void *ud,
-                       const char **out, size_t *out_len) {
-  ludo_runtime_t *rt = s->env->rt;
-  int blocking = cb == NULL;
+/* Checks that a call may start on `s` and prepares it. Non-blocking calls
+ * copy their input. Returns 0 or a code (nothing changed then). */
+static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
+                   ludo_call_cb cb, void *ud, int blocking) {
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
-  if (blocking && !ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   if (json == NULL) len = 0;
-  ludo__buf_reset(&s->in);
-  if (len > 0 && ludo__buf_add(&s->in, json, len)) return LUDO_ENOMEM;
+  if (blocking) {
+    s->input = json;
+  } else {
+    ludo__buf_reset(&s->in);
+    if (len > 0 && ludo__buf_add(&s->in, json, len)) return LUDO_ENOMEM;
+    s->input = s->in.p;
+  }
+  s->input_len = len;
   s->kind = kind;
   s->done = 0;
   s->cb = cb;
   s->cb_ud = ud;
-  rt->calls++;
+  s->env->rt->calls++;
+  return 0;
+}
+
+int ludo__session_call(ludo_session_t *s, int kind, const char *json,
+                       size_t len, ludo_call_cb cb, void *ud,
+                       const char **out, size_t *out_len) {
+  ludo_runtime_t *rt = s->env->rt;
+  int blocking = cb == NULL, rc;
+  if (blocking && !ludo__runtime_may_block(rt)) return LUDO_EBUSY;
+  rc = prepare(s, kind, json, len, cb, ud, blocking);
+  if (rc != 0) return rc;
   if (!blocking) {
     post(s, LUDO__PH_START);
     return 0;
@@ -312,6 +326,130 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   if (out) *out = s->out.p ? s->out.p : "";
   if (out_len) *out_len = s->out.len;
   return 0;
+}
+
+/* ---- batched steps --------------------------------------------------- */
+
+typedef struct ludo__batch_s {
+  ludo_batch_cb cb;
+  void *ud;
+  size_t left;             /* calls not yet delivered */
+  ludo__alloc_t *heap;
+} batch_t;
+
+/* The per-session callback of a non-blocking batch. */
+static void batch_cb(ludo_session_t *s, int status, const char *data,
+                     size_t len, void *ud) {
+  batch_t *b = ud;
+  size_t i = s->batch_index;
+  ludo_batch_cb cb = b->cb;
+  void *bud = b->ud;
+  if (--b->left == 0) ludo__free(b->heap, b, sizeof *b);
+  cb(i, s, status, data, len, bud);
+}
+
+static void report(ludo_session_t *s, size_t i, int status, ludo_batch_cb cb,
+                   void *ud) {
+  const char *msg = ludo__err_name(status);
+  if (status == 0)
+    cb(i, s, 0, s->out.p ? s->out.p : "", s->out.len, ud);
+  else if (s != NULL && s->done && s->status == status)
+    cb(i, s, status, s->err.p ? s->err.p : "", s->err.len, ud);
+  else
+    cb(i, s, status, msg, strlen(msg), ud);
+}
+
+static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                          const char *const *actions, const size_t *lens,
+                          size_t n, ludo_batch_cb cb, void *ud) {
+  size_t i;
+  int *rcs = ludo__malloc(&rt->core.heap, n * sizeof *rcs);
+  if (rcs == NULL) return LUDO_ENOMEM;
+  rt->blocking++;
+  for (i = 0; i < n; i++) {
+    ludo_session_t *s = ss[i];
+    if (s == NULL || s->env->rt != rt || s->batch == (void *)rcs) {
+      rcs[i] = LUDO_EINVAL; /* twice in one batch, or not this runtime's */
+      continue;
+    }
+    rcs[i] = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], NULL, NULL, 1);
+    if (rcs[i] != 0) continue;
+    s->batch = (void *)rcs;
+    start(s, 0);
+  }
+  for (i = 0; i < n; i++)
+    while (rcs[i] == 0 && !ss[i]->done) ludo__core_run_once(&rt->core);
+  if (--rt->blocking == 0) release_held(rt);
+  rt->core.in_callback++;
+  for (i = 0; i < n; i++) {
+    ludo_session_t *s = ss[i];
+    int status = rcs[i] != 0 ? rcs[i] : s->status;
+    if (rcs[i] == 0) s->batch = NULL;
+    if (rcs[i] == 0 && s->close_requested) {
+      teardown(s);
+      s = NULL;
+      status = LUDO_ECANCELED;
+    }
+    report(s, i, status, cb, ud);
+  }
+  rt->core.in_callback--;
+  ludo__free(&rt->core.heap, rcs, n * sizeof *rcs);
+  return 0;
+}
+
+static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                       const char *const *actions, const size_t *lens,
+                       size_t n, ludo_batch_cb cb, void *ud) {
+  batch_t *b = ludo__malloc(&rt->core.heap, sizeof *b);
+  size_t i;
+  if (b == NULL) return LUDO_ENOMEM;
+  b->cb = cb;
+  b->ud = ud;
+  b->left = n;
+  b->heap = &rt->core.heap;
+  for (i = 0; i < n; i++) { /* all or nothing: check first */
+    ludo_session_t *s = ss[i];
+    if (s == NULL || s->env->rt != rt) goto bad;
+    if (s->closing || s->close_requested || s->ps->sched.in_call ||
+        s->phase != LUDO__PH_IDLE) {
+      ludo__free(b->heap, b, sizeof *b);
+      return s->closing || s->close_requested ? LUDO_ECLOSED : LUDO_EBUSY;
+    }
+  }
+  for (i = 0; i < n; i++) {
+    ludo_session_t *s = ss[i];
+    int rc = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], batch_cb, b,
+                     0);
+    if (rc != 0) { /* no memory for the input copy: fail this one */
+      static const char msg[] = "ENOMEM: cannot copy the action";
+      s->cb = batch_cb;
+      s->cb_ud = b;
+      set_err(s, msg, sizeof msg - 1);
+      s->status = rc;
+      s->done = 1;
+      s->batch_index = i;
+      post(s, LUDO__PH_DELIVER);
+      continue;
+    }
+    s->batch_index = i;
+    post(s, LUDO__PH_START);
+  }
+  return 0;
+bad:
+  ludo__free(b->heap, b, sizeof *b);
+  return LUDO_EINVAL;
+}
+
+int ludo__session_step_batch(ludo_session_t *const *ss,
+                             const char *const *actions, const size_t *lens,
+                             size_t n, ludo_batch_cb cb, void *ud,
+                             int blocking) {
+  ludo_runtime_t *rt = ss[0]->env->rt;
+  if (blocking) {
+    if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
+    return batch_blocking(rt, ss, actions, lens, n, cb, ud);
+  }
+  return batch_async(rt, ss, actions, lens, n, cb, ud);
 }
 
 /* ---- close ----------------------------------------------------------- */

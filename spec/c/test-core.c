@@ -424,3 +424,91 @@ TEST_IMPL(core_free_with_pending_lifecycle) {
   ASSERT_ERR(open_status, LUDO_ECANCELED);
   ASSERT_EQ(close_calls, 1);
 }
+
+/* ---- batched steps --------------------------------------------------- */
+
+typedef struct batch_rec_s {
+  int n;
+  size_t idx[8];
+  int status[8];
+  char data[8][256];
+} batch_rec_t;
+
+static void batch_rec_cb(size_t i, ludo_session_t *s, int status,
+                         const char *data, size_t len, void *ud) {
+  batch_rec_t *r = ud;
+  (void)s;
+  r->idx[r->n] = i;
+  r->status[r->n] = status;
+  snprintf(r->data[r->n], sizeof r->data[0], "%.*s", (int)len, data);
+  r->n++;
+}
+
+/* A blocking batch calls back once per index, in order; a session that
+ * cannot step gets its own code and the rest of the batch still runs. */
+TEST_IMPL(batch_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
+  ludo_session_t *a = test_open(env), *b = test_open(env);
+  ludo_session_t *c = test_open(env);
+  ludo_session_t *ss[4] = {a, b, a, c};
+  const char *acts[4] = {"{\"message\":\"A\"}", "{\"message\":\"B\"}",
+                         "{\"message\":\"A2\"}", "{\"message\":7}"};
+  size_t lens[4];
+  batch_rec_t r;
+  const char *out;
+  size_t len;
+  int i;
+  for (i = 0; i < 4; i++) lens[i] = strlen(acts[i]);
+  ASSERT_OK(ludo_session_reset(a, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_reset(b, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_reset(c, NULL, 0, &out, &len));
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 4, batch_rec_cb, &r));
+  ASSERT_EQ(r.n, 4);
+  for (i = 0; i < 4; i++) ASSERT_EQ(r.idx[i], i);
+  ASSERT_OK(r.status[0]);
+  ASSERT_STR_CONTAINS(r.data[0], "\"echoed_message\":\"A\"");
+  ASSERT_OK(r.status[1]);
+  ASSERT_STR_CONTAINS(r.data[1], "\"echoed_message\":\"B\"");
+  ASSERT_ERR(r.status[2], LUDO_EINVAL); /* a twice in one batch */
+  ASSERT_ERR(r.status[3], LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(r.data[3], "message");
+  /* The sessions step on normally afterwards. */
+  ASSERT_OK(ludo_session_step(a, J("{\"message\":\"again\"}"), &out, &len));
+  ludo_session_close(a);
+  ludo_session_close(b);
+  ludo_session_close(c);
+  test_rt_free(rt);
+}
+
+/* A non-blocking batch queues every step; results come from the loop,
+ * and steps that wait overlap. A busy session refuses the whole batch. */
+TEST_IMPL(batch_async) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = load_reenter(rt);
+  ludo_session_t *ss[3] = {test_open(env), test_open(env), test_open(env)};
+  const char *acts[3] = {"{\"op\":\"count\"}", "{\"op\":\"count\"}",
+                         "{\"op\":\"count\"}"};
+  size_t lens[3] = {14, 14, 14};
+  batch_rec_t r;
+  int status = 1, i;
+  memset(&r, 0, sizeof r);
+  memset(&host, 0, sizeof host);
+  ASSERT_OK(ludo_session_step_batch_async(ss, acts, lens, 3, batch_rec_cb,
+                                          &r));
+  ASSERT_EQ(r.n, 0);
+  ASSERT_EQ(host.count, 0);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(r.n, 3);
+  ASSERT_EQ(host.count, 3);
+  for (i = 0; i < 3; i++) ASSERT_OK(r.status[i]);
+  ASSERT_OK(ludo_session_step_async(ss[1], J("{\"op\":\"count\"}"),
+                                    count_cb, &status));
+  ASSERT_ERR(ludo_session_step_batch_async(ss, acts, lens, 3, batch_rec_cb,
+                                           &r), LUDO_EBUSY);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(r.n, 3);
+  for (i = 0; i < 3; i++) ludo_session_close(ss[i]);
+  test_rt_free(rt);
+}

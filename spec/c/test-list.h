@@ -43,6 +43,8 @@
   X(reenter_blocking_ebusy)                                                  \
   X(reenter_outer_budget)                                                    \
   X(reenter_close_self)                                                      \
+  X(batch_blocking)                                                          \
+  X(batch_async)                                                             \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
