@@ -230,6 +230,39 @@ LUDO_EXTERN int ludo_session_step_async(ludo_session_t *s, const char *json,
 LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
                                          void *ud);
 
+/* ---- scripts ---------------------------------------------------------
+ * A script is a Lua module in a sandboxed state of its own, with the same
+ * sandbox, memory cap and CPU budget as a session: an agent's policy, a
+ * tool, a report. The host calls its functions by name. */
+
+/* Opens module `module` (a name such as "ludo.policy" or "policy",
+ * resolved like a session's require: `dir` first when not NULL, then the
+ * module path and the embedded modules). Its top level runs under the CPU
+ * budget. Stores the script in *out (caller frees with ludo_script_free).
+ * Returns 0, LUDO_ELOAD (see ludo_runtime_errmsg), LUDO_ETIMEOUT,
+ * LUDO_ENOMEM, LUDO_EINVAL or LUDO_EBUSY (from inside a host function or
+ * callback). */
+LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
+                                 const char *dir, ludo_script_t **out);
+
+/* Calls module.<fn>(args...) where `args_json` is a JSON array (NULL or
+ * empty: no arguments), blocking, under the CPU budget; the function may
+ * wait (ludo.sleep and other waiting primitives). On success *out and *out_len
+ * receive the JSON of its first result (null when it returned nothing),
+ * borrowed until the next call or ludo_script_free. Returns 0, or
+ * LUDO_EINVAL (no such function, arguments not an array), LUDO_EPARSE,
+ * LUDO_EVALUE (the result is not JSON), LUDO_ESCRIPT, LUDO_ETIMEOUT,
+ * LUDO_ENOMEM, LUDO_EBUSY; the message is in ludo_script_errmsg(). */
+LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
+                                 const char *args_json, size_t len,
+                                 const char **out, size_t *out_len);
+
+/* Message of the script's last failed call. Never NULL. */
+LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc);
+
+/* Frees a script. Accepts NULL. Not from inside its own call. */
+LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);
+
 /* ---- batched steps ---------------------------------------------------
  * The EnvPool send/recv model: n sessions, n actions, n results in one
  * call, for trainers and game loops that step many agents per frame.

@@ -69,6 +69,7 @@ typedef void *(*ludo_alloc_fn)(void *ud, void *ptr, size_t osize,
 typedef struct ludo_runtime_s ludo_runtime_t;
 typedef struct ludo_env_s ludo_env_t;
 typedef struct ludo_session_s ludo_session_t;
+typedef struct ludo_script_s ludo_script_t;
 
 /* Runtime options. Initialise with ludo_options_init() and change fields. */
 typedef struct ludo_options_s {

@@ -214,3 +214,28 @@ LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *ss,
   if (batch_args(ss, actions, lens, n, cb)) return LUDO_EINVAL;
   return ludo__session_step_batch(ss, actions, lens, n, cb, ud, 0);
 }
+
+LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
+                                 const char *dir, ludo_script_t **out) {
+  if (out != NULL) *out = NULL;
+  if (rt == NULL || module == NULL || out == NULL) return LUDO_EINVAL;
+  if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
+  rt->errmsg[0] = '\0';
+  return ludo__script_open(rt, module, dir, out);
+}
+
+LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
+                                 const char *args_json, size_t len,
+                                 const char **out, size_t *out_len) {
+  if (sc == NULL || fn == NULL || out == NULL || out_len == NULL)
+    return LUDO_EINVAL;
+  return ludo__script_call(sc, fn, args_json, len, out, out_len);
+}
+
+LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc) {
+  return sc ? ludo__script_errmsg(sc) : "EINVAL: no script";
+}
+
+LUDO_EXTERN void ludo_script_free(ludo_script_t *sc) {
+  if (sc != NULL) ludo__script_free(sc);
+}

@@ -95,6 +95,13 @@ check "ludo run with a policy file" bash -c \
 expect_exit "a policy giving bad actions fails the episode" 1 \
   "$BUILD/ludo" run examples/echo --max-steps 2 \
   --policy spec/fixtures/cli/bad_policy.lua
+expect_exit "a policy spinning at its top level ends with its budget" 1 \
+  timeout 20 "$BUILD/ludo" run examples/echo --cpu-budget 200 \
+  --policy spec/fixtures/cli/spin_policy.lua
+check "the spinning policy's error names ETIMEOUT" bash -c \
+  "'$BUILD/ludo' run examples/echo --cpu-budget 200 \
+   --policy spec/fixtures/cli/spin_policy.lua 2>&1 | grep -q ETIMEOUT"
+check "runtime layering (scripts/check-layers.sh)" scripts/check-layers.sh
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus

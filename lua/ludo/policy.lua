@@ -1,8 +1,10 @@
--- ludo.policy: drives an agent policy for `ludo run` in its own sandboxed
--- state (never the environment's). A policy module returns a table with
--- act(observation, info) -> action, or is itself that function; optional
--- reset(observation) at the start of each episode. Without a policy,
--- a random one draws actions that satisfy the declared action schema.
+-- ludo.policy: drives an agent policy for `ludo run` as a script (its own
+-- sandboxed state, never the environment's; see ludo_script_open). A
+-- policy module returns a table with act(observation, context) -> action,
+-- or is itself that function; optional reset(observation, result) at the
+-- start of each episode. context = {reward, done, step, seed, result}.
+-- Without a policy, a random one draws actions that satisfy the declared
+-- action schema.
 local json = require("ludo.json")
 local null = require("ludo.null")
 
@@ -61,12 +63,15 @@ end
 M.random_value = random_value
 
 local act, on_reset, action_schema
+local seed
 
--- Sets the policy up. `mod` is what the policy file returned (nil for the
--- random policy); `info_json` is the environment's description.
-function M.init(mod, info_json)
-  local info = assert(json.decode(info_json))
+-- Sets the policy up. `name` is the policy's module name (nil for the
+-- random policy), required here so its top level runs under the script's
+-- budget; `info` is the environment's description.
+function M.init(name, info)
   action_schema = info.action
+  local mod = nil
+  if name ~= nil and name ~= null then mod = require(name) end
   if mod == nil then
     act = function() return random_value(action_schema) end
   elseif type(mod) == "function" then
@@ -75,37 +80,25 @@ function M.init(mod, info_json)
     act = mod.act
     on_reset = mod.reset
   else
-    error("EINVAL: a policy returns act(observation) or a table with act",
+    error("a policy returns act(observation, context) or a table with act",
       0)
   end
 end
 
--- Starts an episode: seeds the policy's random numbers.
-function M.reset(seed, result_json)
+-- Starts an episode: seeds the policy's random numbers and hands the reset
+-- result to the policy's reset(observation, result), if any.
+function M.reset(episode_seed, result)
+  seed = episode_seed ~= null and episode_seed or nil
   if seed then math.randomseed(seed) end
-  if on_reset then
-    local r = assert(json.decode(result_json))
-    on_reset(r.observation, r)
-  end
+  if on_reset then on_reset(result.observation, result) end
 end
 
-local last
-
--- Reads a reset or step result; returns its reward (number or nil) and
--- done flag.
-function M.observe(result_json)
-  last = assert(json.decode(result_json))
-  local reward = last.reward
-  if reward == null or type(reward) ~= "number" then reward = nil end
-  return reward, last.done == true
-end
-
--- The policy's next action, as JSON text, for the last observed result.
-function M.act()
-  local action = act(last.observation, last)
-  local text, err = json.encode(action)
-  if not text then error("EVALUE: the policy's action: " .. err, 0) end
-  return text
+-- The policy's next action for the last result. `context` carries the
+-- previous reward, done flag, step index and the episode's seed.
+function M.act(result, context)
+  context.seed = seed
+  context.result = result
+  return act(result.observation, context)
 end
 
 return M

@@ -17,4 +17,18 @@ void ludo__cli_error(const char *fmt, ...)
 
 int ludo__cli_run(int argc, char **argv);
 
+/* A growable text buffer (buf.c). Allocation failure ends the process
+ * with a message: the CLI has nothing to fall back on. */
+typedef struct ludo__cli_buf_s {
+  char *p;
+  size_t len, cap;
+} ludo__cli_buf_t;
+
+void ludo__cli_buf_printf(ludo__cli_buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Appends `s` as a JSON string literal. */
+void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s);
+void ludo__cli_buf_reset(ludo__cli_buf_t *b);
+void ludo__cli_buf_free(ludo__cli_buf_t *b);
+
 #endif

@@ -1,20 +1,17 @@
 /* run.c - `ludo run ENV`: runs episodes in-process with a Lua policy. */
 #include <errno.h>
-#include <lauxlib.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/alloc.h"
 #include "cli/cli.h"
 #include "ludo.h"
-#include "script/json.h"
-#include "script/modules.h"
-#include "script/state.h"
 
 static const char run_usage[] =
     "usage: ludo run ENV [--episodes N] [--seed S] [--policy FILE.lua]\n"
-    "                    [--max-steps N] [--json]\n"
+    "                    [--max-steps N] [--cpu-budget MS]\n"
+    "                    [--memory-cap MB] [--json]\n"
     "\n"
     "Runs episodes of the environment at ENV (a folder with env.lua, or a\n"
     ".lua file) in-process. Each episode: reset, then step with actions\n"
@@ -27,16 +24,11 @@ static const char run_usage[] =
     "                  a table {act=..., reset=...}; default: random actions\n"
     "                  drawn from the action schema\n"
     "  --max-steps N   stop an episode after N steps (default 100)\n"
+    "  --cpu-budget MS CPU time each call (and the policy's) may run, in\n"
+    "                  milliseconds (default 10000)\n"
+    "  --memory-cap MB memory cap of each session's Lua state, and of the\n"
+    "                  policy's, in MiB (default 64)\n"
     "  --json          print one JSON object per episode\n";
-
-typedef struct {
-  ludo__alloc_t heap;
-  ludo__codecache_t cache;
-  ludo__registry_t cmods;
-  ludo__modules_t modules;
-  ludo__state_t st;
-  int policy_ref;
-} policy_t;
 
 static int parse_count(const char *opt, const char *s, long long min,
                        long long *out) {
@@ -52,105 +44,87 @@ static int parse_count(const char *opt, const char *s, long long min,
   return 0;
 }
 
-/* Calls policy.<fn> with `nargs` arguments already pushed; leaves nres. */
-static int policy_call(policy_t *p, const char *fn, int nargs, int nres) {
-  lua_State *L = p->st.L;
-  int rc;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->policy_ref);
-  lua_getfield(L, -1, fn);
-  lua_remove(L, -2);
-  lua_insert(L, -1 - nargs);
-  ludo__state_arm(&p->st, 10000000000ull, 0);
-  ludo__state_run_begin(&p->st, L, 0);
-  rc = ludo__state_pcall(&p->st, L, nargs, nres);
-  ludo__state_run_end(&p->st);
-  ludo__state_disarm(&p->st, NULL);
+/* The policy: ludo.policy as a script, wrapping the user's module. */
+typedef struct {
+  ludo_script_t *sc;
+  ludo__cli_buf_t args;
+} policy_t;
+
+/* Calls ludo.policy.<fn> with the JSON array `args`; prints failures. */
+static int policy_call(policy_t *p, const char *fn, const char **out,
+                       size_t *len) {
+  const char *o;
+  size_t n;
+  int rc = ludo_script_call(p->sc, fn, p->args.p, p->args.len, &o, &n);
   if (rc != 0) {
-    ludo__cli_error("policy: %s", lua_tostring(L, -1));
-    lua_pop(L, 1);
+    ludo__cli_error("policy: %s", ludo_script_errmsg(p->sc));
+    return rc;
   }
-  return rc;
+  if (out) *out = o;
+  if (len) *len = n;
+  return 0;
 }
 
-/* Protected: loads and runs the policy file. [-0, +1, e] */
-static int load_policy_file(lua_State *L) {
-  ludo__modules_t *m = lua_touserdata(L, 1);
-  const char *file = lua_tostring(L, 2);
-  ludo__modules_loadfile(L, m, file);
-  lua_call(L, 0, 1);
-  return 1;
+/* Splits FILE.lua into its folder and module name. */
+static int policy_module(const char *file, char *dir, size_t dn, char *mod,
+                         size_t mn) {
+  const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+  size_t blen = strlen(base);
+  if (blen > 4 && strcmp(base + blen - 4, ".lua") == 0) blen -= 4;
+  if (blen == 0 || blen >= mn) return -1;
+  memcpy(mod, base, blen);
+  mod[blen] = '\0';
+  if (slash == NULL)
+    snprintf(dir, dn, ".");
+  else
+    snprintf(dir, dn, "%.*s", (int)(slash - file), file);
+  return 0;
 }
 
-static int policy_open(policy_t *p, const char *root, const char *file,
-                       const char *info) {
-  lua_State *L;
-  char *slash;
+static int policy_open(policy_t *p, ludo_runtime_t *rt, const char *file,
+                       const char *info, size_t info_len) {
+  char dir[4096], mod[256];
+  int rc;
   memset(p, 0, sizeof *p);
-  ludo__alloc_init(&p->heap, NULL, NULL);
-  if (ludo__codecache_init(&p->cache, &p->heap, root) != 0) return -1;
-  ludo__registry_init(&p->cmods, &p->heap);
-  if (ludo__registry_add(&p->cmods, "ludo.json", luaopen_ludo_json, NULL))
-    return -1;
-  p->modules.cache = &p->cache;
-  p->modules.global = &p->cmods;
-  if (file != NULL) {
-    p->modules.dir = ludo__strndup(&p->heap, file, strlen(file));
-    if (p->modules.dir == NULL) return -1;
-    slash = strrchr(p->modules.dir, '/');
-    if (slash) *slash = '\0'; else strcpy(p->modules.dir, ".");
-  }
-  p->st.heap = &p->heap;
-  p->st.cap = (size_t)64 << 20;
-  p->st.who = "policy";
-  p->st.modules = &p->modules;
-  if (ludo__state_open(&p->st) != 0) return -1;
-  L = p->st.L;
-  lua_getglobal(L, "require");
-  lua_pushliteral(L, "ludo.policy");
-  if (ludo__state_pcall(&p->st, L, 1, 1) != 0) {
-    ludo__cli_error("policy: %s", lua_tostring(L, -1));
+  if (file != NULL &&
+      policy_module(file, dir, sizeof dir, mod, sizeof mod) != 0) {
+    ludo__cli_error("policy %s: not a Lua file name", file);
     return -1;
   }
-  p->policy_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  if (file != NULL) {
-    lua_pushcfunction(L, load_policy_file);
-    lua_pushlightuserdata(L, &p->modules);
-    lua_pushstring(L, file);
-    if (ludo__state_pcall(&p->st, L, 2, 1) != 0) {
-      ludo__cli_error("policy %s: %s", file, lua_tostring(L, -1));
-      return -1;
-    }
-  } else {
-    lua_pushnil(L);
+  rc = ludo_script_open(rt, "ludo.policy", file ? dir : NULL, &p->sc);
+  if (rc != 0) {
+    ludo__cli_error("policy: %s", ludo_runtime_errmsg(rt));
+    return -1;
   }
-  lua_pushstring(L, info);
-  return policy_call(p, "init", 2, 0) == 0 ? 0 : -1;
+  ludo__cli_buf_printf(&p->args, "[");
+  if (file != NULL)
+    ludo__cli_buf_json_string(&p->args, mod);
+  else
+    ludo__cli_buf_printf(&p->args, "null");
+  ludo__cli_buf_printf(&p->args, ",%.*s]", (int)info_len, info);
+  return policy_call(p, "init", NULL, NULL) == 0 ? 0 : -1;
 }
 
 static void policy_close(policy_t *p) {
-  ludo__state_close(&p->st);
-  if (p->modules.dir)
-    ludo__free(&p->heap, p->modules.dir, strlen(p->modules.dir) + 1);
-  ludo__codecache_free(&p->cache);
-  ludo__registry_free(&p->cmods);
+  ludo_script_free(p->sc);
+  ludo__cli_buf_free(&p->args);
 }
 
-/* Feeds a result to the policy: reward and done out. */
-static int observe(policy_t *p, const char *json, size_t len, double *reward,
-                   int *has_reward, int *done) {
-  lua_State *L = p->st.L;
-  lua_pushlstring(L, json, len);
-  if (policy_call(p, "observe", 1, 2) != 0) return -1;
-  *has_reward = lua_isnumber(L, -2);
-  *reward = *has_reward ? lua_tonumber(L, -2) : 0.0;
-  *done = lua_toboolean(L, -1);
-  lua_pop(L, 2);
-  return 0;
+/* Reads reward (number or null) and done from a result. */
+static void read_result(const char *json, size_t len, double *reward,
+                        int *has_reward, int *done) {
+  json_t *root = json_loadb(json, len, 0, NULL);
+  json_t *r = root ? json_object_get(root, "reward") : NULL;
+  *has_reward = r != NULL && json_is_number(r);
+  *reward = *has_reward ? json_number_value(r) : 0.0;
+  *done = root != NULL && json_is_true(json_object_get(root, "done"));
+  json_decref(root);
 }
 
 int ludo__cli_run(int argc, char **argv) {
   const char *env_path = NULL, *policy_file = NULL, *root;
-  long long episodes = 1, seed = -1, max_steps = 100;
+  long long episodes = 1, seed = -1, max_steps = 100, budget = 10000;
+  long long cap_mb = 64;
   int as_json = 0, i, rc, failures = 0;
   ludo_options_t opts;
   ludo_runtime_t *rt = NULL;
@@ -167,7 +141,9 @@ int ludo__cli_run(int argc, char **argv) {
     } else if (strcmp(a, "--json") == 0) {
       as_json = 1;
     } else if (strcmp(a, "--episodes") == 0 || strcmp(a, "--seed") == 0 ||
-               strcmp(a, "--policy") == 0 || strcmp(a, "--max-steps") == 0) {
+               strcmp(a, "--policy") == 0 || strcmp(a, "--max-steps") == 0 ||
+               strcmp(a, "--cpu-budget") == 0 ||
+               strcmp(a, "--memory-cap") == 0) {
       if (i + 1 >= argc) {
         ludo__cli_error("%s needs a value (see ludo run --help)", a);
         return LUDO__CLI_USAGE;
@@ -178,6 +154,12 @@ int ludo__cli_run(int argc, char **argv) {
         if (parse_count(a, argv[++i], 1, &episodes)) return LUDO__CLI_USAGE;
       } else if (strcmp(a, "--seed") == 0) {
         if (parse_count(a, argv[++i], 0, &seed)) return LUDO__CLI_USAGE;
+      } else if (strcmp(a, "--cpu-budget") == 0) {
+        if (parse_count(a, argv[++i], 1, &budget) || budget > 86400000)
+          return LUDO__CLI_USAGE;
+      } else if (strcmp(a, "--memory-cap") == 0) {
+        if (parse_count(a, argv[++i], 1, &cap_mb) || cap_mb > 65536)
+          return LUDO__CLI_USAGE;
       } else if (parse_count(a, argv[++i], 1, &max_steps)) {
         return LUDO__CLI_USAGE;
       }
@@ -199,6 +181,8 @@ int ludo__cli_run(int argc, char **argv) {
   ludo_options_init(&opts);
   opts.module_path = root;
   opts.prewarm = 1;
+  opts.cpu_budget_ms = (uint32_t)budget;
+  opts.memory_cap = (size_t)cap_mb << 20;
   if ((rc = ludo_runtime_new(&rt, &opts)) != 0) {
     ludo__cli_error("cannot start: %s", ludo_strerror(rc));
     return 1;
@@ -209,7 +193,7 @@ int ludo__cli_run(int argc, char **argv) {
     return 1;
   }
   info = ludo_env_info(env, &info_len);
-  if (policy_open(&pol, root, policy_file, info) != 0) {
+  if (policy_open(&pol, rt, policy_file, info, info_len) != 0) {
     policy_close(&pol);
     ludo_runtime_free(rt);
     return 1;
@@ -234,12 +218,14 @@ int ludo__cli_run(int argc, char **argv) {
     rc = ludo_session_reset(s, reset_json, strlen(reset_json), &out,
                             &out_len);
     if (rc == 0) {
-      lua_State *L = pol.st.L;
-      if (seed >= 0) lua_pushinteger(L, seed + i); else lua_pushnil(L);
-      lua_pushlstring(L, out, out_len);
-      if (policy_call(&pol, "reset", 2, 0) != 0 ||
-          observe(&pol, out, out_len, &r, &has_r, &done) != 0)
-        err = 1;
+      ludo__cli_buf_reset(&pol.args);
+      if (seed >= 0)
+        ludo__cli_buf_printf(&pol.args, "[%lld,%.*s]", seed + i,
+                             (int)out_len, out);
+      else
+        ludo__cli_buf_printf(&pol.args, "[null,%.*s]", (int)out_len, out);
+      read_result(out, out_len, &r, &has_r, &done);
+      if (policy_call(&pol, "reset", NULL, NULL) != 0) err = 1;
     } else {
       ludo__cli_error("episode %d: reset: %s", i + 1,
                       ludo_session_errmsg(s));
@@ -248,13 +234,16 @@ int ludo__cli_run(int argc, char **argv) {
     while (!err && !done && steps < max_steps) {
       size_t alen;
       const char *action;
-      if (policy_call(&pol, "act", 0, 1) != 0) {
+      ludo__cli_buf_reset(&pol.args);
+      ludo__cli_buf_printf(&pol.args, "[%.*s,{\"step\":%lld,\"done\":%s",
+                           (int)out_len, out, steps, done ? "true" : "false");
+      if (has_r) ludo__cli_buf_printf(&pol.args, ",\"reward\":%.17g", r);
+      ludo__cli_buf_printf(&pol.args, "}]");
+      if (policy_call(&pol, "act", &action, &alen) != 0) {
         err = 1;
         break;
       }
-      action = lua_tolstring(pol.st.L, -1, &alen);
       rc = ludo_session_step(s, action, alen, &out, &out_len);
-      lua_pop(pol.st.L, 1);
       if (rc != 0) {
         ludo__cli_error("episode %d: step %lld: %s", i + 1, steps + 1,
                         ludo_session_errmsg(s));
@@ -262,10 +251,7 @@ int ludo__cli_run(int argc, char **argv) {
         break;
       }
       steps++;
-      if (observe(&pol, out, out_len, &r, &has_r, &done) != 0) {
-        err = 1;
-        break;
-      }
+      read_result(out, out_len, &r, &has_r, &done);
       if (has_r) total += r;
     }
     if (as_json)

@@ -129,82 +129,18 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   ludo__pstate_t *ps;
   build_req_t r;
   int rc;
-  lua_State *L;
   *out = NULL;
-  ps = ludo__calloc(&rt->core.heap, sizeof *ps);
-  if (ps == NULL) return LUDO_ENOMEM;
-  ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
-  ps->st.heap = &rt->core.heap;
-  ps->st.cap = rt->opts.memory_cap;
-  ps->st.total = &rt->lua_live;
-  ps->st.log = &rt->core.log;
-  ps->st.who = env->name;
-  ps->st.modules = &env->modules;
-  ps->st.loop = rt->core.loop;
-  ps->st.core = &rt->core;
-  ps->st.count_hook = rt->opts.max_instructions > 0;
-  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
-  ps->st.gc_pause = 150 + (int)((rt->gc_seed >> 16) % 101);
-  rc = ludo__state_open(&ps->st);
-  if (rc != 0) {
-    ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s",
-                         env->name);
-    ludo__free(&rt->core.heap, ps, sizeof *ps);
-    return rc;
-  }
-  L = ps->st.L;
-  rc = ludo__sched_init(&ps->sched, &ps->st);
-  if (rc == 0) {
-    ps->sched.budget_ns = (uint64_t)rt->opts.cpu_budget_ms * 1000000u;
-    ps->sched.max_instr = rt->opts.max_instructions;
-    r.env = env;
-    r.ps = ps;
-    lua_pushcfunction(L, build_protected);
-    lua_pushlightuserdata(L, &r);
-    ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
-    rc = ludo__state_run_begin(&ps->st, L, 0);
-    if (rc == 0) {
-      rt->core.lua_depth++;
-      rc = ludo__state_pcall(&ps->st, L, 1, 0);
-      rt->core.lua_depth--;
-      ludo__state_run_end(&ps->st);
-    } else {
-      lua_pop(L, 2);
-      lua_pushliteral(L, "EBUSY: Lua runs nest too deeply");
-    }
-    ludo__state_disarm(&ps->st, NULL);
-    if (rc != 0) {
-      const char *msg = lua_tostring(L, -1);
-      if (msg == NULL) msg = "ELOAD: unknown error";
-      if (rc != LUDO_ENOMEM && rc != LUDO_ETIMEOUT && rc != LUDO_EBUSY) {
-        /* Any failure while loading is ELOAD, whatever raised it. */
-        if (strncmp(msg, "ESCRIPT: ", 9) == 0) msg += 9;
-        ludo__runtime_seterr(rt, "%s%s",
-                             strncmp(msg, "ELOAD: ", 7) == 0 ? "" : "ELOAD: ",
-                             msg);
-        rc = LUDO_ELOAD;
-      } else {
-        ludo__runtime_seterr(rt, "%s", msg);
-      }
-    }
-  } else {
-    ludo__runtime_seterr(rt, "ELOAD: cannot load ludo.async into %s",
-                         env->name);
-  }
+  rc = ludo__pstate_new(rt, &env->modules, env->name, &ps);
+  if (rc != 0) return rc;
+  r.env = env;
+  r.ps = ps;
+  rc = ludo__pstate_run(rt, ps, build_protected, &r, "ELOAD");
   if (rc != 0) {
     ludo__pstate_free(rt, ps);
     return rc;
   }
-  lua_settop(L, 0);
   *out = ps;
   return 0;
-}
-
-void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
-  if (ps == NULL) return;
-  ludo__sched_close(&ps->sched);
-  ludo__state_close(&ps->st);
-  ludo__free(&rt->core.heap, ps, sizeof *ps);
 }
 
 /* ---- pool ------------------------------------------------------------ */

@@ -94,6 +94,16 @@ struct ludo_session_s {
 
 /* Builds a prepared state for env. On failure writes rt->errmsg. */
 int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out);
+
+/* Prepared states (pstate.c): a sandboxed state with its scheduler and the
+ * runtime's limits. On failure writes rt->errmsg. */
+int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
+                     const char *who, ludo__pstate_t **out);
+/* Runs fn(ud) protected in the state under the CPU budget. Failures other
+ * than ENOMEM/ETIMEOUT/EBUSY become the code named `as` ("ELOAD"); the
+ * message goes to rt->errmsg. */
+int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
+                     lua_CFunction fn, void *ud, const char *as);
 void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps);
 
 /* Environment lifecycle (env.c). */
@@ -132,8 +142,20 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
  * [-0, +1, m] */
 void ludo__result_push_encoder(lua_State *L);
 /* 1 when a blocking call may run now: not from inside a host function or
- * callback, nor inside the loop (it would re-enter it). */
-int ludo__runtime_may_block(const ludo_runtime_t *rt);
+ * callback, nor inside the loop (it would re-enter it). The one place the
+ * re-entrancy rule is decided. */
+static inline int ludo__runtime_may_block(const ludo_runtime_t *rt) {
+  const ludo__core_t *c = &rt->core;
+  return c->in_callback == 0 && c->lua_depth == 0 && c->in_run == 0;
+}
+
+/* Scripts (script.c). */
+int ludo__script_open(ludo_runtime_t *rt, const char *module,
+                      const char *dir, ludo_script_t **out);
+int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
+                      size_t len, const char **out, size_t *out_len);
+const char *ludo__script_errmsg(const ludo_script_t *sc);
+void ludo__script_free(ludo_script_t *sc);
 
 /* The runtime (runtime.c). */
 int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts);

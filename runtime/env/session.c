@@ -16,11 +16,6 @@ static void set_err(ludo_session_t *s, const char *msg, size_t len) {
   if (ludo__buf_add(&s->err, msg, len)) ludo__buf_reset(&s->err);
 }
 
-int ludo__runtime_may_block(const ludo_runtime_t *rt) {
-  const ludo__core_t *c = &rt->core;
-  return c->in_callback == 0 && c->lua_depth == 0 && c->in_run == 0;
-}
-
 static void post(ludo_session_t *s, int phase) {
   s->phase = phase;
   ludo__core_post(&s->env->rt->core, &s->task);

@@ -1,0 +1,96 @@
+/* pstate.c - prepared states: a sandboxed Lua state with its scheduler,
+ * set up with the runtime's limits, and protected runs of C code inside
+ * it under the CPU budget (loading modules). Sessions and scripts are both
+ * built on them. */
+#include <lauxlib.h>
+#include <string.h>
+
+#include "base/errors.h"
+#include "env/env.h"
+
+int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
+                     const char *who, ludo__pstate_t **out) {
+  ludo__pstate_t *ps = ludo__calloc(&rt->core.heap, sizeof *ps);
+  int rc;
+  *out = NULL;
+  if (ps == NULL) return LUDO_ENOMEM;
+  ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
+  ps->st.heap = &rt->core.heap;
+  ps->st.cap = rt->opts.memory_cap;
+  ps->st.total = &rt->lua_live;
+  ps->st.log = &rt->core.log;
+  ps->st.who = who;
+  ps->st.modules = modules;
+  ps->st.loop = rt->core.loop;
+  ps->st.core = &rt->core;
+  ps->st.count_hook = rt->opts.max_instructions > 0;
+  /* States opened together would collect together: spread the pauses. */
+  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
+  ps->st.gc_pause = 150 + (int)((rt->gc_seed >> 16) % 101);
+  rc = ludo__state_open(&ps->st);
+  if (rc != 0) {
+    ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s", who);
+    ludo__free(&rt->core.heap, ps, sizeof *ps);
+    return rc;
+  }
+  rc = ludo__sched_init(&ps->sched, &ps->st);
+  if (rc != 0) {
+    ludo__runtime_seterr(rt, "ENOMEM: cannot start the call thread of %s",
+                         who);
+    ludo__pstate_free(rt, ps);
+    return rc;
+  }
+  ps->sched.budget_ns = (uint64_t)rt->opts.cpu_budget_ms * 1000000u;
+  ps->sched.max_instr = rt->opts.max_instructions;
+  *out = ps;
+  return 0;
+}
+
+/* Sets the runtime's message for a failed run: failures other than the
+ * limits become `as` (e.g. ELOAD), whatever raised them. */
+static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
+                      const char *as) {
+  const char *msg = lua_tostring(L, -1);
+  size_t n = strlen(as);
+  if (msg == NULL) msg = "unknown error";
+  if (rc == LUDO_ENOMEM || rc == LUDO_ETIMEOUT || rc == LUDO_EBUSY) {
+    ludo__runtime_seterr(rt, "%s", msg);
+    return rc;
+  }
+  if (strncmp(msg, "ESCRIPT: ", 9) == 0) msg += 9;
+  if (strncmp(msg, as, n) == 0 && msg[n] == ':')
+    ludo__runtime_seterr(rt, "%s", msg);
+  else
+    ludo__runtime_seterr(rt, "%s: %s", as, msg);
+  return ludo__err_code(as, n);
+}
+
+int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
+                     lua_CFunction fn, void *ud, const char *as) {
+  lua_State *L = ps->st.L;
+  int rc;
+  lua_pushcfunction(L, fn);
+  lua_pushlightuserdata(L, ud);
+  ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
+  rc = ludo__state_run_begin(&ps->st, L, 0);
+  if (rc == 0) {
+    rt->core.lua_depth++;
+    rc = ludo__state_pcall(&ps->st, L, 1, 0);
+    rt->core.lua_depth--;
+    ludo__state_run_end(&ps->st);
+  } else {
+    lua_pop(L, 2);
+    lua_pushliteral(L, "EBUSY: Lua runs nest too deeply");
+  }
+  ludo__state_disarm(&ps->st, NULL);
+  if (rc != 0) rc = run_failed(rt, L, rc, as);
+  lua_settop(L, 0);
+  return rc;
+}
+
+void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
+  if (ps == NULL) return;
+  ludo__sched_close(&ps->sched);
+  ludo__state_close(&ps->st);
+  ludo__free(&rt->core.heap, ps, sizeof *ps);
+}

@@ -1,0 +1,162 @@
+/* script.c - scripts: a Lua module loaded by name into a sandboxed state
+ * of its own (the sandbox, memory cap and CPU budget of sessions), whose
+ * functions the host calls by name with JSON arguments and a JSON result.
+ * `ludo run` drives its policies through them. */
+#include <lauxlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "env/env.h"
+#include "script/json.h"
+
+struct ludo_script_s {
+  ludo_runtime_t *rt;
+  ludo__pstate_t *ps;
+  ludo__modules_t modules;
+  char *name;                  /* module name (owned) */
+  int mod_ref;                 /* the module's value */
+  const char *fn;              /* function of the call in flight */
+  ludo__buf_t out, err;
+  int status, done;
+};
+
+/* Protected, at open: requires the module and keeps its value. */
+static int script_init(lua_State *L) {
+  ludo_script_t *sc = lua_touserdata(L, 1);
+  ludo__json_setup(L);
+  ludo__modules_require(L, sc->name);
+  sc->mod_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+/* The call, in the call thread: module[fn](args...) where args is the
+ * decoded JSON array of the input; returns its first result. */
+static int script_call(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  ludo_script_t *sc = st->owner;
+  ludo__sched_t *s = st->sched;
+  lua_Integer i, n = 0;
+  lua_settop(L, 0);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, sc->mod_ref);
+  if (lua_type(L, 1) != LUA_TTABLE ||
+      lua_getfield(L, 1, sc->fn) != LUA_TFUNCTION)
+    return ludo__error_raise(L, LUDO_EINVAL, "module %s has no function %s",
+                             sc->name, sc->fn);
+  if (s->input_len > 0) {
+    ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
+    if (!ludo__json_is_array(L, -1))
+      return ludo__error_raise(L, LUDO_EINVAL, "the arguments of %s.%s "
+                               "must be a JSON array", sc->name, sc->fn);
+    n = (lua_Integer)lua_rawlen(L, -1);
+    luaL_checkstack(L, (int)n + 2, "too many arguments");
+    for (i = 1; i <= n; i++) lua_rawgeti(L, 3, i);
+    lua_remove(L, 3);
+  }
+  lua_call(L, (int)n, 1);
+  return 1;
+}
+
+/* Protected, on the finished call thread: encodes the result. */
+static int encode_first(lua_State *L) {
+  ludo_script_t *sc = lua_touserdata(L, 2);
+  if (lua_isnil(L, 1))
+    return ludo__buf_add(&sc->out, "null", 4) ? luaL_error(L, "ENOMEM") : 0;
+  ludo__json_encode(L, 1, &sc->out, LUDO__JSON_MAXDEPTH, NULL);
+  return 0;
+}
+
+static void script_done(ludo__sched_t *s, int status, lua_State *co,
+                        void *ud) {
+  ludo_script_t *sc = ud;
+  (void)s;
+  ludo__buf_reset(&sc->out);
+  if (status == 0) {
+    lua_settop(co, 1);
+    lua_pushcfunction(co, encode_first);
+    lua_insert(co, 1);
+    lua_pushlightuserdata(co, sc);
+    status = lua_pcall(co, 2, 0, 0);
+    if (status != 0) {
+      status = ludo__state_error(&sc->ps->st, co, status);
+      if (status == LUDO_ESCRIPT) status = LUDO_EVALUE;
+    }
+  }
+  if (status != 0) {
+    size_t len = 0;
+    const char *msg = lua_tolstring(co, -1, &len);
+    ludo__buf_reset(&sc->err);
+    if (msg == NULL || ludo__buf_add(&sc->err, msg, len))
+      ludo__buf_reset(&sc->err);
+  }
+  sc->status = status;
+  sc->done = 1;
+}
+
+int ludo__script_open(ludo_runtime_t *rt, const char *module,
+                      const char *dir, ludo_script_t **out) {
+  ludo__alloc_t *heap = &rt->core.heap;
+  ludo_script_t *sc = ludo__calloc(heap, sizeof *sc);
+  int rc;
+  *out = NULL;
+  if (sc == NULL) return LUDO_ENOMEM;
+  sc->rt = rt;
+  sc->mod_ref = LUA_NOREF;
+  ludo__buf_init(&sc->out, ludo__alloc_fn, heap);
+  ludo__buf_init(&sc->err, ludo__alloc_fn, heap);
+  sc->name = ludo__strndup(heap, module, strlen(module));
+  sc->modules.cache = &rt->core.cache;
+  sc->modules.global = &rt->core.cmods;
+  if (dir != NULL) sc->modules.dir = ludo__strndup(heap, dir, strlen(dir));
+  if (sc->name == NULL || (dir != NULL && sc->modules.dir == NULL)) {
+    ludo__script_free(sc);
+    return LUDO_ENOMEM;
+  }
+  rc = ludo__pstate_new(rt, &sc->modules, sc->name, &sc->ps);
+  if (rc == 0) {
+    sc->ps->st.owner = sc;
+    rc = ludo__pstate_run(rt, sc->ps, script_init, sc, "ELOAD");
+  }
+  if (rc != 0) {
+    ludo__script_free(sc);
+    return rc;
+  }
+  lua_pushcfunction(sc->ps->st.L, script_call);
+  sc->ps->dispatch_ref = luaL_ref(sc->ps->st.L, LUA_REGISTRYINDEX);
+  *out = sc;
+  return 0;
+}
+
+int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
+                      size_t len, const char **out, size_t *out_len) {
+  ludo_runtime_t *rt = sc->rt;
+  int rc;
+  if (!ludo__runtime_may_block(rt) || sc->ps->sched.in_call)
+    return LUDO_EBUSY;
+  sc->fn = fn;
+  sc->done = 0;
+  rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
+                         json, json ? len : 0, script_done, sc);
+  if (rc != 0) return rc;
+  rt->blocking++;
+  while (!sc->done) ludo__core_run_once(&rt->core);
+  rt->blocking--;
+  if (sc->status != 0) return sc->status;
+  *out = sc->out.p ? sc->out.p : "null";
+  *out_len = sc->out.p ? sc->out.len : 4;
+  return 0;
+}
+
+const char *ludo__script_errmsg(const ludo_script_t *sc) {
+  return sc->err.p ? sc->err.p : "";
+}
+
+void ludo__script_free(ludo_script_t *sc) {
+  ludo__alloc_t *heap = &sc->rt->core.heap;
+  if (sc->ps) ludo__pstate_free(sc->rt, sc->ps);
+  if (sc->name) ludo__free(heap, sc->name, strlen(sc->name) + 1);
+  if (sc->modules.dir)
+    ludo__free(heap, sc->modules.dir, strlen(sc->modules.dir) + 1);
+  ludo__buf_free(&sc->out);
+  ludo__buf_free(&sc->err);
+  ludo__free(heap, sc, sizeof *sc);
+}
