@@ -80,7 +80,11 @@ $(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a
 	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Examples with C parts.
-examples: $(BUILD)/gridworld
+examples: $(BUILD)/gridworld $(BUILD)/hostloop
+$(BUILD)/hostloop: examples/hostloop/main.c $(BUILD)/libludo.a include/ludo.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 GRID_SRC := $(sort $(wildcard examples/gridworld/*.c))
 $(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h
 	@mkdir -p $(dir $@)

@@ -113,6 +113,7 @@ check "ludo run from another directory (embedded modules)" bash -c \
 check "lua-path lets stock lua5.4 require ludo.rubrics" bash -c \
   "eval \"\$('$BUILD/ludo' lua-path)\" && cd /tmp && \
    lua5.4 -e 'local R=require(\"ludo.rubrics\") assert(R.WeightedSum)'"
+check "hostloop example (ludo on the host's libuv loop)" "$BUILD/hostloop"
 if [ -x "$BUILD/gridworld" ] && [ -s "$BUILD/gridworld" ]; then
   check "gridworld example" "$BUILD/gridworld"
 fi

@@ -6,10 +6,11 @@
  *   usage: gridworld [episodes] [path-to-examples/gridworld]
  *
  * Each frame the host starts at most one call per idle session
- * (ludo_session_reset_async / ludo_session_step_async) and then calls
- * ludo_runtime_poll() once; completion callbacks run from inside that poll
- * and record the result. Nothing here blocks: a real engine would render
- * and simulate between polls. */
+ * (ludo_session_reset_async / ludo_session_step_async) and then gives ludo
+ * a frame budget: ludo_runtime_poll(rt, FRAME_BUDGET_US) runs the queued
+ * calls and completion callbacks for at most that long (Lua that runs
+ * longer is time-sliced and goes on in the next frame). Nothing here
+ * blocks: a real engine would render and simulate between polls. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #define NSESSIONS 4
 #define SEED_BASE 1000
 #define MAX_FRAMES 100000
+#define FRAME_BUDGET_US 2000 /* ludo's share of a frame */
 #define BOARD_MAX (GAME_MAX_SIDE * (GAME_MAX_SIDE + 1) + 1)
 
 typedef struct host_s host_t;
@@ -292,11 +294,12 @@ int main(int argc, char **argv) {
     ludo_session_set_data(a->s, &a->game);
   }
 
-  /* The host's frame loop: start what is idle, poll once, "render". */
+  /* The host's frame loop: start what is idle, give ludo its budget,
+   * "render". */
   while (h.finished + h.failures < h.episodes && frames < MAX_FRAMES) {
     for (i = 0; i < NSESSIONS; i++)
       if (!h.agents[i].busy) start_call(&h.agents[i]);
-    rc = ludo_runtime_poll(rt, 0);
+    rc = ludo_runtime_poll(rt, FRAME_BUDGET_US);
     if (rc < 0) {
       fprintf(stderr, "gridworld: poll: %s\n", ludo_strerror(rc));
       break;
