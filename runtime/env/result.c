@@ -16,6 +16,14 @@ static const char *const envelope_skip[] = {"reward", "done", "metadata",
 enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
 static const char *const rubrics_skip[] = {"rubrics", NULL};
 
+/* The result did not fit: the session's memory cap (the buffer lives in
+ * its state's memory) or the process's. [-0, +0, v] */
+static int result_nomem(lua_State *L, ludo_session_t *s) {
+  return ludo__error_raise(L, LUDO_ENOMEM, "the result does not fit in the "
+                           "session's memory limit of %I bytes",
+                           (lua_Integer)s->ps->st.cap);
+}
+
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
  * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
  * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
@@ -24,7 +32,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
   lua_Integer i, n;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
-    ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
+    result_nomem(L, s);
   ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
   if (lua_type(L, -1) == LUA_TTABLE) {
@@ -37,7 +45,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
       lua_rawgeti(L, -2, i);
       key = lua_tolstring(L, -1, &len);
       if (key == NULL || ludo__buf_add(b, key, len))
-        ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
+        result_nomem(L, s);
       lua_pop(L, 1);
       if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
         lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
@@ -45,7 +53,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
         ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
         lua_pop(L, 1);
       } else if (ludo__buf_add(b, "null", 4)) {
-        ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
+        result_nomem(L, s);
       }
       lua_pop(L, 1);
     }
@@ -53,7 +61,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   }
   lua_pop(L, 1);
   if (ludo__buf_addc(b, '}'))
-    ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
+    result_nomem(L, s);
 }
 
 /* On the finished call thread (protected): writes the result JSON.
@@ -109,7 +117,7 @@ static int encode_result(lua_State *L) {
   if (ludo__buf_addc(b, '}')) goto nomem;
   return 0;
 nomem:
-  return ludo__error_raise(L, LUDO_ENOMEM, "the result buffer cannot grow");
+  return result_nomem(L, s);
 }
 
 void ludo__result_push_encoder(lua_State *L) {

@@ -1,5 +1,6 @@
 /* runtime.c - the runtime: a core plus the environments and sessions
  * built on it, and the driving of its loop for the public API. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +50,17 @@ static int setup(ludo_runtime_t *rt) {
   return 0;
 }
 
+/* C loops over JSON check the CPU budget of the call they run for. */
+static void install_checks(void) { ludo__json_set_check(ludo__state_check); }
+
 int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
   ludo__alloc_t heap;
   ludo_runtime_t *rt;
   const char *path = opts->module_path ? opts->module_path
                                        : getenv("LUDO_PATH");
   int rc;
+  pthread_once(&once, install_checks);
   ludo__alloc_init(&heap, opts->alloc, opts->alloc_ud);
   rt = ludo__alloc_fn(&heap, NULL, 0, sizeof *rt);
   if (rt == NULL) return LUDO_ENOMEM;

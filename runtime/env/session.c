@@ -44,15 +44,23 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   (void)sc;
   ludo__buf_reset(&s->out);
   if (status == 0 && s->kind != LUDO__CALL_CLOSE) {
+    /* The result is written under the call's CPU budget, into a buffer
+     * counted against the session's memory cap. */
+    ludo__state_t *st = &s->ps->st;
     lua_settop(co, 2);
     lua_rawgeti(co, LUA_REGISTRYINDEX, s->ps->encode_ref);
     lua_insert(co, 1);
     lua_pushlightuserdata(co, s);
-    status = lua_pcall(co, 3, 0, 0);
-    if (status != 0) {
-      status = ludo__state_error(&s->ps->st, co, status);
-      ludo__buf_reset(&s->out);
+    if (ludo__state_run_begin(st, co, 0) != 0) {
+      lua_settop(co, 0);
+      lua_pushliteral(co, "EBUSY: Lua runs nest too deeply");
+      status = LUDO_EBUSY;
+    } else {
+      status = lua_pcall(co, 3, 0, 0);
+      ludo__state_run_end(st);
+      if (status != 0) status = ludo__state_error(st, co, status);
     }
+    if (status != 0) ludo__buf_reset(&s->out);
   }
   if (status != 0) {
     size_t len = 0;
@@ -191,7 +199,7 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
   ps->sched.wake = on_wake;
   ps->sched.wake_ud = s;
   s->task.fn = session_task;
-  ludo__buf_init(&s->out, ludo__alloc_fn, &rt->core.heap);
+  ludo__buf_init(&s->out, ludo__state_alloc, &ps->st);
   ludo__buf_init(&s->err, ludo__alloc_fn, &rt->core.heap);
   ludo__buf_init(&s->in, ludo__alloc_fn, &rt->core.heap);
   s->next = rt->sessions;
@@ -497,6 +505,7 @@ static void teardown(ludo_session_t *s) {
     if (s->cb != NULL) deliver(s);     /* ...which happens now */
   }
   run_module_close(s);
+  ludo__buf_free(&s->out); /* in the state's memory: before the state */
   bytes = s->ps->st.used;
   ludo__pstate_free(rt, s->ps);
   s->ps = NULL;
@@ -507,7 +516,6 @@ static void teardown(ludo_session_t *s) {
   if (s->next) s->next->prev = s->prev;
   rt->nsessions--;
   env->nsessions--;
-  ludo__buf_free(&s->out);
   ludo__buf_free(&s->err);
   ludo__buf_free(&s->in);
   ludo__free(&rt->core.heap, s, sizeof *s);

@@ -67,8 +67,7 @@ static int ludo_l_core_log(lua_State *L) {
   size_t len;
   const char *msg = luaL_checklstring(L, 2, &len);
   ludo__state_t *st = ludo__state_of(L);
-  ludo__log_write(st ? st->log : NULL, (ludo_log_level_t)level,
-                  st && st->who ? st->who : "lua", msg, len);
+  ludo__state_log(L, st, level, msg, len);
   return 0;
 }
 

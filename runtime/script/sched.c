@@ -84,7 +84,6 @@ void ludo__sched_close(ludo__sched_t *s) {
 static void finish(ludo__sched_t *s, int status) {
   lua_State *co = s->co;
   cancel_ops(s);
-  ludo__state_disarm(s->st, co);
   s->waiting = s->runnable = 0;
   s->nargs = 0;
   if (s->backlog_ref != LUA_NOREF) {
@@ -93,7 +92,9 @@ static void finish(ludo__sched_t *s, int status) {
   }
   s->input = NULL;
   s->input_len = 0;
+  /* The budget still holds while the owner encodes the results. */
   if (s->done) s->done(s, status, co, s->done_ud);
+  ludo__state_disarm(s->st, co);
   if (status == 0) {
     lua_settop(co, 0);
   } else {

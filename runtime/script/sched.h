@@ -21,7 +21,8 @@ typedef struct ludo__sched_s ludo__sched_t;
 
 /* Called once when a call ends. status 0: the results are on `co`
  * (lua_gettop(co) values); otherwise a LUDO_E* code with the message string
- * on top of `co`. The callback must not resume `co`; the scheduler clears
+ * on top of `co`. The call's budget is still armed: C work on the results
+ * done between ludo__state_run_begin/end (encoding) is bounded by it. The callback must not resume `co`; the scheduler clears
  * the thread after it returns. */
 typedef void (*ludo__sched_done_cb)(ludo__sched_t *s, int status,
                                     lua_State *co, void *ud);

@@ -20,7 +20,7 @@
 #include "ludo_defs.h"
 #include "script/modules.h"
 
-static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ludo__state_t *st = ud;
   void *p;
   if (ptr == NULL) osize = 0;
@@ -46,11 +46,11 @@ static void *state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 }
 
 ludo__state_t *ludo__state_of(lua_State *L) {
-  /* A state is ours when it allocates through state_alloc; its ud is then
+  /* A state is ours when it allocates through ludo__state_alloc; its ud is then
    * the ludo__state_t. Works from any thread of the state and returns NULL
    * for foreign states (e.g. a stock lua5.4 loading ludo's C modules). */
   void *ud;
-  return lua_getallocf(L, &ud) == state_alloc ? ud : NULL;
+  return lua_getallocf(L, &ud) == ludo__state_alloc ? ud : NULL;
 }
 
 static void budget_hook(lua_State *L, lua_Debug *ar);
@@ -136,8 +136,46 @@ static int l_print(lua_State *L) {
   }
   luaL_pushresult(&b);
   s = lua_tolstring(L, -1, &len);
-  ludo__log_write(st->log, LUDO_LOG_INFO, st->who ? st->who : "lua", s, len);
+  ludo__state_log(L, st, LUDO_LOG_INFO, s, len);
   return 0;
+}
+
+void ludo__state_log(lua_State *L, ludo__state_t *st, int level,
+                     const char *msg, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  const char *who = st && st->who ? st->who : "lua";
+  luaL_Buffer b;
+  size_t i;
+  if (st != NULL) {
+    if (st->log_bytes >= LUDO__LOG_CALL_MAX) return;
+    st->log_bytes += len;
+    if (st->log_bytes >= LUDO__LOG_CALL_MAX) {
+      ludo__log(st->log, LUDO_LOG_WARN, who, "log output of this call cut "
+                "at %zu bytes", (size_t)LUDO__LOG_CALL_MAX);
+      return;
+    }
+  }
+  luaL_buffinit(L, &b);
+  for (i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    if (c >= 0x20 && c != 0x7f) {
+      luaL_addchar(&b, (char)c);
+    } else if (c == '\t') {
+      luaL_addchar(&b, '\t');
+    } else { /* newlines and escapes: visible, never raw */
+      luaL_addchar(&b, '\\');
+      luaL_addchar(&b, c == '\n' ? 'n' : c == '\r' ? 'r' : 'x');
+      if (c != '\n' && c != '\r') {
+        luaL_addchar(&b, hex[c >> 4]);
+        luaL_addchar(&b, hex[c & 15]);
+      }
+    }
+  }
+  luaL_pushresult(&b);
+  msg = lua_tolstring(L, -1, &len);
+  ludo__log_write(st ? st->log : NULL, (ludo_log_level_t)level, who, msg,
+                  len);
+  lua_pop(L, 1);
 }
 
 /* load(chunk [, chunkname [, mode [, env]]]): text chunks only. */
@@ -360,7 +398,7 @@ int ludo__state_open(ludo__state_t *st) {
   st->depth = 0;
   st->sched = NULL;
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
-  L = lua_newstate(state_alloc, st);
+  L = lua_newstate(ludo__state_alloc, st);
   if (L == NULL) return LUDO_ENOMEM;
   st->L = L;
   lua_atpanic(L, state_panic);
@@ -396,6 +434,7 @@ void ludo__state_close(ludo__state_t *st) {
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
                      uint64_t max_instr) {
   st->armed = 1;
+  st->log_bytes = 0;
   st->killed = 0;
   st->budget_ns = budget_ns;
   st->max_instr = max_instr;
@@ -452,6 +491,21 @@ void ludo__state_run_end(ludo__state_t *st) {
   st->yield_wanted = 0;
   st->used_ns += ludo__clock_coarse_ns() - st->run_start_ns;
   st->depth = 0;
+}
+
+int ludo__state_check(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  if (st == NULL || !st->armed || !st->running) return 0;
+  if (!st->killed && st->budget_ns != 0 &&
+      st->used_ns + (ludo__clock_coarse_ns() - st->run_start_ns) >
+          st->budget_ns)
+    ludo__state_kill(st, LUDO__KILL_BUDGET);
+  if (!st->killed) return 0;
+  if (st->killed == LUDO__KILL_CLOSED)
+    lua_pushliteral(L, "ECANCELED: the session was closed");
+  else
+    lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+  return 1;
 }
 
 void ludo__state_kill(ludo__state_t *st, int why) {

@@ -51,6 +51,7 @@ typedef struct ludo__state_s {
   uint64_t instr;             /* instructions counted in this call */
 
   const ludo__log_t *log;     /* borrowed */
+  size_t log_bytes;           /* log bytes written by the current call */
   const char *who;            /* name used for print(); borrowed */
   struct ludo__modules_s *modules; /* module resolver; borrowed */
   uv_loop_t *loop;            /* loop for waiting primitives; may be NULL */
@@ -60,6 +61,11 @@ typedef struct ludo__state_s {
 
 /* Why a call is stopped (ludo__state_t.killed). */
 enum { LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2 };
+
+/* The states' allocator (lua_Alloc contract, `ud` the ludo__state_t):
+ * counts into st->used and refuses growth past st->cap. C buffers that
+ * belong to a session (its result) use it too, so they count. */
+void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* Creates the sandboxed state in st->L. The caller fills heap, cap, log,
  * who, modules, loop, owner, core (may be NULL: count hook) and count_hook
@@ -84,6 +90,23 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
 int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
                           uint64_t slice_ns);
 void ludo__state_run_end(ludo__state_t *st);
+
+/* For loops inside C (JSON, string work): 0 while the running call of L's
+ * state is within its budget; otherwise marks it stopped, pushes the
+ * timeout message and returns 1 (the caller raises it, and the call ends
+ * with ETIMEOUT whatever catches it). Cheap enough to call every few
+ * kilobytes. [-0, +(0|1), m] */
+int ludo__state_check(lua_State *L);
+
+/* Most log bytes (print, ludo.log) one call may write; past it the rest
+ * of the call's lines are dropped, with one line saying so. */
+#define LUDO__LOG_CALL_MAX ((size_t)256 << 10)
+
+/* Writes a log line of the state's Lua code: control characters escaped
+ * (a script cannot forge lines or send terminal escapes), named after the
+ * session, within LUDO__LOG_CALL_MAX per call. [-0, +0, m] */
+void ludo__state_log(lua_State *L, ludo__state_t *st, int level,
+                     const char *msg, size_t len);
 
 /* Stops the running call at its next instruction with `why`
  * (LUDO__KILL_*): every coroutine it runs through raises, and pcall cannot

@@ -188,3 +188,60 @@ TEST_IMPL(limit_max_instructions) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* A result is written under the call's budget and into the session's
+ * memory: a tiny DAG of shared tables that would encode to terabytes ends
+ * with ENOMEM under a small cap, and with ETIMEOUT under a short budget
+ * when the cap is large; the session stays usable either way. */
+TEST_IMPL(limit_result_encoding) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  test_options(&o);
+  o.memory_cap = (size_t)16 << 20;
+  s = limits_session(&rt, &o);
+  expect_step_error(s, "{\"mode\":\"dag\"}", LUDO_ENOMEM, "memory limit");
+  assert_usable(s);
+  ludo_session_close(s);
+  test_rt_free(rt);
+
+  test_options(&o);
+  o.memory_cap = (size_t)1 << 30;
+  o.cpu_budget_ms = 50;
+  s = limits_session(&rt, &o);
+  expect_step_error(s, "{\"mode\":\"dag\"}", LUDO_ETIMEOUT, "CPU budget");
+  assert_usable(s);
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+/* Log lines of a session cannot forge other lines or carry terminal
+ * escapes, name the session, and are cut at the per-call volume. */
+TEST_IMPL(limit_log_lines) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  unsigned long before;
+  test_options(&o);
+  s = limits_session(&rt, &o);
+  before = test_log.lines;
+  ASSERT_OK(ludo_session_step(s, J("{\"mode\":\"log_escape\"}"), &out, &len));
+  ASSERT_EQ(test_log.lines, before + 1);
+  ASSERT_STR_EQ(test_log.last_who, ludo_session_id(s));
+  ASSERT_STR_EQ(test_log.last, "forged\\nludo: info: other-session: "
+                               "owned\\x1b[31m red");
+  before = test_log.lines;
+  ASSERT_OK(ludo_session_step(s, J("{\"mode\":\"log_flood\"}"), &out, &len));
+  /* 256 KiB of 1000-byte lines, then one line saying the rest was cut. */
+  ASSERT_LE(test_log.lines - before, 264);
+  ASSERT_GE(test_log.lines - before, 250);
+  ASSERT_STR_CONTAINS(test_log.last, "cut at");
+  /* The next call has its own volume. */
+  before = test_log.lines;
+  ASSERT_OK(ludo_session_step(s, J("{\"mode\":\"log_escape\"}"), &out, &len));
+  ASSERT_EQ(test_log.lines, before + 1);
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
