@@ -111,10 +111,13 @@ asan: deps
 $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
+$(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
-bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory
+bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench
 	@BUILD=$(BUILD) scripts/bench.sh
 
 install: all

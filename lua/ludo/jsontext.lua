@@ -1,8 +1,8 @@
 -- ludo.jsontext: a small deterministic JSON encoder in pure Lua.
 --
 -- It renders Lua values as JSON text, for prompts (LLMJudge) and messages;
--- it has no decoder (the C core's cJSON bridge does the wire). Output is
--- compact and deterministic:
+-- it has no decoder (the C module ludo.json decodes, runtime/script/json.c).
+-- Output is compact and deterministic:
 --   * nil and ludo.null encode as null; booleans as true/false;
 --   * integers as "%d" (1), floats in the shortest form that reads back to
 --     the same value, always looking like a float (1.0, 0.1, 1e+20);
@@ -12,8 +12,11 @@
 --   * a table whose keys are exactly 1..n is an array; any other non-empty
 --     table is an object with its keys sorted (integer keys are written as
 --     decimal strings and sort by that text); an empty table is `{}` unless
---     its metatable has `__jsontype = "array"`. A metatable `__jsontype` of
---     "array" or "object" forces the kind (M.array/M.object set it);
+--     its metatable has `__jsontype = "array"` or is ludo.json's array
+--     metatable (`__name` "ludo.json.array", which every array decoded by
+--     ludo.json carries, so `{"a":[]}` stays `{"a":[]}`). A metatable
+--     `__jsontype` of "array" or "object" forces the kind (M.array/M.object
+--     set it);
 --   * cycles, functions, userdata, threads and keys that are neither
 --     strings nor numbers raise an error naming the path ("$.a[2].b").
 local null = require("ludo.null")
@@ -22,6 +25,7 @@ local M = {}
 
 local type, tostring, tonumber, error = type, tostring, tonumber, error
 local pairs, getmetatable, setmetatable = pairs, getmetatable, setmetatable
+local rawget = rawget
 local format, gsub, find, match =
   string.format, string.gsub, string.find, string.match
 local mtype, huge = math.type, math.huge
@@ -72,6 +76,17 @@ local number_text = M.number
 local ARRAY_MT = { __jsontype = "array" }
 local OBJECT_MT = { __jsontype = "object" }
 
+-- The kind a metatable forces ("array", "object"), or nil. ludo.json's
+-- array metatable is recognised by its __name, so this module needs no C.
+local function forced_kind(mt)
+  if type(mt) ~= "table" then return nil end
+  local kind = mt.__jsontype
+  if kind == nil and rawget(mt, "__name") == "ludo.json.array" then
+    kind = "array"
+  end
+  return kind
+end
+
 -- Marks table `t` (default a new one) to encode as an array, even when
 -- empty. Returns `t`. It sets the metatable, so use it on plain tables.
 function M.array(t)
@@ -116,8 +131,7 @@ local function encode_table(t, buf, n, path, visiting, depth)
       .. path, 0)
   end
   visiting[t] = true
-  local mt = getmetatable(t)
-  local kind = type(mt) == "table" and mt.__jsontype or nil
+  local kind = forced_kind(getmetatable(t))
   -- Counts keys and checks for a 1..count sequence.
   local count, is_seq, max = 0, true, 0
   for k in pairs(t) do

@@ -1,16 +1,17 @@
 /* json.c - JSON <-> Lua values (see json.h). */
 #include "script/json.h"
 
-#include <jansson.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonparse.h"
+
 static const char null_key = 'n';  /* registry: the null sentinel */
 static const char array_key = 'a'; /* registry: the array metatable */
-static const char box_key = 'b';   /* registry: the decode box */
+static const char box_key = 'b';   /* registry: the decode scratch */
 
 void ludo__json_setup(lua_State *L) {
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &null_key) == LUA_TNIL) {
@@ -80,142 +81,288 @@ static void push_path(lua_State *L, const path_t *p) {
   luaL_pushresult(&b);
 }
 
-/* ---- decoding -------------------------------------------------------- */
+/* ---- the CPU check --------------------------------------------------- */
 
-typedef struct {
-  json_t *root;
-} json_box_t;
+/* Decoding checks at the parser's ticks. */
+_Static_assert(LUDO__JSON_CHECK_EVERY == LUDO__JSONPARSE_TICK,
+               "the decode check interval is the parser's tick");
 
-static int json_box_gc(lua_State *L) {
-  json_box_t *box = lua_touserdata(L, 1);
-  if (box->root) json_decref(box->root);
-  box->root = NULL;
-  return 0;
+static ludo__json_check_fn check_fn;
+
+void ludo__json_set_check(ludo__json_check_fn fn) {
+  check_fn = fn;
 }
 
-typedef struct {
-  lua_State *L;
-  int maxdepth;
-  path_t path;
-} dec_t;
-
-static void dec_fail_depth(dec_t *d) {
-  lua_State *L = d->L;
-  push_path(L, &d->path);
-  lua_pushfstring(L, "EPARSE: nesting deeper than %d at %s", d->maxdepth,
-                  lua_tostring(L, -1));
-  lua_error(L);
-}
-
-/* [-0, +1, e] */
-static void dec_value(dec_t *d, json_t *v, int depth) {
-  lua_State *L = d->L;
-  switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-      void *it;
-      if (depth >= d->maxdepth) dec_fail_depth(d);
-      luaL_checkstack(L, 4, "JSON nesting");
-      lua_createtable(L, 0, (int)json_object_size(v));
-      for (it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
-        const char *k = json_object_iter_key(it);
-        size_t klen = json_object_iter_key_len(it);
-        path_elem_t *pe = &d->path.elems[d->path.n++];
-        pe->key = k;
-        pe->klen = klen;
-        lua_pushlstring(L, k, klen);
-        dec_value(d, json_object_iter_value(it), depth + 1);
-        lua_rawset(L, -3);
-        d->path.n--;
-      }
-      break;
-    }
-    case JSON_ARRAY: {
-      size_t i, n = json_array_size(v);
-      if (depth >= d->maxdepth) dec_fail_depth(d);
-      luaL_checkstack(L, 4, "JSON nesting");
-      lua_createtable(L, (int)n, 0);
-      for (i = 0; i < n; i++) {
-        path_elem_t *pe = &d->path.elems[d->path.n++];
-        pe->key = NULL;
-        pe->index = (lua_Integer)i;
-        dec_value(d, json_array_get(v, i), depth + 1);
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-        d->path.n--;
-      }
-      lua_rawgetp(L, LUA_REGISTRYINDEX, &array_key);
-      lua_setmetatable(L, -2);
-      break;
-    }
-    case JSON_STRING:
-      lua_pushlstring(L, json_string_value(v), json_string_length(v));
-      break;
-    case JSON_INTEGER:
-      lua_pushinteger(L, (lua_Integer)json_integer_value(v));
-      break;
-    case JSON_REAL:
-      lua_pushnumber(L, (lua_Number)json_real_value(v));
-      break;
-    case JSON_TRUE:
-      lua_pushboolean(L, 1);
-      break;
-    case JSON_FALSE:
-      lua_pushboolean(L, 0);
-      break;
-    default:
-      lua_rawgetp(L, LUA_REGISTRYINDEX, &null_key);
-      break;
+/* Calls the check hook and raises the error it left when it says stop;
+ * `*stop` (when not NULL) is set first, so a protected caller can tell the
+ * hook's error from a bad value. [-0, +0, e] */
+static void run_check(lua_State *L, int *stop) {
+  if (check_fn != NULL && check_fn(L) != 0) {
+    if (stop != NULL) *stop = 1;
+    lua_error(L);
   }
 }
 
-/* The box that owns a jansson tree while it is converted, so a memory error
- * in the middle does not leak the tree. One box per state, kept in the
- * registry and reused: a tree left by a failed conversion is released by the
- * next decode or by the box's __gc. [-0, +1, m] */
-static json_box_t *get_box(lua_State *L) {
-  json_box_t *box;
-  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &box_key) == LUA_TUSERDATA)
-    return lua_touserdata(L, -1);
+/* ---- decoding -------------------------------------------------------- */
+
+/* Scratch memory for unescaping is a plain userdata kept in the registry
+ * (on the state's allocator, so the memory cap counts it, and collected
+ * like any value if an error leaves it behind). Larger ones are dropped at
+ * the end of a decode. */
+#define SCRATCH_KEEP 4096
+
+/* A container's values are first kept on the stack above its base, and
+ * its table is made when it ends, at its final size (no rehash while it
+ * grows). Past DEC_BATCH values the table is made, with room for twice as
+ * many, and later values go straight into it. */
+#define DEC_BATCH 16
+
+/* One open array or object. */
+typedef struct {
+  int base;       /* stack index of the table, or of the first value held */
+  int has_table;  /* the table exists (at base) */
+  int is_obj;
+  int held;       /* values (objects: key-value pairs) held on the stack */
+  int key_slot;   /* an object's current key */
+  lua_Integer n;  /* values so far */
+} frame_t;
+
+typedef struct {
+  lua_State *L;
+  int depth, maxdepth;
+  int *stop;             /* set when the check hook raises */
+  char *scratch;         /* the registry's scratch userdata */
+  size_t scratch_len;
+  frame_t fr[LUDO__JSON_MAXDEPTH];
+} dec_t;
+
+/* Makes the table of f with room for `size` values, moves the values held
+ * into it and leaves it at f->base. [-held, +1, m] */
+static void dec_make_table(lua_State *L, frame_t *f, int size) {
+  int i;
+  if (f->is_obj)
+    lua_createtable(L, 0, size);
+  else
+    lua_createtable(L, size, 0);
+  for (i = 0; i < f->held; i++) {
+    if (f->is_obj) {
+      lua_pushvalue(L, f->base + 2 * i);
+      lua_pushvalue(L, f->base + 2 * i + 1);
+      lua_rawset(L, -3);
+    } else {
+      lua_pushvalue(L, f->base + i);
+      lua_rawseti(L, -2, i + 1);
+    }
+  }
+  if (f->held > 0) {
+    lua_replace(L, f->base);
+    lua_settop(L, f->base);
+  }
+  f->held = 0;
+  f->has_table = 1;
+}
+
+/* Gives the value on top (and an object's key below it) to the innermost
+ * container, if any. [-(0|1|2), +(0|1), m] */
+static void dec_place(dec_t *d) {
+  frame_t *f;
+  if (d->depth == 0) return;
+  f = &d->fr[d->depth - 1];
+  f->n++;
+  if (!f->has_table) {
+    if (++f->held == DEC_BATCH) dec_make_table(d->L, f, 2 * DEC_BATCH);
+  } else if (f->is_obj) {
+    lua_rawset(d->L, f->base);
+  } else {
+    lua_rawseti(d->L, f->base, f->n);
+  }
+}
+
+/* The parser's callbacks (base/jsonparse.h). Each scalar is pushed and
+ * given to the innermost container; they raise on memory errors instead
+ * of returning nonzero. [-0, +(0|1), m] */
+
+static int dec_null(void *ud) {
+  dec_t *d = ud;
+  lua_rawgetp(d->L, LUA_REGISTRYINDEX, &null_key);
+  dec_place(d);
+  return 0;
+}
+
+static int dec_boolean(void *ud, int v) {
+  dec_t *d = ud;
+  lua_pushboolean(d->L, v);
+  dec_place(d);
+  return 0;
+}
+
+static int dec_integer(void *ud, int64_t v) {
+  dec_t *d = ud;
+  lua_pushinteger(d->L, (lua_Integer)v);
+  dec_place(d);
+  return 0;
+}
+
+static int dec_real(void *ud, double v) {
+  dec_t *d = ud;
+  lua_pushnumber(d->L, (lua_Number)v);
+  dec_place(d);
+  return 0;
+}
+
+static int dec_string(void *ud, const char *s, size_t n) {
+  dec_t *d = ud;
+  lua_pushlstring(d->L, s, n);
+  dec_place(d);
+  return 0;
+}
+
+/* Pushes the key; the member's value will sit above it. [-0, +1, m] */
+static int dec_key(void *ud, const char *s, size_t n) {
+  dec_t *d = ud;
+  lua_pushlstring(d->L, s, n);
+  d->fr[d->depth - 1].key_slot = lua_gettop(d->L);
+  return 0;
+}
+
+/* Opens a container: its values gather above the current top.
+ * [-0, +0, m] */
+static int dec_begin(dec_t *d, int is_obj) {
+  frame_t *f = &d->fr[d->depth++];
+  luaL_checkstack(d->L, 2 * DEC_BATCH + 4, "JSON nesting");
+  f->base = lua_gettop(d->L) + 1;
+  f->has_table = 0;
+  f->is_obj = is_obj;
+  f->held = 0;
+  f->n = 0;
+  return 0;
+}
+
+/* Closes the innermost container, leaving its table on top. [-k, +1, m] */
+static void dec_end(dec_t *d) {
+  frame_t *f = &d->fr[d->depth - 1];
+  if (!f->has_table) dec_make_table(d->L, f, f->held);
+  d->depth--;
+}
+
+static int dec_begin_object(void *ud) {
+  return dec_begin(ud, 1);
+}
+
+static int dec_begin_array(void *ud) {
+  return dec_begin(ud, 0);
+}
+
+static int dec_end_object(void *ud) {
+  dec_t *d = ud;
+  dec_end(d);
+  dec_place(d);
+  return 0;
+}
+
+static int dec_end_array(void *ud) {
+  dec_t *d = ud;
+  dec_end(d);
+  lua_rawgetp(d->L, LUA_REGISTRYINDEX, &array_key);
+  lua_setmetatable(d->L, -2);
+  dec_place(d);
+  return 0;
+}
+
+/* Lends at least n bytes: the registry's scratch userdata, replaced by a
+ * bigger one when too small. [-0, +0, m] */
+static char *dec_scratch(void *ud, size_t n) {
+  dec_t *d = ud;
+  lua_State *L = d->L;
+  size_t old = 0;
+  if (n <= d->scratch_len) return d->scratch;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &box_key) == LUA_TUSERDATA) {
+    old = lua_rawlen(L, -1);
+    if (old >= n) {
+      d->scratch = lua_touserdata(L, -1);
+      d->scratch_len = old;
+      lua_pop(L, 1);
+      return d->scratch;
+    }
+  }
   lua_pop(L, 1);
-  box = lua_newuserdatauv(L, sizeof *box, 0);
-  box->root = NULL;
-  lua_createtable(L, 0, 1);
-  lua_pushcfunction(L, json_box_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_setmetatable(L, -2);
-  lua_pushvalue(L, -1);
+  if (n < old * 2) n = old * 2;
+  if (n < 256) n = 256;
+  d->scratch = lua_newuserdatauv(L, n, 0);
+  d->scratch_len = n;
   lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
-  return box;
+  return d->scratch;
+}
+
+static int dec_tick(void *ud, size_t offset) {
+  dec_t *d = ud;
+  (void)offset;
+  run_check(d->L, d->stop);
+  return 0;
+}
+
+static const ludo__jsonparse_cb_t dec_cb = {
+    dec_null,         dec_boolean,     dec_integer,      dec_real,
+    dec_string,       dec_key,         dec_begin_object, dec_end_object,
+    dec_begin_array,  dec_end_array,   dec_scratch,      dec_tick};
+
+/* Pushes "$.a[2].b", the path of the container being opened. [-0, +1, m] */
+static void dec_push_path(dec_t *d) {
+  path_t p;
+  int i;
+  p.n = 0;
+  for (i = 0; i < d->depth; i++) {
+    path_elem_t *pe = &p.elems[p.n++];
+    if (d->fr[i].is_obj) {
+      pe->key = lua_tolstring(d->L, d->fr[i].key_slot, &pe->klen);
+    } else {
+      pe->key = NULL;
+      pe->index = d->fr[i].n;
+    }
+  }
+  push_path(d->L, &p);
+}
+
+/* Raises the parse error `e`. [-0, +0, v] */
+static void dec_fail(dec_t *d, const ludo__jsonparse_err_t *e) {
+  lua_State *L = d->L;
+  if (e->kind == LUDO__JSONPARSE_EDEPTH) {
+    dec_push_path(d);
+    lua_pushfstring(L, "EPARSE: nesting deeper than %d at %s", d->maxdepth,
+                    lua_tostring(L, -1));
+  } else {
+    lua_pushfstring(L, "EPARSE: %s at line %I column %I (byte %I)", e->msg,
+                    (lua_Integer)e->line, (lua_Integer)e->column,
+                    (lua_Integer)e->offset);
+  }
+  lua_error(L);
+}
+
+/* Decodes like ludo__json_decode; `stop` as in run_check. [-0, +1, e] */
+static void decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
+                        int *stop) {
+  ludo__jsonparse_err_t err;
+  dec_t d;
+  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
+    maxdepth = LUDO__JSON_MAXDEPTH;
+  if (len == 0) luaL_error(L, "EPARSE: empty input (expected a JSON value)");
+  d.L = L;
+  d.depth = 0;
+  d.maxdepth = maxdepth;
+  d.stop = stop;
+  d.scratch = NULL;
+  d.scratch_len = 0;
+  if (ludo__jsonparse_run(s, len, maxdepth, &dec_cb, &d, &err) != 0)
+    dec_fail(&d, &err);
+  if (d.scratch_len > SCRATCH_KEEP) {
+    lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
+  }
 }
 
 void ludo__json_decode(lua_State *L, const char *s, size_t len,
                        int maxdepth) {
-  json_error_t err;
-  json_box_t *box;
-  dec_t d;
-  json_t *root;
-  if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
-    maxdepth = LUDO__JSON_MAXDEPTH;
-  box = get_box(L);
-  if (box->root) { /* left by a conversion that failed */
-    json_decref(box->root);
-    box->root = NULL;
-  }
-  root = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-  if (root == NULL) {
-    if (len == 0)
-      luaL_error(L, "EPARSE: empty input (expected a JSON value)");
-    lua_pushfstring(L, "EPARSE: %s at line %d column %d (byte %d)", err.text,
-                    err.line, err.column, err.position);
-    lua_error(L);
-  }
-  box->root = root;
-  d.L = L;
-  d.maxdepth = maxdepth;
-  d.path.n = 0;
-  dec_value(&d, root, 0);
-  json_decref(root);
-  box->root = NULL;
-  lua_remove(L, -2);
+  decode_text(L, s, len, maxdepth, NULL);
 }
 
 /* ---- encoding -------------------------------------------------------- */
@@ -224,6 +371,8 @@ typedef struct {
   lua_State *L;
   ludo__buf_t *b;
   int maxdepth;
+  size_t check_at; /* output length at which the check hook runs next */
+  int *stop;       /* as in run_check */
   path_t path;
 } enc_t;
 
@@ -242,6 +391,14 @@ static void enc_nomem(enc_t *e) {
   do {               \
     if ((x) != 0) enc_nomem(e); \
   } while (0)
+
+/* Appends one byte (ludo__buf_addc without the call). */
+static void enc_char(enc_t *e, char c) {
+  ludo__buf_t *b = e->b;
+  if (b->len + 2 > b->cap && ludo__buf_reserve(b, 1) != 0) enc_nomem(e);
+  b->p[b->len++] = c;
+  b->p[b->len] = '\0';
+}
 
 /* Offset of the first byte that is not valid UTF-8, or -1. */
 static long utf8_invalid_at(const unsigned char *s, size_t n) {
@@ -316,7 +473,7 @@ static void enc_string(enc_t *e, const char *s, size_t n) {
     start = i + 1;
   }
   ENC_OK(e, ludo__buf_add(b, s + start, n - start));
-  ENC_OK(e, ludo__buf_addc(b, '"'));
+  enc_char(e, '"');
 }
 
 /* Writes a decimal integer (faster than snprintf on the hot path). */
@@ -465,7 +622,7 @@ static void enc_value(enc_t *e, int idx, int depth);
 typedef struct {
   const char *s;
   size_t n;
-  int slot; /* stack index of the key */
+  int slot; /* stack index of the key; its value is at slot + 1 */
 } key_t_;
 
 static int key_cmp(const void *a, const void *b) {
@@ -493,16 +650,14 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
   int top = lua_gettop(L), base;
   key_t_ small[16];
   key_t_ *keys = small;
-  luaL_checkstack(L, (int)nstr + 4, "JSON object too large");
+  luaL_checkstack(L, 2 * (int)nstr + 4, "JSON object too large");
   if (nstr > 16) keys = lua_newuserdatauv(L, nstr * sizeof *keys, 0);
   base = lua_gettop(L);
+  /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
   lua_pushnil(L);
-  while (lua_next(L, t)) {
-    lua_pop(L, 1);
-    lua_pushvalue(L, -1); /* the copy below stays; the top drives next */
-  }
+  while (lua_next(L, t)) lua_pushvalue(L, -2);
   for (i = 0; i < nstr; i++) {
-    keys[nk].slot = base + 1 + (int)i;
+    keys[nk].slot = base + 1 + 2 * (int)i;
     keys[nk].s = lua_tolstring(L, keys[nk].slot, &keys[nk].n);
     if (!is_skipped(skip, keys[nk].s, keys[nk].n)) nk++;
   }
@@ -511,13 +666,10 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
     path_elem_t *pe = &e->path.elems[e->path.n++];
     pe->key = keys[i].s;
     pe->klen = keys[i].n;
-    if (i > 0) ENC_OK(e, ludo__buf_addc(e->b, ','));
+    if (i > 0) enc_char(e, ',');
     enc_string(e, keys[i].s, keys[i].n);
-    ENC_OK(e, ludo__buf_addc(e->b, ':'));
-    lua_pushvalue(L, keys[i].slot);
-    lua_rawget(L, t);
-    enc_value(e, lua_gettop(L), depth + 1);
-    lua_pop(L, 1);
+    enc_char(e, ':');
+    enc_value(e, keys[i].slot + 1, depth + 1);
     e->path.n--;
   }
   lua_settop(L, top);
@@ -566,27 +718,31 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   if (is_arr && nstr > 0) enc_fail(e, "array has string keys");
   if (nint > 0 || (is_arr && nstr == 0)) {
     if (maxint != nint) enc_fail(e, "sparse array (holes between 1 and n)");
-    ENC_OK(e, ludo__buf_addc(e->b, '['));
+    enc_char(e, '[');
     for (i = 1; i <= (size_t)nint; i++) {
       path_elem_t *pe = &e->path.elems[e->path.n++];
       pe->key = NULL;
       pe->index = (lua_Integer)i - 1;
-      if (i > 1) ENC_OK(e, ludo__buf_addc(e->b, ','));
+      if (i > 1) enc_char(e, ',');
       lua_rawgeti(L, t, (lua_Integer)i);
       enc_value(e, lua_gettop(L), depth + 1);
       lua_pop(L, 1);
       e->path.n--;
     }
-    ENC_OK(e, ludo__buf_addc(e->b, ']'));
+    enc_char(e, ']');
     return;
   }
-  ENC_OK(e, ludo__buf_addc(e->b, '{'));
+  enc_char(e, '{');
   enc_fields(e, t, depth, skip, nstr);
-  ENC_OK(e, ludo__buf_addc(e->b, '}'));
+  enc_char(e, '}');
 }
 
 static void enc_value(enc_t *e, int idx, int depth) {
   lua_State *L = e->L;
+  if (e->b->len >= e->check_at) {
+    e->check_at = e->b->len + LUDO__JSON_CHECK_EVERY;
+    run_check(L, e->stop);
+  }
   switch (lua_type(L, idx)) {
     case LUA_TNIL:
       ENC_OK(e, ludo__buf_add(e->b, "null", 4));
@@ -630,19 +786,23 @@ static void enc_value(enc_t *e, int idx, int depth) {
   }
 }
 
-static void enc_init(enc_t *e, lua_State *L, ludo__buf_t *b, int maxdepth) {
+static void enc_init(enc_t *e, lua_State *L, ludo__buf_t *b, int maxdepth,
+                     int *stop) {
   if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
     maxdepth = LUDO__JSON_MAXDEPTH;
   e->L = L;
   e->b = b;
   e->maxdepth = maxdepth;
+  e->check_at = b->len + LUDO__JSON_CHECK_EVERY;
+  e->stop = stop;
   e->path.n = 0;
 }
 
-void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
-                       const char *const *skip) {
+/* Encodes like ludo__json_encode; `stop` as in run_check. [-0, +0, e] */
+static void encode_value(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
+                         const char *const *skip, int *stop) {
   enc_t e;
-  enc_init(&e, L, b, maxdepth);
+  enc_init(&e, L, b, maxdepth, stop);
   idx = lua_absindex(L, idx);
   if (skip != NULL && lua_type(L, idx) == LUA_TTABLE)
     enc_table(&e, idx, 0, skip);
@@ -650,11 +810,16 @@ void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
     enc_value(&e, idx, 0);
 }
 
+void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
+                       const char *const *skip) {
+  encode_value(L, idx, b, maxdepth, skip, NULL);
+}
+
 size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
                                 int maxdepth, const char *const *skip) {
   enc_t e;
   size_t nstr = 0;
-  enc_init(&e, L, b, maxdepth);
+  enc_init(&e, L, b, maxdepth, NULL);
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {
@@ -706,72 +871,73 @@ void ludo__json_tostring(lua_State *L, int idx, int maxdepth) {
   lua_remove(L, -2);
 }
 
+/* encode_protected(value, buf, maxdepth, stop): the encoder under
+ * lua_pcall. [-0, +0, e] */
+static int encode_protected(lua_State *L) {
+  ludo__buf_t *b = lua_touserdata(L, 2);
+  int maxdepth = (int)lua_tointeger(L, 3);
+  encode_value(L, 1, b, maxdepth, NULL, lua_touserdata(L, 4));
+  return 0;
+}
+
+/* decode_protected(text, maxdepth, stop): the decoder under lua_pcall.
+ * [-0, +1, e] */
+static int decode_protected(lua_State *L) {
+  size_t n;
+  const char *s = lua_tolstring(L, 1, &n);
+  decode_text(L, s, n, (int)lua_tointeger(L, 2), lua_touserdata(L, 3));
+  return 1;
+}
+
+/* After a failed protected call: raises again memory errors and the check
+ * hook's error, else turns the error on top into fail, message, code.
+ * [-1, +3, e] */
+static int soft_error(lua_State *L, int status, int stop, const char *code) {
+  const char *m;
+  if (status == LUA_ERRMEM || stop) lua_error(L);
+  m = lua_tostring(L, -1);
+  if (m != NULL && strncmp(m, "ENOMEM", 6) == 0) code = "ENOMEM";
+  luaL_pushfail(L);
+  lua_insert(L, -2);
+  lua_pushstring(L, code);
+  return 3;
+}
+
 /* ludo.json.encode(value [, maxdepth]) -> string | nil, err, code */
 static int ludo_l_json_encode(lua_State *L) {
   int maxdepth = (int)luaL_optinteger(L, 2, LUDO__JSON_MAXDEPTH);
+  int status, stop = 0;
   buf_box_t *box;
   luaL_checkany(L, 1);
   lua_settop(L, 1);
   box = new_buf_box(L);
-  /* Run the encoder protected so a bad value gives nil, err. */
-  {
-    lua_State *T = L;
-    int status;
-    lua_pushvalue(T, lua_upvalueindex(1)); /* encode_protected */
-    lua_pushvalue(T, 1);
-    lua_pushlightuserdata(T, &box->b);
-    lua_pushinteger(T, maxdepth);
-    status = lua_pcall(T, 3, 0, 0);
-    if (status != LUA_OK) {
-      if (status == LUA_ERRMEM) lua_error(T);
-      luaL_pushfail(T);
-      lua_insert(T, -2);
-      lua_pushstring(T, "EVALUE");
-      {
-        const char *m = lua_tostring(T, -2);
-        if (m && strncmp(m, "ENOMEM", 6) == 0) {
-          lua_pop(T, 1);
-          lua_pushliteral(T, "ENOMEM");
-        }
-      }
-      return 3;
-    }
-  }
+  /* stack: value, box */
+  lua_pushcfunction(L, encode_protected);
+  lua_pushvalue(L, 1);
+  lua_pushlightuserdata(L, &box->b);
+  lua_pushinteger(L, maxdepth);
+  lua_pushlightuserdata(L, &stop);
+  status = lua_pcall(L, 4, 0, 0);
+  if (status != LUA_OK) return soft_error(L, status, stop, "EVALUE");
   lua_pushlstring(L, box->b.p ? box->b.p : "", box->b.len);
   ludo__buf_free(&box->b);
   return 1;
 }
 
-static int encode_protected(lua_State *L) {
-  ludo__buf_t *b = lua_touserdata(L, 2);
-  int maxdepth = (int)lua_tointeger(L, 3);
-  ludo__json_encode(L, 1, b, maxdepth, NULL);
-  return 0;
-}
-
-static int decode_protected(lua_State *L) {
-  size_t n;
-  const char *s = lua_tolstring(L, 1, &n);
-  ludo__json_decode(L, s, n, (int)lua_tointeger(L, 2));
-  return 1;
-}
-
 /* ludo.json.decode(text [, maxdepth]) -> value | nil, err, code */
 static int ludo_l_json_decode(lua_State *L) {
-  int status;
+  int maxdepth = (int)luaL_optinteger(L, 2, LUDO__JSON_MAXDEPTH);
+  int status, stop = 0;
   luaL_checkstring(L, 1);
-  lua_settop(L, 2);
-  lua_pushinteger(L, luaL_optinteger(L, 2, LUDO__JSON_MAXDEPTH));
-  lua_replace(L, 2);
+  lua_settop(L, 1);
   lua_pushcfunction(L, decode_protected);
   lua_insert(L, 1);
-  status = lua_pcall(L, 2, 1, 0);
-  if (status == LUA_OK) return 1;
-  if (status == LUA_ERRMEM) lua_error(L);
-  luaL_pushfail(L);
-  lua_insert(L, -2);
-  lua_pushliteral(L, "EPARSE");
-  return 3;
+  /* stack: decode_protected, text */
+  lua_pushinteger(L, maxdepth);
+  lua_pushlightuserdata(L, &stop);
+  status = lua_pcall(L, 3, 1, 0);
+  if (status != LUA_OK) return soft_error(L, status, stop, "EPARSE");
+  return 1;
 }
 
 /* ludo.json.array([t]) -> t marked as a JSON array */
@@ -801,8 +967,7 @@ static int ludo_l_json_is_array(lua_State *L) {
 LUDO_EXTERN int luaopen_ludo_json(lua_State *L) {
   ludo__json_setup(L);
   lua_createtable(L, 0, 6);
-  lua_pushcfunction(L, encode_protected);
-  lua_pushcclosure(L, ludo_l_json_encode, 1);
+  lua_pushcfunction(L, ludo_l_json_encode);
   lua_setfield(L, -2, "encode");
   lua_pushcfunction(L, ludo_l_json_decode);
   lua_setfield(L, -2, "decode");

@@ -1,8 +1,10 @@
 /* json.h - JSON <-> Lua values.
  *
- * Decoding uses jansson (it keeps integers and reals apart and reports the
- * line/column of a syntax error, which cJSON cannot: see docs/json.md).
- * Encoding writes straight from Lua values into a buffer.
+ * Decoding runs the streaming parser of base/jsonparse.h and builds Lua
+ * values from its callbacks, so every byte is allocated by the state's
+ * allocator and counts against its memory cap (no intermediate tree).
+ * Encoding writes straight from Lua values into a buffer. Both call the
+ * check hook (ludo__json_set_check) as they go, for the CPU budget.
  *
  * Mapping: null <-> ludo.null (a sentinel table from the "ludo.null"
  * module); arrays <-> tables carrying the ludo.json.array metatable (so an
@@ -21,13 +23,32 @@
 
 #define LUDO__JSON_MAXDEPTH 128
 
+/* Bytes of input (decode) or output (encode) between two check calls. */
+#define LUDO__JSON_CHECK_EVERY 65536
+
+/* The check hook: returns 0 to go on, or leaves an error value on the
+ * stack and returns nonzero to stop the decode or encode, which then
+ * raises that value (ludo.json.encode/decode raise it too, instead of
+ * returning nil, message). May itself raise. [-0, +(0|1), e] */
+typedef int (*ludo__json_check_fn)(lua_State *L);
+
+/* Installs the check hook for the whole process (NULL, the default: no
+ * checks). Called about every LUDO__JSON_CHECK_EVERY bytes while decoding
+ * and encoding. Set it before any state decodes or encodes; it is not
+ * synchronised with running conversions. */
+void ludo__json_set_check(ludo__json_check_fn fn);
+
 /* Makes sure the registry holds the null sentinel and the array metatable.
  * Requires "ludo.null" through the global require. [-0, +0, e] */
 void ludo__json_setup(lua_State *L);
 
-/* Decodes `len` bytes of JSON and pushes the value. On malformed input or
- * nesting deeper than `maxdepth` raises "EPARSE: <what> at line L column C"
- * or "EPARSE: nesting deeper than N at <path>". [-0, +1, e] */
+/* Decodes `len` bytes of JSON (borrowed; no NUL needed) and pushes the
+ * value. On malformed input or nesting deeper than `maxdepth` raises
+ * "EPARSE: <what> at line L column C (byte B)" (B counts from 0),
+ * "EPARSE: nesting deeper than N at <path>" or "EPARSE: empty input
+ * (expected a JSON value)"; raises a memory error when the state's
+ * allocator refuses, and the check hook's error. Duplicate object keys:
+ * the last one wins. Holds no C memory across a raise. [-0, +1, e] */
 void ludo__json_decode(lua_State *L, const char *s, size_t len,
                        int maxdepth);
 

@@ -4,7 +4,9 @@
 #include <jansson.h>
 #include <lauxlib.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@ typedef struct {
 } prop_t;
 
 struct node_s {
+  int never;                 /* the schema `false`: nothing matches */
   unsigned types;            /* allowed types; 0 = any */
   prop_t *props;
   size_t nprops;
@@ -51,6 +54,71 @@ struct ludo__schema_s {
   node_t *nodes;             /* allocation list */
   size_t bytes;              /* extra arrays allocated */
 };
+
+/* ---- jansson's memory ------------------------------------------------ */
+
+/* jansson's allocator is process-wide (json_set_alloc_funcs), so it is
+ * installed once and routes by a thread-local "current" heap, which this
+ * file sets around every jansson call that allocates or frees a schema's
+ * tree (compile and free). A block allocated while a heap is current comes
+ * from that heap with a header naming the heap and the size, so the stats
+ * count it and the free is accounted; any other block (no heap current:
+ * the host's own jansson use, json_dumps for messages) is plain malloc
+ * memory without a header, so a host may still free() what json_dumps
+ * gives it. A tree is always freed with a heap current, and jansson frees
+ * nothing of a tree outside those calls (it is never modified after
+ * compiling), so the two kinds never mix. */
+
+typedef union {
+  struct {
+    ludo__alloc_t *heap;
+    size_t size;
+  } h;
+  max_align_t align;
+} jhdr_t;
+
+static _Thread_local ludo__alloc_t *jheap;
+static pthread_once_t jalloc_once = PTHREAD_ONCE_INIT;
+
+static void *jmalloc(size_t n) {
+  ludo__alloc_t *heap = jheap;
+  jhdr_t *h;
+  if (heap == NULL) return malloc(n);
+  if (n > (size_t)-1 - sizeof *h) return NULL;
+  h = ludo__malloc(heap, sizeof *h + n);
+  if (h == NULL) return NULL;
+  h->h.heap = heap;
+  h->h.size = sizeof *h + n;
+  return h + 1;
+}
+
+static void jfree(void *p) {
+  jhdr_t *h;
+  if (p == NULL) return;
+  if (jheap == NULL) {
+    free(p);
+    return;
+  }
+  h = (jhdr_t *)p - 1;
+  ludo__free(h->h.heap, h, h->h.size);
+}
+
+static void jalloc_install(void) {
+  json_set_alloc_funcs(jmalloc, jfree);
+}
+
+/* Makes `heap` current for jansson on this thread; returns the previous
+ * one, to give back to jalloc_leave. */
+static ludo__alloc_t *jalloc_enter(ludo__alloc_t *heap) {
+  ludo__alloc_t *prev = jheap;
+  pthread_once(&jalloc_once, jalloc_install);
+  jheap = heap;
+  return prev;
+}
+
+static void jalloc_leave(ludo__alloc_t *prev) {
+  jheap = prev;
+}
 
 /* ---- compiling ------------------------------------------------------- */
 
@@ -112,7 +180,7 @@ static node_t *compile_node(comp_t *c, json_t *j) {
   n->additional = 1;
   n->min_len = n->max_len = n->min_items = n->max_items = -1;
   if (!json_is_object(j)) {
-    if (json_is_false(j)) n->types = ~0u & 0; /* nothing matches */
+    n->never = json_is_false(j); /* true (or any other) allows all */
     return n;
   }
   v = json_object_get(j, "type");
@@ -151,7 +219,7 @@ static node_t *compile_node(comp_t *c, json_t *j) {
     n->has_object_rules = 1;
   }
   v = json_object_get(j, "additionalProperties");
-  if (json_is_false(v)) {
+  if (json_is_false(v)) { /* the same as the schema false, faster */
     n->additional = 0;
     n->has_object_rules = 1;
   } else if (json_is_object(v)) {
@@ -160,7 +228,7 @@ static node_t *compile_node(comp_t *c, json_t *j) {
     n->has_object_rules = 1;
   }
   v = json_object_get(j, "items");
-  if (json_is_object(v)) n->items = compile_node(c, v);
+  if (json_is_object(v) || json_is_false(v)) n->items = compile_node(c, v);
   v = json_object_get(j, "enum");
   if (json_is_array(v)) n->enum_ = v;
   v = json_object_get(j, "const");
@@ -179,21 +247,37 @@ static node_t *compile_node(comp_t *c, json_t *j) {
   return n;
 }
 
+/* Parses the text into s->tree (jansson allocating from s->heap).
+ * Returns 0, LUDO_EPARSE or LUDO_ENOMEM with a message in err. */
+static int load_tree(ludo__schema_t *s, const char *json, size_t len,
+                     char *err, size_t errlen) {
+  json_error_t jerr;
+  ludo__alloc_t *prev = jalloc_enter(s->heap);
+  s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+  jalloc_leave(prev);
+  if (s->tree != NULL) return 0;
+  if (json_error_code(&jerr) == json_error_out_of_memory) {
+    snprintf(err, errlen, "ENOMEM: schema: %s", jerr.text);
+    return LUDO_ENOMEM;
+  }
+  snprintf(err, errlen, "EPARSE: schema: %s at line %d column %d",
+           jerr.text, jerr.line, jerr.column);
+  return LUDO_EPARSE;
+}
+
 int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
                          ludo__schema_t **out, char *err, size_t errlen) {
-  json_error_t jerr;
   comp_t c;
   ludo__schema_t *s;
+  int rc;
   *out = NULL;
   s = ludo__calloc(heap, sizeof *s);
   if (s == NULL) return LUDO_ENOMEM;
   s->heap = heap;
-  s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
-  if (s->tree == NULL) {
-    snprintf(err, errlen, "EPARSE: schema: %s at line %d column %d",
-             jerr.text, jerr.line, jerr.column);
+  rc = load_tree(s, json, len, err, errlen);
+  if (rc != 0) {
     ludo__free(heap, s, sizeof *s);
-    return LUDO_EPARSE;
+    return rc;
   }
   c.s = s;
   c.err = err;
@@ -224,7 +308,11 @@ void ludo__schema_free(ludo__schema_t *s) {
     next = n->next_alloc;
     free_node(s->heap, n);
   }
-  if (s->tree) json_decref(s->tree);
+  if (s->tree) {
+    ludo__alloc_t *prev = jalloc_enter(s->heap);
+    json_decref(s->tree);
+    jalloc_leave(prev);
+  }
   ludo__free(s->heap, s, sizeof *s);
 }
 
@@ -390,10 +478,12 @@ static int equals_json(lua_State *L, int idx, json_t *j) {
   return 0;
 }
 
+/* Writes the JSON text of j (cut to n bytes). jansson allocates the text
+ * with no heap current, so it is malloc memory. */
 static void json_text(json_t *j, char *out, size_t n) {
   char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
   snprintf(out, n, "%s", s ? s : "?");
-  free(s);
+  jfree(s);
 }
 
 static int check(chk_t *c, int idx, const node_t *n);
@@ -412,7 +502,9 @@ static int check_combo(chk_t *c, int idx, node_t **list, size_t cnt,
 
 static int check(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
-  unsigned t = lua_json_type(L, idx);
+  unsigned t;
+  if (n->never) return fail(c, "not allowed (the schema is false)");
+  t = lua_json_type(L, idx);
   if (n->types != 0 && !(n->types & t)) {
     char want[96];
     types_text(n->types, want, sizeof want);

@@ -7,7 +7,12 @@
  * additionalProperties (boolean or schema), items, enum, const, minimum,
  * maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength (UTF-8
  * characters), minItems, maxItems, anyOf, oneOf, allOf. Other keywords are
- * ignored, as JSON Schema allows. */
+ * ignored, as JSON Schema allows. A schema (or subschema) `true` accepts
+ * every value and `false` none.
+ *
+ * The schema text is parsed with jansson, which allocates from the heap
+ * given to ludo__schema_compile (so the runtime's stats count the tree);
+ * see schema.c for how jansson's process-wide allocator is routed. */
 #ifndef LUDO_SCRIPT_SCHEMA_H
 #define LUDO_SCRIPT_SCHEMA_H
 
@@ -19,12 +24,14 @@
 
 typedef struct ludo__schema_s ludo__schema_t;
 
-/* Compiles the JSON Schema text `json`. On success stores the schema in
- * *out (free with ludo__schema_free). Returns 0, LUDO_EPARSE (message in
- * err), or LUDO_ENOMEM. */
+/* Compiles the JSON Schema text `json` (copied; borrowed for the call).
+ * On success stores the schema in *out (caller frees with
+ * ludo__schema_free); everything it holds comes from `heap`, which must
+ * outlive it. Returns 0, LUDO_EPARSE (message in err), or LUDO_ENOMEM. */
 int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
                          ludo__schema_t **out, char *err, size_t errlen);
 
+/* Frees a compiled schema into its heap; accepts NULL. */
 void ludo__schema_free(ludo__schema_t *s);
 
 /* Checks the Lua value at idx. Returns 1 when it conforms; otherwise 0 and

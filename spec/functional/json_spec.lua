@@ -1,6 +1,8 @@
--- Functional specs for the C JSON bridge (ludo.json, runtime/script/json.c),
--- loaded into a stock lua5.4. Table-driven: the valid and the invalid cases
--- live side by side (STYLE rule 22); no I/O.
+-- Functional specs for the C JSON bridge (ludo.json, runtime/script/json.c
+-- on the parser runtime/base/jsonparse.c), loaded into a stock lua5.4.
+-- Table-driven: the valid and the invalid cases live side by side (STYLE
+-- rule 22), with no I/O; only the memory-cap and boolean-schema cases open
+-- sessions, through ludo.host (fixtures spec/fixtures/functional/json_*).
 local json = require("ludo.json")
 -- The sentinel is taken from ludo.json, not require("ludo.null"): busted
 -- insulates each spec file by resetting package.loaded, while the C bridge
@@ -142,6 +144,150 @@ describe("ludo.json", function()
       '{"a":[1,2]}', function(v) assert.are.equal(2, v.a[2]) end },
     { "duplicate keys: the last wins", '{"a":1,"a":2}', '{"a":2}',
       function(v) assert.are.equal(2, v.a) end },
+    { "all one-letter escapes", '"\\"\\\\\\/\\b\\f\\n\\r\\t"',
+      '"\\"\\\\/\\b\\f\\n\\r\\t"', function(v)
+        assert.are.equal('"\\/\b\f\n\r\t', v)
+      end },
+    { "\\u0000 alone", '"\\u0000"', '"\\u0000"', function(v)
+      assert.are.equal("\0", v)
+    end },
+    { "\\u001f and \\u007f", '"\\u001f\\u007f"', '"\\u001f\127"',
+      function(v) assert.are.equal("\31\127", v) end },
+    { "two-byte UTF-8 bounds", '"\\u0080\\u07ff"', '"\u{80}\u{7ff}"',
+      function(v) assert.are.equal("\xc2\x80\xdf\xbf", v) end },
+    { "three-byte UTF-8 bounds", '"\\u0800\\uffff"', '"\u{800}\u{ffff}"',
+      function(v) assert.are.equal("\xe0\xa0\x80\xef\xbf\xbf", v) end },
+    { "upper-case hex digits", '"\\u00E9\\u00e9"', '"\u{e9}\u{e9}"',
+      function(v) assert.are.equal("\xc3\xa9\xc3\xa9", v) end },
+    { "first code point above the BMP", '"\\ud800\\udc00"', '"\u{10000}"',
+      function(v) assert.are.equal("\xf0\x90\x80\x80", v) end },
+    { "last code point", '"\\udbff\\udfff"', '"\u{10FFFF}"', function(v)
+      assert.are.equal("\xf4\x8f\xbf\xbf", v)
+    end },
+    { "raw four-byte UTF-8", '"\u{1F600}\u{10FFFF}"',
+      '"\u{1F600}\u{10FFFF}"', function(v) assert.are.equal(8, #v) end },
+    { "DEL is not a control character", '"\127"', '"\127"', function(v)
+      assert.are.equal("\127", v)
+    end },
+    { "escapes in a key", '{"\\u0041\\n\\u0000":1}', '{"A\\n\\u0000":1}',
+      function(v) assert.are.equal(1, v["A\n\0"]) end },
+    { "empty key and empty string", '{"":""}', '{"":""}', function(v)
+      assert.are.equal("", v[""])
+    end },
+    { "long strings, escapes far apart",
+      '"' .. string.rep("abcdefgh", 40) .. '\\n' .. string.rep("é", 40)
+        .. '\\t"',
+      '"' .. string.rep("abcdefgh", 40) .. '\\n' .. string.rep("é", 40)
+        .. '\\t"', function(v) assert.are.equal(320 + 1 + 80 + 1, #v) end },
+    { "zero", "0", "0", function(v)
+      assert.are.equal("integer", math.type(v))
+    end },
+    { "integral zero float", "0.0", "0.0", function(v)
+      assert.are.equal("float", math.type(v))
+    end },
+    { "zero with an exponent is a float", "0e0", "0.0", function(v)
+      assert.are.equal("float", math.type(v))
+    end },
+    { "negative zero with an exponent", "-0e-0", "-0.0", function(v)
+      assert.are.equal(-math.huge, 1 / v)
+    end },
+    { "upper-case E with a sign", "1E+2", "100.0", function(v)
+      assert.are.equal(100.0, v)
+    end },
+    { "negative exponent", "1e-2", "0.01", function(v)
+      assert.are.equal(0.01, v)
+    end },
+    { "exponent with leading zeros", "1e007", "10000000.0", function(v)
+      assert.are.equal(1e7, v)
+    end },
+    { "fraction and exponent", "123.456e-7", "0.0000123456", function(v)
+      assert.are.equal(123.456e-7, v)
+    end },
+    { "largest double", "1.7976931348623157e308",
+      "1.7976931348623157e+308", function(v)
+        assert.are.equal(1.7976931348623157e308, v)
+      end },
+    { "smallest normal double", "2.2250738585072014e-308",
+      "2.2250738585072014e-308", function(v)
+        assert.are.equal(2.2250738585072014e-308, v)
+      end },
+    { "1e22 (fast path)", "1e22", "1e+22", function(v)
+      assert.are.equal(1e22, v)
+    end },
+    { "1e23 (exact beyond the fast path)", "1e23", "1e+23", function(v)
+      assert.are.equal(1e23, v)
+    end },
+    { "more digits than a double holds", "3.14159265358979323846264338",
+      "3.141592653589793", function(v)
+        assert.are.equal(math.pi, v)
+      end },
+    { "twenty-digit mantissa", "12345678901234567890e-10",
+      "1234567890.1234567", function(v)
+        assert.are.equal(1234567890.1234567, v)
+      end },
+    { "many leading zeros after the point", "0.000000000000000000000000000001",
+      "1e-30", function(v) assert.are.equal(1e-30, v) end },
+    { "halfway between two doubles rounds to even",
+      "1.00000000000000011102230246251565404236316680908203125", "1.0",
+      function(v) assert.are.equal(1.0, v) end },
+    { "just above halfway rounds up",
+      "1.00000000000000011102230246251565404236316680908203126",
+      "1.0000000000000002", function(v)
+        assert.are.equal(1.0000000000000002, v)
+      end },
+    { "2^53+1 as a real rounds to even", "9007199254740993.0",
+      "9007199254740992.0", function(v)
+        assert.are.equal(2.0 ^ 53, v)
+      end },
+    { "negative underflow to -0.0", "-1e-400", "-0.0", function(v)
+      assert.are.equal(-math.huge, 1 / v)
+    end },
+    { "zero with a huge exponent", "0e99999999999999999999", "0.0",
+      function(v) assert.are.equal(0.0, v) end },
+    { "a huge negative exponent", "1e-99999999999999999999", "0.0",
+      function(v) assert.are.equal(0.0, v) end },
+    { "every kind of whitespace between every token",
+      ' \t\r\n[ \t\r\n1 \t\r\n, \t\r\n{ \t\r\n"a" \t\r\n: \t\r\nnull'
+        .. ' \t\r\n} \t\r\n] \t\r\n', '[1,{"a":null}]', function(v)
+        assert.are.equal(null, v[2].a)
+      end },
+    { "duplicate keys of other types: the last wins",
+      '{"a":[1],"b":0,"a":{"c":2}}', '{"a":{"c":2},"b":0}', function(v)
+        assert.are.equal(2, v.a.c)
+      end },
+    { "arrays of 15, 16, 17 and 33 items", (function()
+        local parts = {}
+        for i, n in ipairs({ 15, 16, 17, 33 }) do
+          local items = {}
+          for j = 1, n do items[j] = tostring(j) end
+          parts[i] = "[" .. table.concat(items, ",") .. "]"
+        end
+        return "[" .. table.concat(parts, ",") .. "]"
+      end)(), nil, function(v)
+        for i, n in ipairs({ 15, 16, 17, 33 }) do
+          assert.are.equal(n, #v[i])
+          assert.are.equal(n, v[i][n])
+          assert.is_true(json.is_array(v[i]))
+        end
+      end },
+    { "40 members, keys repeated on both sides of 16", (function()
+        local parts = {}
+        for i = 1, 40 do
+          parts[i] = string.format('"k%d":%d', i % 25, i)
+        end
+        return "{" .. table.concat(parts, ",") .. "}"
+      end)(), nil, function(v)
+        local n = 0
+        for _ in pairs(v) do n = n + 1 end
+        assert.are.equal(25, n)
+        assert.are.equal(40, v.k15)  -- 15 and 40: the last wins
+        assert.are.equal(26, v.k1)   -- 1 and 26
+        assert.are.equal(24, v.k24)
+      end },
+    { "a thousand items", "[" .. string.rep("1,", 999) .. "1]",
+      "[" .. string.rep("1,", 999) .. "1]", function(v)
+        assert.are.equal(1000, #v)
+      end },
   }
 
   describe("round trips", function()
@@ -151,6 +297,8 @@ describe("ludo.json", function()
         local v, err = decode(text)
         assert.is_nil(err)
         check(v)
+        -- nil: the canonical text is the text's own re-encoding.
+        canonical = canonical or encode(v)
         assert.are.equal(canonical, encode(v))
         -- The canonical text is a fixed point.
         assert.are.equal(canonical, encode(decode(canonical)))
@@ -206,42 +354,191 @@ describe("ludo.json", function()
     end
   end)
 
-  -- Each case: name, JSON text, a Lua pattern the message must match.
-  -- Messages have the shape "EPARSE: <what> at line L column C (byte P)".
+  -- Each case: name, JSON text, the whole message after "EPARSE: ".
+  -- Positions: line and column count from 1 (columns in bytes), the byte
+  -- offset from 0; they point at the first offending byte.
   local bad_texts = {
-    { "empty input", "", "^EPARSE: empty input" },
-    { "only whitespace", "   ", "^EPARSE: .* at line 1 column %d+ %(byte %d+%)$" },
-    { "trailing comma in array", "[1,]",
-      "^EPARSE: unexpected token near ']' at line 1 column 4 %(byte 4%)$" },
-    { "trailing comma in object", '{"a":1,}',
-      "^EPARSE: .* at line 1 column 8 %(byte 8%)$" },
-    { "single quotes", "{'a':1}", "^EPARSE: .* at line 1 column 2 %(byte 2%)$" },
-    { "bare word", "nul", "^EPARSE: invalid token" },
-    { "NaN literal", "NaN", "^EPARSE: invalid token" },
-    { "Infinity literal", "Infinity", "^EPARSE: invalid token" },
-    { "leading zero", "01", "^EPARSE: invalid token" },
-    { "leading dot", ".5", "^EPARSE: invalid token" },
-    { "dangling dot", "1.", "^EPARSE: invalid token" },
-    { "dangling exponent", "1e", "^EPARSE: invalid token" },
-    { "lone minus", "-", "^EPARSE: invalid token" },
+    { "empty input", "", "empty input (expected a JSON value)" },
+    { "only whitespace", " \n\t ",
+      "expected a JSON value near end of file at line 2 column 3 (byte 4)" },
+    -- Structure.
+    { "trailing comma in an array", "[1,]",
+      "trailing comma near ']' at line 1 column 4 (byte 3)" },
+    { "trailing comma in an object", '{"a":1,}',
+      "trailing comma near '}' at line 1 column 8 (byte 7)" },
+    { "leading comma", "[,1]",
+      "expected a JSON value near ',' at line 1 column 2 (byte 1)" },
+    { "double comma", "[1,,2]",
+      "expected a JSON value near ',' at line 1 column 4 (byte 3)" },
+    { "missing comma in an array", "[1 2]",
+      "',' or ']' expected near '2' at line 1 column 4 (byte 3)" },
+    { "missing comma in an object", '{"a":1 "b":2}',
+      "',' or '}' expected near '\"b\"' at line 1 column 8 (byte 7)" },
+    { "missing colon", '{"a" 1}',
+      "':' expected near '1' at line 1 column 6 (byte 5)" },
+    { "double colon", '{"a"::1}',
+      "expected a JSON value near ':' at line 1 column 6 (byte 5)" },
+    { "missing value", '{"a":}',
+      "expected a JSON value near '}' at line 1 column 6 (byte 5)" },
+    { "unquoted key", "{a:1}",
+      "string key or '}' expected near 'a' at line 1 column 2 (byte 1)" },
+    { "number as a key", "{1:2}",
+      "string key or '}' expected near '1' at line 1 column 2 (byte 1)" },
+    { "single-quoted key", "{'a':1}",
+      "string key or '}' expected near ''a'' at line 1 column 2 (byte 1)" },
+    { "single-quoted string", "'a'",
+      "invalid token near ''a'' at line 1 column 1 (byte 0)" },
+    { "mismatched brackets", "[1}",
+      "',' or ']' expected near '}' at line 1 column 3 (byte 2)" },
+    { "mismatched braces", '{"a":1]',
+      "',' or '}' expected near ']' at line 1 column 7 (byte 6)" },
+    { "unclosed array", "[1,2",
+      "',' or ']' expected near end of file at line 1 column 5 (byte 4)" },
+    { "unclosed object", '{"a":1',
+      "',' or '}' expected near end of file at line 1 column 7 (byte 6)" },
+    { "unclosed empty array", "[",
+      "expected a JSON value near end of file at line 1 column 2 (byte 1)" },
+    { "lone closing bracket", "]",
+      "expected a JSON value near ']' at line 1 column 1 (byte 0)" },
     { "garbage after the value", "[1] x",
-      "^EPARSE: end of file expected .* at line 1 column 5 %(byte 5%)$" },
-    { "unterminated string", '"abc', "^EPARSE: premature end of input" },
-    { "missing colon", '{"a" 1}', "^EPARSE: ':' expected" },
-    { "bad escape", '"\\x"', "^EPARSE: invalid escape" },
-    { "lone high surrogate", '"\\ud800"', "^EPARSE: invalid Unicode" },
-    { "lone low surrogate", '"\\udc00"', "^EPARSE: invalid Unicode" },
-    { "raw control character", '"tab\there"', "^EPARSE: control character" },
-    { "invalid UTF-8 byte", '"\255"', "^EPARSE: unable to decode byte 0xff" },
-    { "error position on a later line", "[\n1,\n2,\nx]",
-      "^EPARSE: invalid token near 'x' at line 4 column 1 %(byte 9%)$" },
+      "end of file expected near 'x' at line 1 column 5 (byte 4)" },
+    { "two values", "1 2",
+      "end of file expected near '2' at line 1 column 3 (byte 2)" },
+    { "an extra closing bracket", "[1]]",
+      "end of file expected near ']' at line 1 column 4 (byte 3)" },
+    { "a comment", "[1] // x",
+      "end of file expected near '//' at line 1 column 5 (byte 4)" },
+    { "a block comment", "/* x */ 1",
+      "invalid token near '/*' at line 1 column 1 (byte 0)" },
+    { "a byte-order mark", "\xef\xbb\xbf{}",
+      "invalid token near '???' at line 1 column 1 (byte 0)" },
+    { "a NUL byte after the value", "1\0",
+      "end of file expected near '?' at line 1 column 2 (byte 1)" },
+    -- Literals.
+    { "truncated literal", "nul",
+      "invalid token near 'nul' at line 1 column 1 (byte 0)" },
+    { "literal with a tail", "truex",
+      "invalid token near 'truex' at line 1 column 1 (byte 0)" },
+    { "capitalised literal", "True",
+      "invalid token near 'True' at line 1 column 1 (byte 0)" },
+    { "upper-case null", "NULL",
+      "invalid token near 'NULL' at line 1 column 1 (byte 0)" },
+    { "NaN", "NaN", "invalid token near 'NaN' at line 1 column 1 (byte 0)" },
+    { "Infinity", "[Infinity]",
+      "invalid token near 'Infinity' at line 1 column 2 (byte 1)" },
+    { "-Infinity", "-Infinity",
+      "invalid number near '-Infinity' at line 1 column 1 (byte 0)" },
+    -- Numbers.
+    { "leading zero", "01", "invalid number near '01' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "negative leading zero", "[-01]",
+      "invalid number near '-01' at line 1 column 2 (byte 1)" },
+    { "double zero", "00", "invalid number near '00' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "leading plus", "+1", "invalid token near '+1' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "leading dot", ".5", "invalid token near '.5' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "dangling dot", "1.", "invalid number near '1.' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "dot before the exponent", "1.e5",
+      "invalid number near '1.e5' at line 1 column 1 (byte 0)" },
+    { "dangling exponent", "1e", "invalid number near '1e' at line 1 column "
+      .. "1 (byte 0)" },
+    { "exponent sign without digits", "[1.5e+]",
+      "invalid number near '1.5e+' at line 1 column 2 (byte 1)" },
+    { "lone minus", "-", "invalid number near '-' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "double minus", "--1", "invalid number near '--1' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "hexadecimal", "0x10", "invalid number near '0x10' at line 1 column 1 "
+      .. "(byte 0)" },
+    { "letters after digits", "123abc",
+      "invalid number near '123abc' at line 1 column 1 (byte 0)" },
+    { "two dots", "1.5.3", "invalid number near '1.5.3' at line 1 column 1 "
+      .. "(byte 0)" },
     { "integer above 2^63-1", "9223372036854775808",
-      "^EPARSE: too big integer" },
-    { "integer below -2^63", "-9223372036854775809",
-      "^EPARSE: too big negative integer" },
-    { "real overflow", "1e400", "^EPARSE: real number overflow" },
-    { "unclosed array", "[1,2", "^EPARSE: " },
-    { "unclosed object", '{"a":1', "^EPARSE: " },
+      "integer out of range near '9223372036854775808' at line 1 column 1 "
+        .. "(byte 0)" },
+    { "integer below -2^63", "[-9223372036854775809]",
+      "integer out of range near '-9223372036854775809' at line 1 column 2 "
+        .. "(byte 1)" },
+    { "twenty-digit integer", "99999999999999999999",
+      "integer out of range near '99999999999999999999' at line 1 column 1 "
+        .. "(byte 0)" },
+    { "real above the double range", '{"x":1e400}',
+      "number out of range near '1e400' at line 1 column 6 (byte 5)" },
+    { "negative real above the double range", "-1.8e308",
+      "number out of range near '-1.8e308' at line 1 column 1 (byte 0)" },
+    { "a huge exponent", "1e99999999999999999999",
+      -- The token in a message is cut to 20 bytes.
+      "number out of range near '1e999999999999999999' at line 1 column 1 "
+        .. "(byte 0)" },
+    -- Strings.
+    { "unterminated string", '"abc',
+      "unterminated string near end of file at line 1 column 5 (byte 4)" },
+    { "unterminated after an escape", '"abc\\',
+      "unterminated string near end of file at line 1 column 6 (byte 5)" },
+    { "raw tab", '"tab\there"',
+      "control character 0x09 in string at line 1 column 5 (byte 4)" },
+    { "raw newline", '"a\nb"',
+      "control character 0x0a in string at line 1 column 3 (byte 2)" },
+    { "raw NUL", '"a\0b"',
+      "control character 0x00 in string at line 1 column 3 (byte 2)" },
+    { "raw 0x1f", '["\31"]',
+      "control character 0x1f in string at line 1 column 3 (byte 2)" },
+    { "unknown escape", '"\\x"',
+      "invalid escape near '\\x\"' at line 1 column 2 (byte 1)" },
+    { "escaped single quote", '"\\\'"',
+      "invalid escape near '\\'\"' at line 1 column 2 (byte 1)" },
+    { "escaped NUL byte", '"\\\0"',
+      "invalid escape near '\\?\"' at line 1 column 2 (byte 1)" },
+    { "upper-case U escape", '"\\U0041"',
+      "invalid escape near '\\U0041\"' at line 1 column 2 (byte 1)" },
+    { "short \\u escape", '"\\u12"',
+      "invalid \\u escape near '\\u12\"' at line 1 column 2 (byte 1)" },
+    { "non-hex \\u escape", '"\\u12G4"',
+      "invalid \\u escape near '\\u12G4\"' at line 1 column 2 (byte 1)" },
+    { "lone high surrogate", '"\\ud800"',
+      "unpaired surrogate '\\ud800' in string at line 1 column 2 (byte 1)" },
+    { "lone low surrogate", '"\\udc00"',
+      "unpaired surrogate '\\udc00' in string at line 1 column 2 (byte 1)" },
+    { "high surrogate then a letter", '"\\ud800\\u0041"',
+      "unpaired surrogate '\\ud800' in string at line 1 column 2 (byte 1)" },
+    { "two high surrogates", '"\\ud800\\ud800"',
+      "unpaired surrogate '\\ud800' in string at line 1 column 2 (byte 1)" },
+    { "surrogates in the wrong order", '"\\udc00\\ud800"',
+      "unpaired surrogate '\\udc00' in string at line 1 column 2 (byte 1)" },
+    { "high surrogate then raw text", '"x\\ud83dabcdef"',
+      "unpaired surrogate '\\ud83d' in string at line 1 column 3 (byte 2)" },
+    { "invalid UTF-8 byte", '"\255"',
+      "invalid UTF-8 byte 0xff in string at line 1 column 2 (byte 1)" },
+    { "stray continuation byte", '"a\x80"',
+      "invalid UTF-8 byte 0x80 in string at line 1 column 3 (byte 2)" },
+    { "overlong two-byte form", '"\xc0\x80"',
+      "invalid UTF-8 byte 0xc0 in string at line 1 column 2 (byte 1)" },
+    { "overlong three-byte form", '"\xe0\x80\x80"',
+      "invalid UTF-8 byte 0xe0 in string at line 1 column 2 (byte 1)" },
+    { "overlong four-byte form", '"\xf0\x80\x80\x80"',
+      "invalid UTF-8 byte 0xf0 in string at line 1 column 2 (byte 1)" },
+    { "UTF-8 encoded surrogate", '"\xed\xa0\x80"',
+      "invalid UTF-8 byte 0xed in string at line 1 column 2 (byte 1)" },
+    { "code point above U+10FFFF", '"\xf4\x90\x80\x80"',
+      "invalid UTF-8 byte 0xf4 in string at line 1 column 2 (byte 1)" },
+    { "truncated sequence", '"ab\xc3"',
+      "invalid UTF-8 byte 0xc3 in string at line 1 column 4 (byte 3)" },
+    { "truncated sequence before a letter", '"\xe2\x82x"',
+      "invalid UTF-8 byte 0xe2 in string at line 1 column 2 (byte 1)" },
+    { "invalid UTF-8 in a key", '{"k\xff":1}',
+      "invalid UTF-8 byte 0xff in string at line 1 column 4 (byte 3)" },
+    { "invalid UTF-8 after a long clean run",
+      '"' .. string.rep("x", 37) .. '\xff"',
+      "invalid UTF-8 byte 0xff in string at line 1 column 39 (byte 38)" },
+    -- Positions on later lines.
+    { "error position on a later line", "[\n1,\n2,\nx]",
+      "invalid token near 'x' at line 4 column 1 (byte 8)" },
+    { "CRLF line ends", '{\r\n  "a": 1,\r\n  "b": tru\r\n}',
+      "invalid token near 'tru' at line 3 column 8 (byte 21)" },
   }
 
   describe("decode refuses", function()
@@ -250,10 +547,209 @@ describe("ludo.json", function()
         local v, err, code = decode(case[2])
         assert.is_nil(v)
         assert.are.equal("EPARSE", code)
-        assert.is_truthy(err:find(case[3]),
-          "message '" .. err .. "' does not match " .. case[3])
+        assert.are.equal("EPARSE: " .. case[3], err)
       end)
     end
+
+    -- A sample using every kind of token; every proper prefix of it is
+    -- incomplete, so each must give EPARSE (and never crash).
+    local sample = '{"a":[1,-2.5e-3,true,false,null,"x\\u00e9\\ud83d\\ude00'
+      .. '\\n"],"b":{"c":{}},"d":[],"\\u0041":"\u{20AC}","e":12345678901,'
+      .. '"f":0.1}'
+
+    it("every truncation of a sample document", function()
+      assert.is_table(decode(sample))
+      for n = 0, #sample - 1 do
+        local v, err, code = decode(sample:sub(1, n))
+        assert.is_nil(v, n)
+        assert.are.equal("EPARSE", code)
+        assert.is_truthy(err:find("^EPARSE: "), err)
+      end
+    end)
+
+    it("every single-byte change of the sample fails or decodes cleanly",
+      function()
+        local bytes = { 0, 9, 10, 31, 34, 44, 45, 46, 48, 58, 91, 92, 93,
+          101, 110, 117, 123, 125, 127, 128, 192, 255 }
+        for i = 1, #sample do
+          for _, b in ipairs(bytes) do
+            local text = sample:sub(1, i - 1) .. string.char(b)
+              .. sample:sub(i + 1)
+            local v, err, code = decode(text)
+            if v == nil then
+              assert.are.equal("EPARSE", code)
+              assert.is_truthy(err:find("^EPARSE: .* at line %d+ column %d+ "
+                .. "%(byte %d+%)$"), err)
+            else
+              -- What decodes encodes again.
+              assert.is_string(encode(v))
+            end
+          end
+        end
+      end)
+
+    it("many truncations of a large document", function()
+      local parts = {}
+      for i = 1, 300 do
+        parts[i] = string.format('{"k%d":[%d,%d.5,"s\\t%d",null]}', i, i, i,
+          i)
+      end
+      local big = "[" .. table.concat(parts, ",") .. "]"
+      assert.are.equal(300, #decode(big))
+      for n = 1, #big - 1, 7 do
+        local v, _, code = decode(big:sub(1, n))
+        assert.is_nil(v)
+        assert.are.equal("EPARSE", code)
+      end
+    end)
+  end)
+
+  describe("round trips of generated values", function()
+    -- A random UTF-8 string of up to 12 characters, all planes.
+    local function gen_string()
+      local cs = {}
+      for i = 1, math.random(0, 12) do
+        local k = math.random(6)
+        cs[i] = k == 1 and utf8.char(math.random(0, 0x7f))
+          or k == 2 and utf8.char(math.random(0x80, 0xd7ff))
+          or k == 3 and utf8.char(math.random(0xe000, 0x10ffff))
+          or string.char(math.random(32, 126))
+      end
+      return table.concat(cs)
+    end
+
+    -- A random JSON-able Lua value, `depth` levels deep at most.
+    local function gen(depth)
+      local r = math.random(depth > 0 and 9 or 6)
+      if r == 1 then return null end
+      if r == 2 then return math.random(2) == 1 end
+      if r == 3 then
+        return math.random(math.mininteger, math.maxinteger)
+      end
+      if r == 4 then
+        return (math.random() - 0.5) * 10.0 ^ math.random(-300, 300)
+      end
+      if r <= 6 then return gen_string() end
+      local t = {}
+      if r <= 8 then
+        for i = 1, math.random(0, 5) do t[i] = gen(depth - 1) end
+        return json.array(t)
+      end
+      for _ = 1, math.random(0, 5) do t[gen_string()] = gen(depth - 1) end
+      return t
+    end
+
+    -- Deep equality that tells integers from floats and arrays from
+    -- objects.
+    local function same(a, b)
+      if type(a) ~= type(b) then return false end
+      if type(a) == "number" then
+        return math.type(a) == math.type(b) and (a == b or a ~= a)
+      end
+      if type(a) ~= "table" or a == null or b == null then return a == b end
+      if json.is_array(a) ~= json.is_array(b) then return false end
+      for k, v in pairs(a) do
+        if not same(v, b[k]) then return false end
+      end
+      for k in pairs(b) do
+        if a[k] == nil then return false end
+      end
+      return true
+    end
+
+    it("decode(encode(v)) is v and the text is a fixed point", function()
+      math.randomseed(8259)
+      for _ = 1, 3000 do
+        local v = gen(4)
+        local text = assert(encode(v))
+        local back = decode(text)
+        assert.is_true(same(v, back), text)
+        assert.are.equal(text, encode(back))
+      end
+    end)
+  end)
+
+  describe("memory", function()
+    local host = require("ludo.host")
+
+    it("a huge array under a small memory cap fails with ENOMEM and the "
+      .. "session recovers", function()
+        local cap = 4 << 20
+        local rt = assert(host.runtime({ module_path = ".", prewarm = 0,
+          memory_cap = cap, cpu_budget_ms = 20000 }))
+        local env = assert(rt:load("examples/echo"))
+        local s = assert(env:open())
+        assert(s:reset())
+        local items = '{"message":"hi","pad":[' .. string.rep("0,", 1 << 21)
+          .. "0]}"
+        local escaped = '{"message":"' .. string.rep("\\u00e9", 1 << 21)
+          .. '"}'
+        for _, text in ipairs({ items, escaped }) do
+          local out, err, code = s:step(text)
+          assert.is_nil(out)
+          assert.are.equal("ENOMEM", code, err)
+          assert.is_true(s:memory() <= cap)
+          local ok = assert(s:step('{"message":"hi"}'))
+          assert.are.equal("hi", decode(ok).observation.echoed_message)
+        end
+        rt:close()
+      end)
+  end)
+
+  describe("boolean schemas", function()
+    local host = require("ludo.host")
+    local FIX = "spec/fixtures/functional/"
+    local rt
+
+    before_each(function()
+      rt = assert(host.runtime({ module_path = ".", prewarm = 0 }))
+    end)
+
+    after_each(function()
+      rt:close()
+    end)
+
+    -- Each case: an action, and nil when it passes or the ESCHEMA message.
+    local cases = {
+      { "{}", nil },
+      { '{"never":1}', "action.never: not allowed (the schema is false)" },
+      { '{"never":null}', "action.never: not allowed (the schema is false)" },
+      { '{"always":[1,{"x":null}]}', nil },
+      { '{"none":[]}', nil },
+      { '{"none":[1]}', "action.none[0]: not allowed (the schema is false)" },
+      { '{"all":[1,"x",{}]}', nil },
+      { '{"pick":3}', nil },
+      { '{"pick":"x"}',
+        "action.pick: does not match anyOf (0 of 2 alternatives matched)" },
+      { '{"both":1}',
+        "action.both: does not match allOf (1 of 2 alternatives matched)" },
+    }
+
+    for _, case in ipairs(cases) do
+      it((case[2] and "false rejects " or "true accepts ") .. case[1],
+        function()
+          local s = assert(assert(rt:load(FIX .. "json_schema")):open())
+          assert(s:reset())
+          local out, err, code = s:step(case[1])
+          if case[2] == nil then
+            assert.is_string(out, err)
+          else
+            assert.is_nil(out)
+            assert.are.equal("ESCHEMA", code)
+            assert.are.equal("ESCHEMA: " .. case[2], err)
+          end
+        end)
+    end
+
+    it("a schema that is false at its root rejects every action", function()
+      local s = assert(assert(rt:load(FIX .. "json_schema_false")):open())
+      assert(s:reset())
+      for _, action in ipairs({ "{}", "1", "null", "[]", '"x"' }) do
+        local out, err, code = s:step(action)
+        assert.is_nil(out)
+        assert.are.equal("ESCHEMA", code, err)
+      end
+    end)
   end)
 
   -- Each case: name, a function building the value, the expected message
@@ -358,6 +854,27 @@ describe("ludo.json", function()
       assert.is_nil(none)
       assert.are.equal("EVALUE: nesting deeper than 2 (a cycle?) at $[0][0]",
         err)
+    end)
+
+    it("decode counts objects too, and names keys in the path", function()
+      local deep = string.rep('{"k":', 128) .. "1" .. string.rep("}", 128)
+      local v = decode(deep)
+      for _ = 1, 127 do v = v.k end
+      assert.are.same({ k = 1 }, v)
+      local _, err = decode(string.rep('{"k":', 129) .. "1"
+        .. string.rep("}", 129))
+      assert.are.equal("EPARSE: nesting deeper than 128 at $"
+        .. string.rep(".k", 128), err)
+      _, err = decode('[1,2,{"a b":[0,[[1]]]}]', 3)
+      assert.are.equal("EPARSE: nesting deeper than 3 at $[2].a b[1]", err)
+    end)
+
+    it("decode stops very deep input at the limit", function()
+      local _, err = decode(nested_text(100000, "1"))
+      assert.are.equal("EPARSE: nesting deeper than 128 at $"
+        .. string.rep("[0]", 128), err)
+      _, err = decode(string.rep("[", 100000))
+      assert.is_truthy(err:find("^EPARSE: nesting deeper than 128"), err)
     end)
 
     it("a limit above 128 is clamped to 128", function()

@@ -1,6 +1,8 @@
 -- ludo.json writes floats in their shortest round-trip form without printf
--- (runtime/script/json.c enc_short_decimal); these cases pin it against
--- string.format's shortest "%.Ng" over many values, with a fixed seed.
+-- (runtime/script/json.c enc_short_decimal) and reads reals exactly
+-- (runtime/base/jsonparse.c: a fast path for short ones, strtod for the
+-- rest); these cases pin both against string.format's shortest "%.Ng" and
+-- Lua's own tonumber over many values, with a fixed seed.
 local json = require("ludo.json")
 
 local function shortest(v)
@@ -49,6 +51,29 @@ describe("ludo.json float encoding", function()
       ["123.456"] = 123.456, ["0.000001"] = 1e-6, ["1.5"] = 1.5,
       ["0.30000000000000004"] = 0.1 + 0.2, ["3.0"] = 3.0 }) do
       assert.are.equal(text, json.encode(v))
+    end
+  end)
+
+  it("reads every decimal text as the nearest double", function()
+    math.randomseed(4711)
+    for _ = 1, 20000 do
+      local digits = {}
+      for i = 1, math.random(1, 25) do
+        digits[i] = tostring(math.random(i == 1 and 1 or 0, 9))
+      end
+      local m = table.concat(digits)
+      local point = math.random(1, #m)
+      local text = string.format("%s%s.%s0e%d",
+        math.random(2) == 1 and "-" or "", m:sub(1, point), m:sub(point + 1),
+        math.random(-330, 310))
+      local v = json.decode(text)
+      if v ~= nil then
+        assert.are.equal("float", math.type(v))
+        assert.is_true(v == tonumber(text), text)
+      else
+        -- Only numbers beyond the double range are refused.
+        assert.are.equal(math.huge, math.abs(tonumber(text)), text)
+      end
     end
   end)
 end)

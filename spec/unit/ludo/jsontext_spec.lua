@@ -93,6 +93,38 @@ describe("ludo.jsontext", function()
     end)
   end)
 
+  describe("arrays decoded by ludo.json", function()
+    -- ludo.json is a C module: loaded from build/cmod when it is built.
+    local ok, cjson = pcall(require, "ludo.json")
+
+    it("stay arrays when empty, at any depth", function()
+      if not ok then
+        pending("ludo.json is not built")
+        return
+      end
+      for _, text in ipairs({ "[]", '{"a":[]}', '{"a":[[],{}],"b":[1,[]]}',
+        '[[[]]]' }) do
+        assert.are.equal(text, json.encode(cjson.decode(text)))
+      end
+    end)
+
+    it("are recognised by the metatable's __name alone", function()
+      local mt = { __name = "ludo.json.array" }
+      assert.are.equal('{"a":[]}', json.encode({ a = setmetatable({}, mt) }))
+      assert.are.equal("[1,2]", json.encode(setmetatable({ 1, 2 }, mt)))
+      -- Another __name changes nothing.
+      assert.are.equal("{}", json.encode(setmetatable({}, { __name = "x" })))
+    end)
+
+    it("refuse string keys like other marked arrays", function()
+      local mt = { __name = "ludo.json.array" }
+      assert.has_error(function()
+        json.encode(setmetatable({ x = 1 }, mt))
+      end, "jsontext.encode: table marked as array has non-sequence keys "
+        .. "at $")
+    end)
+  end)
+
   describe("try_encode", function()
     it("returns text, or nil and an EJSON message", function()
       assert.are.equal("[1]", json.try_encode({ 1 }))
