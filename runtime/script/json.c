@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errors.h"
 #include "base/jsonparse.h"
+#include "core/error.h"
 
 static const char null_key = 'n';  /* registry: the null sentinel */
 static const char array_key = 'a'; /* registry: the array metatable */
@@ -323,19 +325,28 @@ static void dec_push_path(dec_t *d) {
   push_path(d->L, &p);
 }
 
+/* Raises the text on top as a ludo error object with `code` (no
+ * location: these errors are about data, not code). [-1, +0, v] */
+static void raise_code(lua_State *L, int code) {
+  size_t len;
+  const char *text = lua_tolstring(L, -1, &len);
+  ludo__error_push(L, code, text, len, 0);
+  lua_error(L);
+}
+
 /* Raises the parse error `e`. [-0, +0, v] */
 static void dec_fail(dec_t *d, const ludo__jsonparse_err_t *e) {
   lua_State *L = d->L;
   if (e->kind == LUDO__JSONPARSE_EDEPTH) {
     dec_push_path(d);
-    lua_pushfstring(L, "EPARSE: nesting deeper than %d at %s", d->maxdepth,
+    lua_pushfstring(L, "nesting deeper than %d at %s", d->maxdepth,
                     lua_tostring(L, -1));
   } else {
-    lua_pushfstring(L, "EPARSE: %s at line %I column %I (byte %I)", e->msg,
+    lua_pushfstring(L, "%s at line %I column %I (byte %I)", e->msg,
                     (lua_Integer)e->line, (lua_Integer)e->column,
                     (lua_Integer)e->offset);
   }
-  lua_error(L);
+  raise_code(L, LUDO_EPARSE);
 }
 
 /* Decodes like ludo__json_decode; `stop` as in run_check. [-0, +1, e] */
@@ -345,7 +356,10 @@ static void decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
   dec_t d;
   if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
     maxdepth = LUDO__JSON_MAXDEPTH;
-  if (len == 0) luaL_error(L, "EPARSE: empty input (expected a JSON value)");
+  if (len == 0) {
+    lua_pushliteral(L, "empty input (expected a JSON value)");
+    raise_code(L, LUDO_EPARSE);
+  }
   d.L = L;
   d.depth = 0;
   d.maxdepth = maxdepth;
@@ -379,12 +393,13 @@ typedef struct {
 static void enc_fail(enc_t *e, const char *what) {
   lua_State *L = e->L;
   push_path(L, &e->path);
-  lua_pushfstring(L, "EVALUE: %s at %s", what, lua_tostring(L, -1));
-  lua_error(L);
+  lua_pushfstring(L, "%s at %s", what, lua_tostring(L, -1));
+  raise_code(L, LUDO_EVALUE);
 }
 
 static void enc_nomem(enc_t *e) {
-  luaL_error(e->L, "ENOMEM: the JSON output buffer cannot grow");
+  lua_pushliteral(e->L, "the JSON text reached the memory limit");
+  raise_code(e->L, LUDO_ENOMEM);
 }
 
 #define ENC_OK(e, x) \
@@ -893,10 +908,15 @@ static int decode_protected(lua_State *L) {
  * hook's error, else turns the error on top into fail, message, code.
  * [-1, +3, e] */
 static int soft_error(lua_State *L, int status, int stop, const char *code) {
-  const char *m;
+  int c;
   if (status == LUA_ERRMEM || stop) lua_error(L);
-  m = lua_tostring(L, -1);
-  if (m != NULL && strncmp(m, "ENOMEM", 6) == 0) code = "ENOMEM";
+  c = ludo__error_code(L, -1);
+  if (c == LUDO_ENOMEM) lua_error(L); /* as a memory error would */
+  if (c != 0) {
+    code = ludo__err_name(c);
+    ludo__error_push_message(L, -1);
+    lua_remove(L, -2);
+  }
   luaL_pushfail(L);
   lua_insert(L, -2);
   lua_pushstring(L, code);

@@ -58,6 +58,7 @@
   X(limit_memory_string_rep)                                                 \
   X(limit_memory_concat)                                                     \
   X(limit_max_instructions)                                                  \
+  X(limit_result_encoding)                                                   \
   X(limit_log_lines)                                                         \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
