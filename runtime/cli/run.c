@@ -1,5 +1,6 @@
 /* run.c - `ludo run ENV`: runs episodes in-process with a Lua policy. */
 #include <errno.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,155 +122,224 @@ static void read_result(const char *json, size_t len, double *reward,
   json_decref(root);
 }
 
-int ludo__cli_run(int argc, char **argv) {
-  const char *env_path = NULL, *policy_file = NULL, *root;
-  long long episodes = 1, seed = -1, max_steps = 100, budget = 10000;
-  long long cap_mb = 64;
-  int as_json = 0, i, rc, failures = 0;
-  ludo_options_t opts;
-  ludo_runtime_t *rt = NULL;
-  ludo_env_t *env = NULL;
-  policy_t pol;
-  size_t info_len;
-  const char *info;
-  double sum_reward = 0;
+/* What `ludo run` was asked to do. */
+typedef struct {
+  const char *env_path, *policy_file;
+  long long episodes, seed, max_steps, budget_ms, cap_mb;
+  int as_json;
+} run_args_t;
+
+/* One numeric option: its name, where it goes, its bounds. */
+typedef struct {
+  const char *name;
+  size_t offset;
+  long long min, max;
+} num_opt_t;
+
+static const num_opt_t num_opts[] = {
+    {"--episodes", offsetof(run_args_t, episodes), 1, 1000000000},
+    {"--seed", offsetof(run_args_t, seed), 0, 1LL << 62},
+    {"--max-steps", offsetof(run_args_t, max_steps), 1, 1000000000},
+    {"--cpu-budget", offsetof(run_args_t, budget_ms), 1, 86400000},
+    {"--memory-cap", offsetof(run_args_t, cap_mb), 1, 65536},
+    {NULL, 0, 0, 0}};
+
+/* Parses argv into *ra. Returns -1 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, run_args_t *ra) {
+  int i;
+  memset(ra, 0, sizeof *ra);
+  ra->episodes = 1;
+  ra->seed = -1;
+  ra->max_steps = 100;
+  ra->budget_ms = 10000;
+  ra->cap_mb = 64;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
+    const num_opt_t *o;
     if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(run_usage, stdout);
       return 0;
-    } else if (strcmp(a, "--json") == 0) {
-      as_json = 1;
-    } else if (strcmp(a, "--episodes") == 0 || strcmp(a, "--seed") == 0 ||
-               strcmp(a, "--policy") == 0 || strcmp(a, "--max-steps") == 0 ||
-               strcmp(a, "--cpu-budget") == 0 ||
-               strcmp(a, "--memory-cap") == 0) {
+    }
+    if (strcmp(a, "--json") == 0) {
+      ra->as_json = 1;
+      continue;
+    }
+    for (o = num_opts; o->name && strcmp(o->name, a) != 0; o++) {
+    }
+    if (o->name != NULL || strcmp(a, "--policy") == 0) {
+      long long *dst;
       if (i + 1 >= argc) {
         ludo__cli_error("%s needs a value (see ludo run --help)", a);
         return LUDO__CLI_USAGE;
       }
-      if (strcmp(a, "--policy") == 0) {
-        policy_file = argv[++i];
-      } else if (strcmp(a, "--episodes") == 0) {
-        if (parse_count(a, argv[++i], 1, &episodes)) return LUDO__CLI_USAGE;
-      } else if (strcmp(a, "--seed") == 0) {
-        if (parse_count(a, argv[++i], 0, &seed)) return LUDO__CLI_USAGE;
-      } else if (strcmp(a, "--cpu-budget") == 0) {
-        if (parse_count(a, argv[++i], 1, &budget) || budget > 86400000)
-          return LUDO__CLI_USAGE;
-      } else if (strcmp(a, "--memory-cap") == 0) {
-        if (parse_count(a, argv[++i], 1, &cap_mb) || cap_mb > 65536)
-          return LUDO__CLI_USAGE;
-      } else if (parse_count(a, argv[++i], 1, &max_steps)) {
+      if (o->name == NULL) {
+        ra->policy_file = argv[++i];
+        continue;
+      }
+      dst = (long long *)((char *)ra + o->offset);
+      if (parse_count(a, argv[++i], o->min, dst)) return LUDO__CLI_USAGE;
+      if (*dst > o->max) {
+        ludo__cli_error("%s is at most %lld", a, o->max);
         return LUDO__CLI_USAGE;
       }
     } else if (a[0] == '-') {
       ludo__cli_error("unknown option '%s' (see ludo run --help)", a);
       return LUDO__CLI_USAGE;
-    } else if (env_path == NULL) {
-      env_path = a;
+    } else if (ra->env_path == NULL) {
+      ra->env_path = a;
     } else {
       ludo__cli_error("unexpected argument '%s' (one ENV only)", a);
       return LUDO__CLI_USAGE;
     }
   }
-  if (env_path == NULL) {
+  if (ra->env_path == NULL) {
     ludo__cli_error("run needs an environment (see ludo run --help)");
     return LUDO__CLI_USAGE;
   }
-  root = ludo__cli_root();
-  ludo_options_init(&opts);
-  opts.module_path = root;
-  opts.prewarm = 1;
-  opts.cpu_budget_ms = (uint32_t)budget;
-  opts.memory_cap = (size_t)cap_mb << 20;
-  if ((rc = ludo_runtime_new(&rt, &opts)) != 0) {
-    ludo__cli_error("cannot start: %s", ludo_strerror(rc));
-    return 1;
+  return -1;
+}
+
+/* One episode's outcome. */
+typedef struct {
+  long long steps;
+  double total;
+  int done, err;
+} episode_t;
+
+/* Resets the session and tells the policy. */
+static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
+                         policy_t *pol, const char **out, size_t *out_len,
+                         episode_t *ep) {
+  char reset_json[64];
+  double r;
+  int has_r;
+  if (ra->seed >= 0)
+    snprintf(reset_json, sizeof reset_json, "{\"seed\":%lld}", ra->seed + i);
+  else
+    strcpy(reset_json, "{}");
+  if (ludo_session_reset(s, reset_json, strlen(reset_json), out, out_len)) {
+    ludo__cli_error("episode %d: reset: %s", i + 1, ludo_session_errmsg(s));
+    return -1;
   }
-  if ((rc = ludo_env_load(rt, env_path, NULL, &env)) != 0) {
+  ludo__cli_buf_reset(&pol->args);
+  if (ra->seed >= 0)
+    ludo__cli_buf_printf(&pol->args, "[%lld,%.*s]", ra->seed + i,
+                         (int)*out_len, *out);
+  else
+    ludo__cli_buf_printf(&pol->args, "[null,%.*s]", (int)*out_len, *out);
+  read_result(*out, *out_len, &r, &has_r, &ep->done);
+  return policy_call(pol, "reset", NULL, NULL) == 0 ? 0 : -1;
+}
+
+/* One step: the policy's action for the last result, then the step. */
+static int episode_step(int i, ludo_session_t *s, policy_t *pol,
+                        const char **out, size_t *out_len, double *r,
+                        int *has_r, episode_t *ep) {
+  const char *action;
+  size_t alen;
+  ludo__cli_buf_reset(&pol->args);
+  ludo__cli_buf_printf(&pol->args, "[%.*s,{\"step\":%lld,\"done\":%s",
+                       (int)*out_len, *out, ep->steps,
+                       ep->done ? "true" : "false");
+  if (*has_r) ludo__cli_buf_printf(&pol->args, ",\"reward\":%.17g", *r);
+  ludo__cli_buf_printf(&pol->args, "}]");
+  if (policy_call(pol, "act", &action, &alen) != 0) return -1;
+  if (ludo_session_step(s, action, alen, out, out_len) != 0) {
+    ludo__cli_error("episode %d: step %lld: %s", i + 1, ep->steps + 1,
+                    ludo_session_errmsg(s));
+    return -1;
+  }
+  ep->steps++;
+  read_result(*out, *out_len, r, has_r, &ep->done);
+  if (*has_r) ep->total += *r;
+  return 0;
+}
+
+static void print_episode(const run_args_t *ra, int i, ludo_session_t *s,
+                          const episode_t *ep) {
+  if (ra->as_json)
+    printf("{\"episode\":%d,\"session\":\"%s\",\"steps\":%lld,"
+           "\"total_reward\":%.17g,\"done\":%s,\"error\":%s}\n",
+           i + 1, ludo_session_id(s), ep->steps, ep->total,
+           ep->done ? "true" : "false", ep->err ? "true" : "false");
+  else
+    printf("episode %d: %lld steps, total reward %.4g%s%s\n", i + 1,
+           ep->steps, ep->total,
+           ep->done ? ", done" : ", not done (max steps)",
+           ep->err ? ", FAILED" : "");
+}
+
+/* Runs episode i on a new session. Returns -1 when no session opens. */
+static int run_episode(const run_args_t *ra, int i, ludo_env_t *env,
+                       ludo_runtime_t *rt, policy_t *pol, episode_t *ep) {
+  ludo_session_t *s;
+  const char *out = NULL;
+  size_t out_len = 0;
+  double r = 0;
+  int has_r = 0;
+  memset(ep, 0, sizeof *ep);
+  if (ludo_session_open(env, &s) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(rt));
-    ludo_runtime_free(rt);
-    return 1;
+    return -1;
   }
-  info = ludo_env_info(env, &info_len);
-  if (policy_open(&pol, rt, policy_file, info, info_len) != 0) {
+  ep->err = episode_reset(ra, i, s, pol, &out, &out_len, ep) != 0;
+  while (!ep->err && !ep->done && ep->steps < ra->max_steps)
+    ep->err = episode_step(i, s, pol, &out, &out_len, &r, &has_r, ep) != 0;
+  print_episode(ra, i, s, ep);
+  ludo_session_close(s);
+  return 0;
+}
+
+/* The runtime, the environment and the policy of a run. */
+static int open_run(const run_args_t *ra, ludo_runtime_t **rt,
+                    ludo_env_t **env, policy_t *pol) {
+  ludo_options_t opts;
+  const char *info;
+  size_t info_len;
+  int rc;
+  ludo_options_init(&opts);
+  opts.module_path = ludo__cli_root();
+  opts.prewarm = 1;
+  opts.cpu_budget_ms = (uint32_t)ra->budget_ms;
+  opts.memory_cap = (size_t)ra->cap_mb << 20;
+  if ((rc = ludo_runtime_new(rt, &opts)) != 0) {
+    ludo__cli_error("cannot start: %s", ludo_strerror(rc));
+    return -1;
+  }
+  if (ludo_env_load(*rt, ra->env_path, NULL, env) != 0) {
+    ludo__cli_error("%s", ludo_runtime_errmsg(*rt));
+    return -1;
+  }
+  info = ludo_env_info(*env, &info_len);
+  return policy_open(pol, *rt, ra->policy_file, info, info_len);
+}
+
+int ludo__cli_run(int argc, char **argv) {
+  run_args_t ra;
+  ludo_runtime_t *rt = NULL;
+  ludo_env_t *env = NULL;
+  policy_t pol;
+  double sum_reward = 0;
+  int i, failures = 0, rc = parse_args(argc, argv, &ra);
+  if (rc >= 0) return rc;
+  memset(&pol, 0, sizeof pol);
+  if (open_run(&ra, &rt, &env, &pol) != 0) {
     policy_close(&pol);
     ludo_runtime_free(rt);
     return 1;
   }
-  for (i = 0; i < episodes; i++) {
-    ludo_session_t *s;
-    const char *out;
-    size_t out_len;
-    char reset_json[64];
-    long long steps = 0;
-    double total = 0, r;
-    int has_r, done = 0, err = 0;
-    if ((rc = ludo_session_open(env, &s)) != 0) {
-      ludo__cli_error("%s", ludo_runtime_errmsg(rt));
+  for (i = 0; i < ra.episodes; i++) {
+    episode_t ep;
+    if (run_episode(&ra, i, env, rt, &pol, &ep) != 0) {
       failures++;
       break;
     }
-    if (seed >= 0)
-      snprintf(reset_json, sizeof reset_json, "{\"seed\":%lld}", seed + i);
-    else
-      strcpy(reset_json, "{}");
-    rc = ludo_session_reset(s, reset_json, strlen(reset_json), &out,
-                            &out_len);
-    if (rc == 0) {
-      ludo__cli_buf_reset(&pol.args);
-      if (seed >= 0)
-        ludo__cli_buf_printf(&pol.args, "[%lld,%.*s]", seed + i,
-                             (int)out_len, out);
-      else
-        ludo__cli_buf_printf(&pol.args, "[null,%.*s]", (int)out_len, out);
-      read_result(out, out_len, &r, &has_r, &done);
-      if (policy_call(&pol, "reset", NULL, NULL) != 0) err = 1;
-    } else {
-      ludo__cli_error("episode %d: reset: %s", i + 1,
-                      ludo_session_errmsg(s));
-      err = 1;
-    }
-    while (!err && !done && steps < max_steps) {
-      size_t alen;
-      const char *action;
-      ludo__cli_buf_reset(&pol.args);
-      ludo__cli_buf_printf(&pol.args, "[%.*s,{\"step\":%lld,\"done\":%s",
-                           (int)out_len, out, steps, done ? "true" : "false");
-      if (has_r) ludo__cli_buf_printf(&pol.args, ",\"reward\":%.17g", r);
-      ludo__cli_buf_printf(&pol.args, "}]");
-      if (policy_call(&pol, "act", &action, &alen) != 0) {
-        err = 1;
-        break;
-      }
-      rc = ludo_session_step(s, action, alen, &out, &out_len);
-      if (rc != 0) {
-        ludo__cli_error("episode %d: step %lld: %s", i + 1, steps + 1,
-                        ludo_session_errmsg(s));
-        err = 1;
-        break;
-      }
-      steps++;
-      read_result(out, out_len, &r, &has_r, &done);
-      if (has_r) total += r;
-    }
-    if (as_json)
-      printf("{\"episode\":%d,\"session\":\"%s\",\"steps\":%lld,"
-             "\"total_reward\":%.17g,\"done\":%s,\"error\":%s}\n",
-             i + 1, ludo_session_id(s), steps, total,
-             done ? "true" : "false", err ? "true" : "false");
-    else
-      printf("episode %d: %lld steps, total reward %.4g%s%s\n", i + 1, steps,
-             total, done ? ", done" : ", not done (max steps)",
-             err ? ", FAILED" : "");
-    sum_reward += total;
-    failures += err;
-    ludo_session_close(s);
+    sum_reward += ep.total;
+    failures += ep.err;
   }
-  if (!as_json)
-    printf("%lld episodes, mean reward %.4g\n", episodes,
-           sum_reward / (double)episodes);
+  if (!ra.as_json)
+    printf("%lld episodes, mean reward %.4g\n", ra.episodes,
+           sum_reward / (double)ra.episodes);
   policy_close(&pol);
   ludo_runtime_free(rt);
   return failures ? 1 : 0;
