@@ -402,3 +402,11 @@ describe("environment API", function()
       end)
   end)
 end)
+
+describe("the C modules under test", function()
+  it("come from the build the suite was started for", function()
+    local build = os.getenv("LUDO_BUILD") or "build"
+    local path = package.searchpath("ludo.host", package.cpath)
+    assert.is_truthy(path and path:find(build .. "/cmod/", 1, true), path)
+  end)
+end)
