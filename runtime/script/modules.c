@@ -174,29 +174,39 @@ static int push_cmod(lua_State *L, ludo__modules_t *m, const char *name) {
   return 1;
 }
 
-static int l_require(lua_State *L) {
-  const char *name = luaL_checkstring(L, 1);
-  ludo__modules_t *m = modules_of(L);
-  lua_settop(L, 1);
-  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* 2: loaded */
-  lua_pushvalue(L, 1);
-  if (lua_rawget(L, 2) != LUA_TNIL) {
-    if (lua_touserdata(L, -1) == &loading)
-      return luaL_error(L, "require: loop while loading module '%s'", name);
-    return 1;
-  }
-  lua_pop(L, 1);
+/* Modules the runtime loads for itself: a session cannot require them
+ * (the runner holds the session's handlers and validators). */
+static const char *const internal[] = {"ludo.runner", "ludo.envinfo", NULL};
+
+static int is_internal(const char *name) {
+  const char *const *p;
+  for (p = internal; *p; p++)
+    if (strcmp(*p, name) == 0) return 1;
+  return 0;
+}
+
+/* Protected: finds module `name`'s loader and runs it. [-0, +1, e] */
+static int load_and_run(lua_State *L) {
+  ludo__modules_t *m = lua_touserdata(L, 1);
+  const char *name = lua_tostring(L, 2);
+  if (m == NULL)
+    return ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found", name);
+  if (!push_cmod(L, m, name)) ludo__modules_load(L, m, name);
+  lua_pushvalue(L, 2);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* Loads and runs `name` (index 1) with loaded (index 2) marked; on
+ * failure the mark goes and the error is raised again, so the next
+ * require reports the module's own error. [-0, +1, e] */
+static int require_fresh(lua_State *L, const char *name) {
   lua_pushlightuserdata(L, (void *)&loading);
   lua_setfield(L, 2, name);
-  /* 3: the loader function */
-  if (m == NULL) {
-    return ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found", name);
-  } else if (!push_cmod(L, m, name)) {
-    ludo__modules_load(L, m, name);
-  }
+  lua_pushcfunction(L, load_and_run);
+  lua_pushlightuserdata(L, modules_of(L));
   lua_pushvalue(L, 1);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    /* Forget the "loading" mark so a later require may try again. */
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
     lua_pushnil(L);
     lua_setfield(L, 2, name);
     return lua_error(L);
@@ -207,6 +217,36 @@ static int l_require(lua_State *L) {
   }
   lua_pushvalue(L, -1);
   lua_setfield(L, 2, name);
+  return 1;
+}
+
+static int l_require(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  lua_settop(L, 1);
+  if (is_internal(name))
+    return ludo__error_raise(L, LUDO_ENOENT, "module '%s' is internal to "
+                             "the runtime", name);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* 2: loaded */
+  lua_pushvalue(L, 1);
+  if (lua_rawget(L, 2) != LUA_TNIL) {
+    if (lua_touserdata(L, -1) == &loading)
+      return luaL_error(L, "require: loop while loading module '%s'", name);
+    return 1;
+  }
+  lua_pop(L, 1);
+  return require_fresh(L, name);
+}
+
+/* The runtime's own require: internal modules too, and those are not kept
+ * in the state's loaded table (nothing can reach them by name). */
+static int l_require_internal(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  lua_settop(L, 1);
+  if (!is_internal(name)) return l_require(L);
+  lua_pushcfunction(L, load_and_run);
+  lua_pushlightuserdata(L, modules_of(L));
+  lua_pushvalue(L, 1);
+  lua_call(L, 2, 1);
   return 1;
 }
 
@@ -227,7 +267,7 @@ void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
 }
 
 void ludo__modules_require(lua_State *L, const char *name) {
-  lua_pushcfunction(L, l_require);
+  lua_pushcfunction(L, l_require_internal);
   lua_pushstring(L, name);
   lua_call(L, 1, 1);
 }

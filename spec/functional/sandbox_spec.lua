@@ -166,6 +166,24 @@ describe("sandbox", function()
       assert_refused(s, witness, "require_io", "ENOENT",
         "module 'io' not found")
     end)
+
+    it("does not hand out the runtime's internal modules", function()
+      assert_refused(s, witness, "require_runner", "ENOENT",
+        "module 'ludo.runner' is internal")
+      assert_refused(s, witness, "require_envinfo", "ENOENT",
+        "module 'ludo.envinfo' is internal")
+    end)
+
+    it("reports a failed module's own error on every require", function()
+      local obs = attack(s, "require_broken_twice")
+      assert.is_truthy(obs.e1:find("broken on purpose", 1, true), obs.e1)
+      assert.is_truthy(obs.e2:find("broken on purpose", 1, true), obs.e2)
+      assert.is_truthy(obs.e3:find("not found", 1, true), obs.e3)
+      assert.is_truthy(obs.e4:find("not found", 1, true), obs.e4)
+      for _, e in ipairs({ obs.e1, obs.e2, obs.e3, obs.e4 }) do
+        assert.is_nil(e:find("loop while loading", 1, true), e)
+      end
+    end)
   end)
 
   describe("load", function()
