@@ -79,6 +79,8 @@ local OBJECT_MT = { __jsontype = "object" }
 -- The kind a metatable forces ("array", "object"), or nil. ludo.json's
 -- array metatable is recognised by its __name, so this module needs no C.
 local function forced_kind(mt)
+  -- ludo.json's array metatable is protected: getmetatable gives its name.
+  if mt == "ludo.json.array" then return "array" end
   if type(mt) ~= "table" then return nil end
   local kind = mt.__jsontype
   if kind == nil and rawget(mt, "__name") == "ludo.json.array" then

@@ -41,7 +41,8 @@ static int setup(ludo_runtime_t *rt) {
   char err[256];
   if (ludo__registry_add(r, "ludo.core", luaopen_ludo_core, NULL) ||
       ludo__registry_add(r, "ludo.json", luaopen_ludo_json, NULL) ||
-      ludo__registry_add(r, "ludo.re", luaopen_ludo_re, NULL))
+      ludo__registry_add(r, "ludo.re", luaopen_ludo_re, NULL) ||
+      ludo__registry_add(r, "ludo.null", ludo__json_open_null, NULL))
     return LUDO_ENOMEM;
   if (ludo__schema_compile(&rt->core.heap, reset_schema,
                            sizeof reset_schema - 1, &rt->reset_schema, err,

@@ -30,10 +30,35 @@ void ludo__json_setup(lua_State *L) {
     lua_createtable(L, 0, 2);
     lua_pushliteral(L, "ludo.json.array");
     lua_setfield(L, -2, "__name");
+    /* Shared by every array of the state: Lua sees only this name, never
+     * the table, so no script can plant fields (a __gc) in it. */
+    lua_pushliteral(L, "ludo.json.array");
+    lua_setfield(L, -2, "__metatable");
     lua_rawsetp(L, LUA_REGISTRYINDEX, &array_key);
   } else {
     lua_pop(L, 1);
   }
+}
+
+/* ludo.null in session states: a userdata, so not even rawset can change
+ * it; its metatable is hidden. Stock Lua gets lua/ludo/null.lua's table,
+ * and `v == null` works the same with both. */
+static int null_tostring(lua_State *L) {
+  lua_pushliteral(L, "ludo.null");
+  return 1;
+}
+
+int ludo__json_open_null(lua_State *L) {
+  lua_newuserdatauv(L, 0, 0);
+  lua_createtable(L, 0, 3);
+  lua_pushliteral(L, "ludo.null");
+  lua_setfield(L, -2, "__name");
+  lua_pushcfunction(L, null_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushliteral(L, "ludo.null");
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  return 1;
 }
 
 void ludo__json_pushnull(lua_State *L) {
@@ -794,6 +819,14 @@ static void enc_value(enc_t *e, int idx, int depth) {
     }
     default: {
       char what[64];
+      int isnull;
+      lua_rawgetp(L, LUA_REGISTRYINDEX, &null_key); /* a userdata null */
+      isnull = lua_rawequal(L, -1, idx);
+      lua_pop(L, 1);
+      if (isnull) {
+        ENC_OK(e, ludo__buf_add(e->b, "null", 4));
+        break;
+      }
       snprintf(what, sizeof what, "cannot encode a %s",
                luaL_typename(L, idx));
       enc_fail(e, what);
@@ -986,7 +1019,7 @@ static int ludo_l_json_is_array(lua_State *L) {
 
 LUDO_EXTERN int luaopen_ludo_json(lua_State *L) {
   ludo__json_setup(L);
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 5);
   lua_pushcfunction(L, ludo_l_json_encode);
   lua_setfield(L, -2, "encode");
   lua_pushcfunction(L, ludo_l_json_decode);
@@ -997,7 +1030,5 @@ LUDO_EXTERN int luaopen_ludo_json(lua_State *L) {
   lua_setfield(L, -2, "is_array");
   ludo__json_pushnull(L);
   lua_setfield(L, -2, "null");
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &array_key);
-  lua_setfield(L, -2, "array_mt");
   return 1;
 }

@@ -75,6 +75,10 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
 /* 1 when the value at idx is a table marked as a JSON array. [-0, +0, -] */
 int ludo__json_is_array(lua_State *L, int idx);
 
+/* Opens "ludo.null" for session states: a frozen userdata sentinel
+ * (registered as a C module by the runtime). [-0, +1, m] */
+int ludo__json_open_null(lua_State *L);
+
 /* Pushes the null sentinel. [-0, +1, -] */
 void ludo__json_pushnull(lua_State *L);
 

@@ -392,6 +392,13 @@ static unsigned lua_json_type(lua_State *L, int idx) {
       lua_pop(L, 1);
       return r ? T_ARRAY : T_OBJECT;
     }
+    case LUA_TUSERDATA: { /* ludo.null is a userdata in sessions */
+      int r;
+      ludo__json_pushnull(L);
+      r = lua_rawequal(L, -1, idx);
+      lua_pop(L, 1);
+      return r ? T_NULL : 0;
+    }
     default: return 0;
   }
 }

@@ -37,10 +37,14 @@ describe("ludo.json", function()
     assert.are.equal("true", out)
   end)
 
-  it("exposes the array metatable", function()
-    assert.are.equal(json.array_mt, getmetatable(json.array()))
-    assert.are.equal(json.array_mt, getmetatable(decode("[]")))
-  end)
+  it("marks arrays with a metatable no script can reach or change",
+    function()
+      assert.is_nil(json.array_mt)
+      assert.are.equal("ludo.json.array", getmetatable(json.array()))
+      assert.are.equal("ludo.json.array", getmetatable(decode("[]")))
+      assert.has_error(function() setmetatable(decode("[]"), nil) end)
+      assert.is_true(json.is_array(decode("[]")))
+    end)
 
   -- Each case: name, JSON text, the canonical text encode() writes back,
   -- and a check of the decoded Lua value.

@@ -167,6 +167,14 @@ describe("sandbox", function()
         "module 'io' not found")
     end)
 
+    it("keeps ludo's marker values and shared metatables unchangeable",
+      function()
+        assert_refused(s, witness, "rawset_null", "ESCRIPT",
+          "table expected, got ludo.null")
+        assert_refused(s, witness, "plant_gc_in_array_mt", "ESCRIPT",
+          "table expected, got string")
+      end)
+
     it("does not hand out the runtime's internal modules", function()
       assert_refused(s, witness, "require_runner", "ENOENT",
         "module 'ludo.runner' is internal")
