@@ -9,7 +9,7 @@
 #include "script/json.h"
 
 /* CPU budget of an environment's close(): cleanup gets a small one. */
-#define CLOSE_BUDGET_NS 100000000u
+#define CLOSE_BUDGET_NS LUDO__CLEANUP_BUDGET_NS
 
 static void set_err(ludo_session_t *s, const char *msg, size_t len) {
   ludo__buf_reset(&s->err);

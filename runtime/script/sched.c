@@ -81,8 +81,22 @@ void ludo__sched_close(ludo__sched_t *s) {
 }
 
 /* Ends the call: runs done, then clears the thread for the next call. */
+/* Runs the pending __close handlers of `co` under the cleanup budget, so
+ * a handler that loops is stopped like any other Lua. */
+static void close_thread(ludo__sched_t *s, lua_State *co) {
+  ludo__state_t *st = s->st;
+  ludo__state_arm(st, LUDO__CLEANUP_BUDGET_NS, 0);
+  if (ludo__state_run_begin(st, co, 0) == 0) {
+    lua_resetthread(co);
+    ludo__state_run_end(st);
+  }
+  ludo__state_disarm(st, co);
+  lua_settop(co, 0);
+}
+
 static void finish(ludo__sched_t *s, int status) {
   lua_State *co = s->co;
+  int stopped = s->st->killed != 0; /* by a hook: hooks are off in co */
   cancel_ops(s);
   s->waiting = s->runnable = 0;
   s->nargs = 0;
@@ -99,14 +113,12 @@ static void finish(ludo__sched_t *s, int status) {
     lua_settop(co, 0);
   } else {
     /* A thread that died by an error is not reused: Lua leaves its hooks
-     * disabled when the error came from a hook (the CPU budget), and
-     * lua_resetthread does not enable them again. A thread killed by the
-     * budget is dropped without closing it: its pending __close handlers
-     * would run with hooks off, where nothing could stop them. */
-    if (status != LUDO_ETIMEOUT) {
-      lua_resetthread(co);
-      lua_settop(co, 0);
-    } /* (lua_settop would run the __close handlers too) */
+     * disabled when the error came from a hook (the CPU budget, a close),
+     * and lua_resetthread does not enable them again. A thread stopped by
+     * a hook is dropped without closing it: its pending __close handlers
+     * would run with hooks off, where nothing could stop them. Others run
+     * them under the cleanup budget. */
+    if (!stopped) close_thread(s, co);
     renew_thread(s);
   }
   s->in_call = 0;
@@ -236,7 +248,7 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
 
 void ludo__sched_cancel(ludo__sched_t *s) {
   if (!s->in_call) return;
-  lua_settop(s->co, 0);
+  close_thread(s, s->co); /* its pending __close handlers, budgeted */
   lua_pushliteral(s->co, "ECANCELED: the call was cancelled");
   finish(s, LUDO_ECANCELED);
 }

@@ -251,6 +251,29 @@ static int l_co_resume(lua_State *L) {
   return lua_gettop(L);
 }
 
+/* coroutine.close(co): the library's, with co in the chain while its
+ * __close handlers run (so the budget reaches them) and a bound on
+ * nesting (Lua 5.4.4 crashes on deep nesting inside __close handlers). */
+static int l_co_close(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  lua_State *co = lua_tothread(L, 1);
+  int rc, n = lua_gettop(L);
+  luaL_argexpected(L, co != NULL, 1, "coroutine");
+  if (st == NULL) return luaL_error(L, "no sandbox");
+  if (st->close_depth >= LUDO__CLOSE_NEST_MAX)
+    return luaL_error(L, "coroutine.close nested more than %d deep",
+                      LUDO__CLOSE_NEST_MAX);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  st->close_depth++;
+  chain_push(st, co);
+  rc = lua_pcall(L, n, LUA_MULTRET, 0);
+  chain_pop(st);
+  st->close_depth--;
+  if (rc != LUA_OK) return lua_error(L);
+  return lua_gettop(L);
+}
+
 /* The function coroutine.wrap returns: resumes its thread (upvalue 2)
  * through l_co_resume (upvalue 1) and raises its errors. */
 static int co_wrapped(lua_State *L) {
@@ -266,8 +289,11 @@ static int co_wrapped(lua_State *L) {
      * library's wrap does, unless the call was killed by its budget (they
      * would run with hooks off). */
     if (lua_status(co) != LUA_OK && lua_status(co) != LUA_YIELD &&
-        !(st != NULL && st->killed))
+        !(st != NULL && st->killed)) {
+      if (st != NULL) chain_push(st, co); /* the budget reaches it */
       lua_resetthread(co);
+      if (st != NULL) chain_pop(st);
+    }
     if (lua_type(L, 2) == LUA_TSTRING) {
       luaL_where(L, 1);
       lua_insert(L, 2);
@@ -362,6 +388,9 @@ static int open_sandbox(lua_State *L) {
   lua_setfield(L, -3, "resume");
   lua_pushcclosure(L, l_co_wrap, 1);
   lua_setfield(L, -2, "wrap");
+  lua_getfield(L, -1, "close");
+  lua_pushcclosure(L, l_co_close, 1);
+  lua_setfield(L, -2, "close");
   lua_pop(L, 1);
   /* string.dump would hand out bytecode; the sandbox never loads it, but
    * there is no reason to offer it. */
@@ -393,7 +422,7 @@ int ludo__state_open(ludo__state_t *st) {
   st->armed = st->killed = 0;
   st->budget_ns = st->max_instr = st->used_ns = st->instr = 0;
   st->run_start_ns = 0;
-  st->yield_wanted = st->sliced = st->running = 0;
+  st->yield_wanted = st->sliced = st->running = st->close_depth = 0;
   memset(&st->wd, 0, sizeof st->wd);
   st->depth = 0;
   st->sched = NULL;
@@ -424,8 +453,8 @@ int ludo__state_open(ludo__state_t *st) {
 
 void ludo__state_close(ludo__state_t *st) {
   if (st->L == NULL) return;
-  /* Finalizers may need a little memory; the cap no longer matters. */
-  st->cap = 0;
+  /* The cap stays: only C finalizers run here (scripts cannot set __gc),
+   * and Lua closes a state even when they find no memory. */
   st->fail_after = -1;
   lua_close(st->L);
   st->L = NULL;

@@ -18,6 +18,14 @@ struct ludo__modules_s;
 /* Coroutines a call may run through at once (nesting depth). */
 #define LUDO__CHAIN_MAX 256
 
+/* CPU time cleanup code may use: pending __close handlers of a call that
+ * failed or was cancelled, an environment's close(). */
+#define LUDO__CLEANUP_BUDGET_NS 100000000u
+
+/* How deeply coroutine.close may nest (inside __close handlers); Lua
+ * 5.4.4 overflows the C stack without a bound (docs/sandbox.md). */
+#define LUDO__CLOSE_NEST_MAX 32
+
 /* Instructions between two checks of the budget. */
 #define LUDO__HOOK_COUNT 1000
 
@@ -41,6 +49,7 @@ typedef struct ludo__state_s {
   volatile int yield_wanted;  /* the time slice ended: yield when able */
   int sliced;                 /* the last run ended by yielding a slice */
   int running;                /* inside run_begin/run_end */
+  int close_depth;            /* coroutine.close calls in progress */
   ludo__wd_entry_t wd;        /* this state's watchdog entry */
   lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
   int depth;

@@ -45,6 +45,12 @@
   X(reenter_close_self)                                                      \
   X(batch_blocking)                                                          \
   X(batch_async)                                                             \
+  /* test-abuse.c: cleanup paths and Lua defects */                        \
+  X(abuse_close_after_error)                                                 \
+  X(abuse_close_after_timeout)                                               \
+  X(abuse_coroutine_close_paths)                                             \
+  X(abuse_nested_close)                                                      \
+  X(abuse_close_session)                                                     \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \

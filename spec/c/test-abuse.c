@@ -1,0 +1,99 @@
+/* test-abuse.c - Lua that tries to run outside its CPU budget through the
+ * cleanup paths (issue: hardening, class 1) and Lua 5.4.4's reachable
+ * defects (class 4). Each case must end with the expected code within its
+ * budget, leave the process healthy, and leave another session stepping
+ * (spec/fixtures/c/abuse). */
+#include "helpers.h"
+
+#include <string.h>
+
+#define ABUSE "spec/fixtures/c/abuse"
+
+static int step(ludo_session_t *s, const char *mode) {
+  char action[128];
+  const char *out;
+  size_t len;
+  snprintf(action, sizeof action, "{\"mode\":\"%s\"}", mode);
+  return ludo_session_step(s, action, strlen(action), &out, &len);
+}
+
+static ludo_runtime_t *abuse_rt(void) {
+  ludo_options_t o;
+  test_options(&o);
+  o.cpu_budget_ms = 200;
+  return test_rt_new(&o);
+}
+
+/* Runs `mode` on a fresh session, expects `code` within `max_s` seconds,
+ * then checks that the session and a witness still step. */
+static void expect_bounded(const char *mode, int code, double max_s) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_env_t *env = test_env_load(rt, ABUSE, NULL);
+  ludo_session_t *s = test_open(env), *witness = test_open(env);
+  double t0 = test_now();
+  ASSERT_ERR(step(s, mode), code);
+  ASSERT_DBL_LT(test_now() - t0, max_s);
+  ASSERT_OK(step(s, "ok"));
+  ASSERT_OK(step(witness, "ok"));
+  ludo_session_close(s);
+  ludo_session_close(witness);
+  test_rt_free(rt);
+}
+
+/* __close handlers of a failed call run under the cleanup budget. */
+TEST_IMPL(abuse_close_after_error) {
+  expect_bounded("close_after_error", LUDO_ESCRIPT, 5.0);
+}
+
+/* A call stopped by its budget is dropped without running its handlers. */
+TEST_IMPL(abuse_close_after_timeout) {
+  expect_bounded("close_after_timeout", LUDO_ETIMEOUT, 5.0);
+}
+
+/* coroutine.close and coroutine.wrap run handlers inside the budget. */
+TEST_IMPL(abuse_coroutine_close_paths) {
+  expect_bounded("coroutine_close_loop", LUDO_ETIMEOUT, 5.0);
+  expect_bounded("wrap_error_close_loop", LUDO_ETIMEOUT, 5.0);
+}
+
+/* Deep nesting of coroutine.close inside __close is refused, not a
+ * crash (Lua 5.4.4, docs/sandbox.md). */
+TEST_IMPL(abuse_nested_close) {
+  expect_bounded("nested_close", LUDO_ESCRIPT, 5.0);
+}
+
+static int cb_calls, cb_status;
+static void record(ludo_session_t *s, int status, const char *data,
+                   size_t len, void *ud) {
+  (void)s; (void)data; (void)len; (void)ud;
+  cb_calls++;
+  cb_status = status;
+}
+
+/* Closing a session whose call waits runs its handlers under the cleanup
+ * budget; an environment's close() that spins is stopped too. */
+TEST_IMPL(abuse_close_session) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_env_t *env = test_env_load(rt, ABUSE, NULL);
+  ludo_session_t *a = test_open(env), *b = test_open(env);
+  ludo_session_t *witness = test_open(env);
+  double t0;
+  cb_calls = 0;
+  ASSERT_OK(ludo_session_step_async(a, J("{\"mode\":\"close_while_waiting\"}"),
+                                    record, NULL));
+  ASSERT_GE(ludo_runtime_poll(rt, 0), 1); /* it runs, then waits */
+  ASSERT_EQ(cb_calls, 0);
+  t0 = test_now();
+  ludo_session_close(a);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_EQ(cb_calls, 1);
+  ASSERT_ERR(cb_status, LUDO_ECANCELED);
+
+  ASSERT_OK(step(b, "spin_on_close"));
+  t0 = test_now();
+  ludo_session_close(b);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_OK(step(witness, "ok"));
+  ludo_session_close(witness);
+  test_rt_free(rt);
+}
