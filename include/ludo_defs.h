@@ -77,6 +77,9 @@ typedef struct ludo_options_s {
   void *alloc_ud;          /* passed to alloc */
   size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
   uint32_t cpu_budget_ms;  /* Lua running time per call; default 10000 */
+  uint32_t wall_limit_ms;  /* wall-clock time per call, waits included
+                              (ludo.sleep, later I/O); default 60000;
+                              0 = none */
   uint64_t max_instructions; /* VM instructions per call; 0 = no limit */
   const char *module_path; /* ';'-separated roots holding lua/, rubrics/,
                               features/; searched before the embedded copies.

@@ -19,6 +19,7 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *o) {
   memset(o, 0, sizeof *o);
   o->memory_cap = (size_t)64 << 20;
   o->cpu_budget_ms = 10000;
+  o->wall_limit_ms = 60000;
   o->prewarm = 4;
 }
 

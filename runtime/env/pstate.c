@@ -41,6 +41,7 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
     return rc;
   }
   ps->sched.budget_ns = (uint64_t)rt->opts.cpu_budget_ms * 1000000u;
+  ps->sched.wall_ns = (uint64_t)rt->opts.wall_limit_ms * 1000000u;
   ps->sched.max_instr = rt->opts.max_instructions;
   *out = ps;
   return 0;

@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "core/error.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
@@ -68,6 +69,7 @@ static void cancel_ops(ludo__sched_t *s) {
   while (s->ops.next != &s->ops) {
     ludo__op_t *op = s->ops.next;
     list_remove(op);
+    s->nops--;
     op->sched = NULL;
     if (s->st->L != NULL) luaL_unref(s->st->L, LUA_REGISTRYINDEX, op->ref);
     op->ref = LUA_NOREF;
@@ -75,9 +77,64 @@ static void cancel_ops(ludo__sched_t *s) {
   }
 }
 
+/* The wall timer's memory outlives the scheduler until its close callback:
+ * it carries its own heap and core. */
+typedef struct {
+  uv_timer_t t;
+  ludo__alloc_t *heap;
+  ludo__core_t *core;
+} wall_timer_t;
+
+static void wall_timer_closed(uv_handle_t *h) {
+  wall_timer_t *w = (wall_timer_t *)h;
+  ludo__core_t *core = w->core;
+  ludo__free(w->heap, w, sizeof *w);
+  if (core != NULL) ludo__core_handle_closed(core);
+}
+
 void ludo__sched_close(ludo__sched_t *s) {
   cancel_ops(s);
   s->in_call = s->waiting = 0;
+  if (s->wall != NULL) {
+    uv_timer_stop(s->wall);
+    uv_close((uv_handle_t *)s->wall, wall_timer_closed);
+    s->wall = NULL;
+  }
+}
+
+static void finish(ludo__sched_t *s, int status);
+
+/* The call waited past its wall-clock limit. */
+static void wall_fired(uv_timer_t *t) {
+  ludo__sched_t *s = t->data;
+  if (!s->in_call || !(s->waiting || s->runnable) || s->resuming) return;
+  lua_settop(s->co, 0);
+  lua_pushfstring(s->co, "ETIMEOUT: the call exceeded its wall-clock limit "
+                  "of %I ms", (lua_Integer)(s->wall_ns / 1000000u));
+  finish(s, LUDO_ETIMEOUT);
+}
+
+/* While the call waits, the wall timer watches its deadline. */
+static void wall_arm(ludo__sched_t *s) {
+  ludo__state_t *st = s->st;
+  uint64_t now;
+  if (s->wall_ns == 0 || st->loop == NULL) return;
+  if (s->wall == NULL) {
+    wall_timer_t *w = ludo__calloc(st->heap, sizeof *w);
+    if (w == NULL) return; /* the CPU budget still bounds the call */
+    w->heap = st->heap;
+    w->core = st->core;
+    uv_timer_init(st->loop, &w->t);
+    if (w->core != NULL) ludo__core_handle_opened(w->core);
+    s->wall = &w->t;
+    s->wall->data = s;
+  }
+  uv_update_time(st->loop);
+  now = ludo__clock_ns();
+  uv_timer_start(s->wall, wall_fired,
+                 s->wall_end_ns > now
+                     ? (s->wall_end_ns - now + 999999u) / 1000000u : 0,
+                 0);
 }
 
 /* Ends the call: runs done, then clears the thread for the next call. */
@@ -98,6 +155,7 @@ static void finish(ludo__sched_t *s, int status) {
   lua_State *co = s->co;
   int stopped = s->st->killed != 0; /* by a hook: hooks are off in co */
   cancel_ops(s);
+  if (s->wall != NULL) uv_timer_stop(s->wall);
   s->waiting = s->runnable = 0;
   s->nargs = 0;
   if (s->backlog_ref != LUA_NOREF) {
@@ -204,6 +262,7 @@ static void resume(ludo__sched_t *s, int nargs) {
     lua_pop(co, nres);
     if (ok && (s->ops.next != &s->ops || s->backlog_ref != LUA_NOREF)) {
       s->waiting = 1;
+      wall_arm(s);
       next_completion(s);
       return;
     }
@@ -238,6 +297,7 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input = input;
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
+  s->wall_end_ns = s->wall_ns ? ludo__clock_ns() + s->wall_ns : 0;
   s->nargs = 0;
   lua_settop(s->co, 0);
   lua_rawgeti(s->co, LUA_REGISTRYINDEX, fnref);
@@ -259,6 +319,9 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
   ludo__op_t *op, **box;
+  if (s != NULL && s->nops >= LUDO__OPS_MAX)
+    ludo__error_raise(L, LUDO_EINVAL, "a call may wait on at most %d "
+                      "operations at once", LUDO__OPS_MAX);
   if (s == NULL || !s->in_call || st->loop == NULL)
     ludo__error_raise(L, LUDO_EINVAL,
                       "this primitive waits, and can only be used "
@@ -276,6 +339,7 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   op->sched = s;
   lua_pushvalue(L, -1);
   op->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  s->nops++;
   op->next = s->ops.next;
   op->prev = &s->ops;
   s->ops.next->prev = op;
@@ -351,6 +415,7 @@ void ludo__op_complete(ludo__op_t *op, int (*push)(lua_State *co, void *ud),
   int n = 0, base;
   if (s == NULL) return;
   list_remove(op);
+  s->nops--;
   op->sched = NULL;
   co = s->co;
   if ((!s->waiting && !s->runnable) || s->resuming) {

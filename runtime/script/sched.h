@@ -65,9 +65,16 @@ struct ludo__sched_s {
   const char *input;      /* current call's input bytes (borrowed) */
   size_t input_len;
   uint64_t budget_ns, max_instr;
+  uint64_t wall_ns;       /* wall-clock limit of a call; 0 = none */
+  uint64_t wall_end_ns;   /* when the current call must be over */
+  uv_timer_t *wall;       /* fires at wall_end_ns while the call waits */
+  int nops;               /* pending operations */
   ludo__sched_done_cb done;
   void *done_ud;
 };
+
+/* Pending operations one call may hold at once. */
+#define LUDO__OPS_MAX 1024
 
 /* Sets up the call thread of st (requires "ludo.async"). Returns 0,
  * LUDO_ENOMEM or LUDO_ELOAD. */

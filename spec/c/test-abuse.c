@@ -97,3 +97,27 @@ TEST_IMPL(abuse_close_session) {
   ludo_session_close(witness);
   test_rt_free(rt);
 }
+
+/* A call that waits longer than its wall-clock limit ends with ETIMEOUT,
+ * however long it asked to sleep; a call holds a bounded number of
+ * pending operations, and every one is freed (the allocator check of
+ * test_rt_free). */
+TEST_IMPL(abuse_waits_bounded) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  double t0;
+  test_options(&o);
+  o.wall_limit_ms = 200;
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, ABUSE, NULL));
+  t0 = test_now();
+  ASSERT_ERR(step(s, "sleep_forever"), LUDO_ETIMEOUT);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "wall-clock limit of 200 ms");
+  ASSERT_ERR(step(s, "many_ops"), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "at most 1024");
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

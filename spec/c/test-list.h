@@ -51,6 +51,7 @@
   X(abuse_coroutine_close_paths)                                             \
   X(abuse_nested_close)                                                      \
   X(abuse_close_session)                                                     \
+  X(abuse_waits_bounded)                                                     \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
