@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "core/error.h"
+#include "script/guards.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 
@@ -380,6 +381,7 @@ static int open_sandbox(lua_State *L) {
   wrap_global(L, "setmetatable", l_setmetatable);
   wrap_global(L, "collectgarbage", l_collectgarbage);
   wrap_global(L, "xpcall", l_xpcall);
+  ludo__guards_install(L);
   /* coroutine.resume and wrap track the running chain (see chain_push). */
   lua_getglobal(L, LUA_COLIBNAME);
   lua_getfield(L, -1, "resume");

@@ -121,3 +121,22 @@ TEST_IMPL(abuse_waits_bounded) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* Loops inside C: string.rep of nothing returns at once, string.rep past
+ * the cap is refused up front, table.move over huge ranges is cut into
+ * pieces that check the budget. */
+TEST_IMPL(abuse_c_loops) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  double t0 = test_now();
+  ASSERT_OK(step(s, "rep_empty"));
+  ASSERT_OK(step(s, "rep_empty_sep"));
+  ASSERT_DBL_LT(test_now() - t0, 1.0);
+  ASSERT_ERR(step(s, "rep_huge"), LUDO_ENOMEM);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "string.rep");
+  ASSERT_ERR(step(s, "move_nothing"), LUDO_ETIMEOUT);
+  ASSERT_ERR(step(s, "move_overlap"), LUDO_ETIMEOUT);
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

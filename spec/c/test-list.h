@@ -52,6 +52,7 @@
   X(abuse_nested_close)                                                      \
   X(abuse_close_session)                                                     \
   X(abuse_waits_bounded)                                                     \
+  X(abuse_c_loops)                                                           \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
