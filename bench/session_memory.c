@@ -6,9 +6,28 @@
 #include <lauxlib.h>
 #include <stdio.h>
 
+#include "core/registry.h"
 #include "ludo.h"
 #include "script/modules.h"
 #include "script/state.h"
+
+/* ludo's own C modules, registered by the runtime for every session
+ * (runtime/env/runtime.c); this program builds a state without a runtime,
+ * so it registers them itself. */
+LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
+LUDO_EXTERN int luaopen_ludo_json(lua_State *L);
+LUDO_EXTERN int luaopen_ludo_re(lua_State *L);
+
+/* Requires module arg 1 the way the runtime does (internal modules such
+ * as ludo.runner included, which a session's own require refuses) and
+ * keeps its value referenced from the registry, since the runtime keeps
+ * internal modules out of the state's loaded table. [-1, +0, e] */
+static int require_kept(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1);
+  ludo__modules_require(L, name);
+  luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
 
 int main(int argc, char **argv) {
   static const char *const defaults[] = {
@@ -18,12 +37,19 @@ int main(int argc, char **argv) {
                                      : defaults;
   ludo__alloc_t heap;
   ludo__codecache_t cc;
+  ludo__registry_t cmods;
   ludo__modules_t m = {0};
   ludo__state_t st = {0};
   int i;
   ludo__alloc_init(&heap, NULL, NULL);
   if (ludo__codecache_init(&cc, &heap, ".") != 0) return 1;
+  ludo__registry_init(&cmods, &heap);
+  if (ludo__registry_add(&cmods, "ludo.core", luaopen_ludo_core, NULL) ||
+      ludo__registry_add(&cmods, "ludo.json", luaopen_ludo_json, NULL) ||
+      ludo__registry_add(&cmods, "ludo.re", luaopen_ludo_re, NULL))
+    return 1;
   m.cache = &cc;
+  m.global = &cmods;
   st.heap = &heap;
   st.modules = &m;
   if (ludo__state_open(&st) != 0) return 1;
@@ -31,16 +57,18 @@ int main(int argc, char **argv) {
   printf("%-28s %7zu\n", "sandboxed state", st.used);
   for (i = 0; mods[i] != NULL; i++) {
     size_t before = st.used;
-    lua_getglobal(st.L, "require");
+    lua_pushcfunction(st.L, require_kept);
     lua_pushstring(st.L, mods[i]);
     if (lua_pcall(st.L, 1, 0, 0) != LUA_OK) {
-      fprintf(stderr, "%s\n", lua_tostring(st.L, -1));
+      const char *msg = luaL_tolstring(st.L, -1, NULL);
+      fprintf(stderr, "ludo-memory: require '%s': %s\n", mods[i], msg);
       return 1;
     }
     lua_gc(st.L, LUA_GCCOLLECT);
     printf("%-28s +%6zu = %zu\n", mods[i], st.used - before, st.used);
   }
   ludo__state_close(&st);
+  ludo__registry_free(&cmods);
   ludo__codecache_free(&cc);
   {
     ludo_options_t o;
