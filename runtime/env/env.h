@@ -41,6 +41,8 @@ struct ludo_runtime_s {
   unsigned nsessions, calls;
   unsigned gc_seed;            /* spreads the states' GC pacing */
   int blocking;                /* inside a blocking call's loop */
+  ludo__pstate_t *retired;     /* states of closed sessions, to free */
+  ludo__task_t reclaim;        /* frees them from the loop */
   ludo_session_t *held;        /* deliveries kept until it returns */
   char errmsg[2048];
 };
@@ -105,6 +107,12 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
 int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
                      lua_CFunction fn, void *ud, const char *as);
 void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps);
+/* Frees the state of a closed session off the caller's path: from the
+ * loop, a few per pass; at once when no loop pass ran lately (a host that
+ * only makes blocking calls). */
+void ludo__pstate_retire(ludo_runtime_t *rt, ludo__pstate_t *ps);
+/* Frees every retired state now (shutdown). */
+void ludo__pstate_reclaim_all(ludo_runtime_t *rt);
 
 /* Environment lifecycle (env.c). */
 int ludo__env_load(ludo_runtime_t *rt, const char *path,

@@ -3,8 +3,10 @@
  * it under the CPU budget (loading modules). Sessions and scripts are both
  * built on them. */
 #include <lauxlib.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/errors.h"
 #include "env/env.h"
 
@@ -94,4 +96,49 @@ void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
   ludo__sched_close(&ps->sched);
   ludo__state_close(&ps->st);
   ludo__free(&rt->core.heap, ps, sizeof *ps);
+}
+
+/* Time the loop spends freeing retired states per pass. */
+#define RECLAIM_SLICE_NS 200000u
+/* A loop pass this recent means the host runs the loop. */
+#define LOOP_RECENT_NS 50000000u
+
+static void free_retired(ludo_runtime_t *rt, ludo__pstate_t *ps) {
+  size_t bytes = ps->st.used;
+  ludo__pstate_free(rt, ps);
+  ludo__core_note_freed(&rt->core, bytes);
+}
+
+static void reclaim_task(ludo__task_t *t) {
+  ludo_runtime_t *rt =
+      (ludo_runtime_t *)((char *)t - offsetof(ludo_runtime_t, reclaim));
+  uint64_t end = ludo__clock_ns() + RECLAIM_SLICE_NS;
+  while (rt->retired != NULL) {
+    ludo__pstate_t *ps = rt->retired;
+    rt->retired = ps->next;
+    free_retired(rt, ps);
+    if (ludo__clock_ns() >= end) break;
+  }
+  if (rt->retired != NULL) ludo__core_post_later(&rt->core, t);
+}
+
+void ludo__pstate_retire(ludo_runtime_t *rt, ludo__pstate_t *ps) {
+  uint64_t last = rt->core.last_pass_ns;
+  if (last == 0 || ludo__clock_ns() - last > LOOP_RECENT_NS) {
+    free_retired(rt, ps); /* nobody runs the loop: free it now */
+    return;
+  }
+  ps->next = rt->retired;
+  rt->retired = ps;
+  rt->reclaim.fn = reclaim_task;
+  ludo__core_post_later(&rt->core, &rt->reclaim);
+}
+
+void ludo__pstate_reclaim_all(ludo_runtime_t *rt) {
+  ludo__core_unpost(&rt->core, &rt->reclaim);
+  while (rt->retired != NULL) {
+    ludo__pstate_t *ps = rt->retired;
+    rt->retired = ps->next;
+    free_retired(rt, ps);
+  }
 }

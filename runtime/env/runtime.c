@@ -92,6 +92,7 @@ void ludo__runtime_free(ludo_runtime_t *rt) {
   ludo_env_t *env;
   for (env = rt->envs; env; env = env->next) ludo__session_cancel_opens(env);
   while (rt->sessions) ludo__session_destroy(rt->sessions);
+  ludo__pstate_reclaim_all(rt);
   while (rt->envs) ludo__env_destroy(rt->envs);
   ludo__schema_free(rt->reset_schema);
   rt->reset_schema = NULL;

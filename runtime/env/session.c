@@ -484,7 +484,6 @@ static void teardown(ludo_session_t *s) {
   ludo_env_t *env = s->env;
   ludo_close_cb ccb = s->close_cb;
   void *cud = s->close_ud;
-  size_t bytes;
   s->closing = 1;
   s->close_requested = 0;
   ludo__core_unpost(&rt->core, &s->task);
@@ -506,8 +505,7 @@ static void teardown(ludo_session_t *s) {
   }
   run_module_close(s);
   ludo__buf_free(&s->out); /* in the state's memory: before the state */
-  bytes = s->ps->st.used;
-  ludo__pstate_free(rt, s->ps);
+  ludo__pstate_retire(rt, s->ps);
   s->ps = NULL;
   if (s->prev)
     s->prev->next = s->next;
@@ -519,7 +517,6 @@ static void teardown(ludo_session_t *s) {
   ludo__buf_free(&s->err);
   ludo__buf_free(&s->in);
   ludo__free(&rt->core.heap, s, sizeof *s);
-  ludo__core_note_freed(&rt->core, bytes);
   if (ccb != NULL) {
     rt->calls--;
     rt->core.in_callback++;

@@ -24,7 +24,7 @@ struct ludo__modules_s;
 
 /* How deeply coroutine.close may nest (inside __close handlers); Lua
  * 5.4.4 overflows the C stack without a bound (docs/sandbox.md). */
-#define LUDO__CLOSE_NEST_MAX 32
+#define LUDO__CLOSE_NEST_MAX 4
 
 /* Instructions between two checks of the budget. */
 #define LUDO__HOOK_COUNT 1000
