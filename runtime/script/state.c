@@ -27,7 +27,7 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (ptr == NULL) osize = 0;
   if (nsize == 0) {
     if (ptr != NULL) {
-      ludo__alloc_fn(st->heap, ptr, osize, 0);
+      ludo__arena_realloc(&st->arena, ptr, osize, 0);
       st->used -= osize;
       if (st->total) *st->total -= osize;
     }
@@ -38,7 +38,7 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (st->cap != 0 && st->used + (nsize - osize) > st->cap) return NULL;
     if (st->fail_after >= 0 && st->fail_after-- == 0) return NULL;
   }
-  p = ludo__alloc_fn(st->heap, ptr, osize, nsize);
+  p = ludo__arena_realloc(&st->arena, ptr, osize, nsize);
   if (p == NULL) return NULL;
   st->used = st->used - osize + nsize;
   if (st->total) *st->total = *st->total - osize + nsize;
@@ -429,8 +429,12 @@ int ludo__state_open(ludo__state_t *st) {
   st->depth = 0;
   st->sched = NULL;
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
+  ludo__arena_init(&st->arena, st->heap);
   L = lua_newstate(ludo__state_alloc, st);
-  if (L == NULL) return LUDO_ENOMEM;
+  if (L == NULL) {
+    ludo__arena_release(&st->arena);
+    return LUDO_ENOMEM;
+  }
   st->L = L;
   lua_atpanic(L, state_panic);
   /* A count hook is set before any thread exists, so every coroutine
@@ -448,6 +452,7 @@ int ludo__state_open(ludo__state_t *st) {
               lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
     lua_close(L);
     st->L = NULL;
+    ludo__arena_release(&st->arena);
     return rc == LUA_ERRMEM ? LUDO_ENOMEM : LUDO_ESCRIPT;
   }
   return 0;
@@ -460,6 +465,7 @@ void ludo__state_close(ludo__state_t *st) {
   st->fail_after = -1;
   lua_close(st->L);
   st->L = NULL;
+  ludo__arena_release(&st->arena);
 }
 
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,

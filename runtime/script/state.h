@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/alloc.h"
+#include "script/arena.h"
 #include "base/log.h"
 
 #include "core/core.h"
@@ -16,7 +17,7 @@
 struct ludo__modules_s;
 
 /* Coroutines a call may run through at once (nesting depth). */
-#define LUDO__CHAIN_MAX 256
+#define LUDO__CHAIN_MAX 32
 
 /* CPU time cleanup code may use: pending __close handlers of a call that
  * failed or was cancelled, an environment's close(). */
@@ -32,6 +33,7 @@ struct ludo__modules_s;
 typedef struct ludo__state_s {
   lua_State *L;
   ludo__alloc_t *heap;        /* runtime allocator (parent); borrowed */
+  ludo__arena_t arena;        /* small blocks of this state */
   size_t used;                /* bytes held by this state */
   size_t cap;                 /* refuse growth past this; 0 = no cap */
   size_t peak;

@@ -1,0 +1,134 @@
+/* arena.c - the small-object allocator of one Lua state (see arena.h). */
+#include "script/arena.h"
+
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define FIRST_CHUNK 4096
+#define LAST_CHUNK 4096
+
+struct ludo__arena_chunk_s {
+  ludo__arena_chunk_t *next;
+  size_t size;                 /* of the whole chunk, header included */
+};
+
+/* The header keeps blocks 16-byte aligned. */
+#define HDR ((sizeof(ludo__arena_chunk_t) + 15) & ~(size_t)15)
+
+static int cls_of(size_t n) { return (int)((n + 15) >> 4) - 1; }
+
+void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap) {
+  memset(a, 0, sizeof *a);
+  a->heap = heap;
+  a->chunk_size = FIRST_CHUNK;
+}
+
+static void push_free(ludo__arena_t *a, int c, void *p) {
+  UNPOISON(p, sizeof(void *));
+  *(void **)p = a->free[c];
+  a->free[c] = p;
+  POISON(p, (size_t)(c + 1) << 4);
+}
+
+/* Starts a new chunk; the old chunk's tail goes to a free list. */
+static int new_chunk(ludo__arena_t *a) {
+  size_t size = a->chunk_size, tail = (size_t)(a->end - a->bump);
+  ludo__arena_chunk_t *ch = ludo__alloc_fn(a->heap, NULL, 0, size);
+  if (ch == NULL) return -1;
+  if (tail >= 16) push_free(a, cls_of(tail & ~(size_t)15), a->bump);
+  ch->next = a->chunks;
+  ch->size = size;
+  a->chunks = ch;
+  a->held += size;
+  a->bump = (char *)ch + HDR;
+  a->end = (char *)ch + size;
+  POISON(a->bump, (size_t)(a->end - a->bump));
+  if (a->chunk_size < LAST_CHUNK) a->chunk_size *= 2;
+  return 0;
+}
+
+static void *small_alloc(ludo__arena_t *a, int c, size_t want) {
+  size_t n = (size_t)(c + 1) << 4;
+  void *p = a->free[c];
+  if (p != NULL) {
+    UNPOISON(p, n);
+    a->free[c] = *(void **)p;
+    return p;
+  }
+  if ((size_t)(a->end - a->bump) < n) {
+    if (a->held + a->chunk_size > LUDO__ARENA_LIMIT) {
+      a->overflow = 1; /* the arena is full: the heap takes the rest */
+      return ludo__alloc_fn(a->heap, NULL, 0, want);
+    }
+    if (new_chunk(a) != 0) return NULL;
+  }
+  p = a->bump;
+  a->bump += n;
+  UNPOISON(p, n);
+  return p;
+}
+
+/* Is p a block of the arena's chunks? Asked only once the arena
+ * overflowed (until then every small block is the arena's). */
+static int in_chunks(const ludo__arena_t *a, const void *p) {
+  const ludo__arena_chunk_t *ch;
+  for (ch = a->chunks; ch != NULL; ch = ch->next)
+    if ((const char *)p >= (const char *)ch &&
+        (const char *)p < (const char *)ch + ch->size)
+      return 1;
+  return 0;
+}
+
+void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
+                          size_t nsize) {
+  int small_o = ptr != NULL && osize <= LUDO__ARENA_MAX &&
+                (!a->overflow || in_chunks(a, ptr));
+  int small_n = nsize <= LUDO__ARENA_MAX;
+  void *p;
+  if (ptr == NULL) osize = 0;
+  if (nsize == 0) {
+    if (small_o)
+      push_free(a, cls_of(osize), ptr);
+    else if (ptr != NULL)
+      ludo__alloc_fn(a->heap, ptr, osize, 0);
+    return NULL;
+  }
+  if (small_o && small_n && cls_of(nsize) <= cls_of(osize))
+    return ptr; /* fits where it is (a smaller class keeps the block) */
+  if (ptr != NULL && !small_o && small_n && osize <= LUDO__ARENA_MAX)
+    return ludo__alloc_fn(a->heap, ptr, osize, nsize); /* heap-held small */
+  if (!small_o && !small_n) return ludo__alloc_fn(a->heap, ptr, osize, nsize);
+  p = small_n ? small_alloc(a, cls_of(nsize), nsize)
+              : ludo__alloc_fn(a->heap, NULL, 0, nsize);
+  if (p == NULL) return NULL;
+  if (ptr != NULL) {
+    memcpy(p, ptr, osize < nsize ? osize : nsize);
+    if (small_o)
+      push_free(a, cls_of(osize), ptr);
+    else
+      ludo__alloc_fn(a->heap, ptr, osize, 0);
+  }
+  return p;
+}
+
+void ludo__arena_release(ludo__arena_t *a) {
+  while (a->chunks != NULL) {
+    ludo__arena_chunk_t *ch = a->chunks;
+    a->chunks = ch->next;
+    UNPOISON(ch, ch->size);
+    ludo__alloc_fn(a->heap, ch, ch->size, 0);
+  }
+  memset(a->free, 0, sizeof a->free);
+  a->bump = a->end = NULL;
+  a->held = 0;
+  a->overflow = 0;
+  a->chunk_size = FIRST_CHUNK;
+}

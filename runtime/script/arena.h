@@ -1,0 +1,52 @@
+/* arena.h - the small-object allocator of one Lua state.
+ *
+ * Lua states allocate mostly small objects (strings, tables, closures,
+ * table parts) and free them by size (lua_Alloc passes the old size). A
+ * state's blocks of up to LUDO__ARENA_MAX bytes come from chunks it owns:
+ * sixteen size classes (16, 32, ... 256 bytes), each with a free list, and
+ * a bump pointer in the newest chunk. This takes malloc's bookkeeping off
+ * every allocation, keeps one session's objects together in memory (fewer
+ * cache misses when thousands of sessions step in turn), and closing a
+ * state returns its chunks in a few frees. Larger blocks go to the parent
+ * allocator. Chunks are kept until the state closes; a state holds at most
+ * LUDO__ARENA_LIMIT bytes of them, and past that its small blocks come from
+ * the parent allocator too, so a session that once built a large structure
+ * does not keep its memory.
+ *
+ * Under AddressSanitizer free slots and unused chunk space are poisoned,
+ * so use-after-free and overflows inside chunks are still caught. */
+#ifndef LUDO_SCRIPT_ARENA_H
+#define LUDO_SCRIPT_ARENA_H
+
+#include <stddef.h>
+
+#include "base/alloc.h"
+
+#define LUDO__ARENA_MAX 256
+#define LUDO__ARENA_CLASSES (LUDO__ARENA_MAX / 16)
+#define LUDO__ARENA_LIMIT ((size_t)256 << 10)
+
+typedef struct ludo__arena_chunk_s ludo__arena_chunk_t;
+
+typedef struct ludo__arena_s {
+  ludo__alloc_t *heap;                    /* chunks come from here */
+  void *free[LUDO__ARENA_CLASSES];        /* free blocks per class */
+  char *bump, *end;                       /* unused space of the chunk */
+  ludo__arena_chunk_t *chunks;
+  size_t chunk_size;                      /* of the next chunk */
+  size_t held;                            /* bytes of chunks */
+  int overflow;                           /* small blocks also from heap */
+} ludo__arena_t;
+
+void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap);
+
+/* lua_Alloc's contract on `a`: frees when nsize is 0, else returns a
+ * block of nsize bytes holding the old contents (NULL on failure, leaving
+ * ptr untouched). osize must be the size the block was asked with. */
+void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
+                          size_t nsize);
+
+/* Returns every chunk to the heap (after lua_close). */
+void ludo__arena_release(ludo__arena_t *a);
+
+#endif
