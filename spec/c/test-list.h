@@ -53,6 +53,9 @@
   X(abuse_close_session)                                                     \
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \
+  /* test-arena.c: the per-state small-object arena */                     \
+  X(arena_resizes_keep_contents)                                             \
+  X(arena_reuse_and_limit)                                                   \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
