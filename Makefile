@@ -5,6 +5,8 @@
 #   make test       install deps if missing, build, run every test
 #   make asan       ASan+UBSan build in build-asan/ and run the tests on it
 #   make bench      run the benchmarks (bench/)
+#   make fuzz       libFuzzer targets (spec/fuzz), FUZZ_SECONDS each
+#   make fuzz-smoke the same, a few seconds each (run by make test)
 #   make install    PREFIX=/usr/local: binary, libraries, header, ludo.pc,
 #                   Lua modules
 #   make clean
@@ -43,7 +45,8 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 # a link to libludo.so, which exports luaopen_ludo_<name>.
 CMODS    := json re host
 
-.PHONY: all deps run test test-only asan bench install clean examples
+.PHONY: all deps run test test-only asan bench install clean examples \
+  fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
      $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples
 
@@ -111,6 +114,47 @@ asan: deps
 $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
+# Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
+# coverage in build-fuzz/, each spec/fuzz/fuzz_<name>.c links against it.
+FUZZ_BUILD   := build-fuzz
+FUZZ_NAMES   := json schema step re
+FUZZ_SECONDS ?= 60
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT=-O1 \
+	  SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
+	  $(FUZZ_BUILD)/libludo.a
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.c spec/fuzz/fuzz.h \
+    $(FUZZ_BUILD)/libludo.a
+	clang -std=c11 -O1 -g -Wall -Wextra -Werror -Iinclude -Iruntime -Ispec/fuzz $(PKG_CFLAGS) \
+	  -D_GNU_SOURCE $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< spec/fuzz/fuzz.c \
+	  $(FUZZ_BUILD)/libludo.a $(PROG_LIBS)
+
+# Runs each target for FUZZ_SECONDS on a copy of its seed corpus; stops at
+# the first target that finds a crash (its log is kept in build-fuzz/).
+fuzz: fuzz-build
+	@for t in $(FUZZ_NAMES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t && \
+	  cp spec/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ && \
+	  echo "== fuzz_$$t ($(FUZZ_SECONDS) s)" && \
+	  if ASAN_OPTIONS=detect_leaks=1 $(FUZZ_BUILD)/fuzz_$$t \
+	      -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	      -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/ \
+	      $(FUZZ_BUILD)/corpus/$$t > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; then \
+	    grep -E "^(Done|stat::number_of_executed_units)" \
+	      $(FUZZ_BUILD)/fuzz_$$t.log; \
+	  else \
+	    tail -n 40 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; \
+	  fi; \
+	done
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
+
 $(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
@@ -134,7 +178,7 @@ install: all
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ludo.pc
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d \
   $(BUILD)/obj/*/*/*/*.d)

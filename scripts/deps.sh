@@ -3,9 +3,11 @@
 # Safe to run repeatedly: does nothing when everything is present.
 set -eu
 
-PKGS="build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev libcjson-dev
-libpcre2-dev libcurl4-openssl-dev lua-busted libwslay-dev libhttp-parser-dev
-bubblewrap"
+# Exactly what the build and the tests use: the C toolchain, Lua 5.4 with
+# busted, libuv, jansson (schemas), pcre2 (ludo.re), and clang with its
+# sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of make test).
+PKGS="build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
+libpcre2-dev lua-busted clang libclang-rt-dev"
 
 missing=""
 for p in $PKGS; do

@@ -123,6 +123,21 @@ for ex in examples/rubrics/*.lua; do
     lua5.4 "$ex"
 done
 
+# 4. A short run of each fuzz target (clang's libFuzzer, ASan+UBSan), in
+# the release run only.
+if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
+  echo "== fuzz smoke"
+  if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
+    for t in json schema step re; do
+      check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
+        fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
+    done
+  else
+    echo "FAIL fuzz build"; tail -n 20 /tmp/ludo-fuzz-build.out
+    add 0 1; status=1
+  fi
+fi
+
 echo
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] || status=1
