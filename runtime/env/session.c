@@ -47,17 +47,18 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
     /* The result is written under the call's CPU budget, into a buffer
      * counted against the session's memory cap. */
     ludo__state_t *st = &s->ps->st;
+    int own = !st->running; /* else the call's run goes on for this */
     lua_settop(co, 2);
     lua_rawgeti(co, LUA_REGISTRYINDEX, s->ps->encode_ref);
     lua_insert(co, 1);
     lua_pushlightuserdata(co, s);
-    if (ludo__state_run_begin(st, co, 0) != 0) {
+    if (own && ludo__state_run_begin(st, co, 0) != 0) {
       lua_settop(co, 0);
       lua_pushliteral(co, "EBUSY: Lua runs nest too deeply");
       status = LUDO_EBUSY;
     } else {
       status = lua_pcall(co, 3, 0, 0);
-      ludo__state_run_end(st);
+      if (own) ludo__state_run_end(st);
       if (status != 0) status = ludo__state_error(st, co, status);
     }
     if (status != 0) ludo__buf_reset(&s->out);

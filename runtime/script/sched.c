@@ -130,7 +130,7 @@ static void wall_arm(ludo__sched_t *s) {
     s->wall->data = s;
   }
   uv_update_time(st->loop);
-  now = ludo__clock_ns();
+  now = ludo__clock_coarse_ns();
   uv_timer_start(s->wall, wall_fired,
                  s->wall_end_ns > now
                      ? (s->wall_end_ns - now + 999999u) / 1000000u : 0,
@@ -250,6 +250,11 @@ static void resume(ludo__sched_t *s, int nargs) {
   rc = lua_resume(co, NULL, nargs, &nres);
   s->resuming = 0;
   if (st->core) st->core->lua_depth--;
+  if (rc == LUA_OK) { /* the results are encoded under the same run */
+    finish(s, 0);
+    ludo__state_run_end(st);
+    return;
+  }
   ludo__state_run_end(st);
   if (rc == LUA_YIELD && st->sliced && nres == 0 && !st->killed) {
     s->runnable = 1; /* the time slice ended: go on later */
@@ -273,10 +278,6 @@ static void resume(ludo__sched_t *s, int nargs) {
     finish(s, LUDO_ESCRIPT);
     return;
   }
-  if (rc == LUA_OK) {
-    finish(s, 0);
-    return;
-  }
   finish(s, call_error(s, rc));
 }
 
@@ -297,7 +298,7 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input = input;
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
-  s->wall_end_ns = s->wall_ns ? ludo__clock_ns() + s->wall_ns : 0;
+  s->wall_end_ns = s->wall_ns ? ludo__clock_coarse_ns() + s->wall_ns : 0;
   s->nargs = 0;
   lua_settop(s->co, 0);
   lua_rawgeti(s->co, LUA_REGISTRYINDEX, fnref);

@@ -499,8 +499,10 @@ static void interrupt(void *arg, int why) {
 
 int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
                           uint64_t slice_ns) {
-  uint64_t now = ludo__clock_ns();
-  st->run_start_ns = ludo__clock_coarse_ns();
+  /* The coarse clock (a few ms behind at most) is enough for budgets;
+   * slices, which are short, are checked against the precise one. */
+  uint64_t now = ludo__clock_coarse_ns();
+  st->run_start_ns = now;
   st->depth = 0;
   st->sliced = 0;
   st->yield_wanted = 0;
@@ -514,7 +516,7 @@ int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
     st->wd.arg = st;
     if (ludo__watchdog_enter(&st->core->watchdog, &st->wd) != 0)
       return LUDO_EBUSY;
-  } else if (slice_ns != 0 && now >= slice_ns) {
+  } else if (slice_ns != 0 && ludo__clock_ns() >= slice_ns) {
     st->yield_wanted = 1;
   }
   st->running = 1;
