@@ -204,7 +204,9 @@ LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s);
  *   state:       {"episode_id":...,"step_count":N,...}
  * Returns 0 or LUDO_EPARSE, LUDO_ESCHEMA, LUDO_EVALUE, LUDO_ESCRIPT,
  * LUDO_ENOMEM, LUDO_ETIMEOUT, LUDO_EBUSY (a call is in flight on this
- * session, or called from inside a callback), LUDO_ECLOSED.
+ * session, or called from inside a callback), LUDO_ECLOSED, LUDO_ETOOBIG
+ * (the input is larger than max_input_bytes; ludo_session_errmsg says by
+ * how much).
  * After any error the session stays open and usable. */
 LUDO_EXTERN int ludo_session_reset(ludo_session_t *s, const char *json,
                                    size_t len, const char **out,

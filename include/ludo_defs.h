@@ -27,6 +27,7 @@
   X(EPARSE, -200, "malformed JSON")                                          \
   X(ESCHEMA, -201, "value does not match the declared schema")               \
   X(EVALUE, -202, "value cannot be represented as JSON")                     \
+  X(ETOOBIG, -203, "input larger than the configured limit")                 \
   X(EINVAL, -300, "invalid argument")                                        \
   X(EBUSY, -301, "a call is already in progress")                            \
   X(ECLOSED, -302, "session or runtime is closed")                           \
@@ -77,6 +78,8 @@ typedef struct ludo_options_s {
   void *alloc_ud;          /* passed to alloc */
   size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
   uint32_t cpu_budget_ms;  /* Lua running time per call; default 10000 */
+  size_t max_input_bytes;  /* largest action / reset options / script
+                              arguments a call accepts; default 8 MiB */
   uint32_t wall_limit_ms;  /* wall-clock time per call, waits included
                               (ludo.sleep, later I/O); default 60000;
                               0 = none */

@@ -20,6 +20,7 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *o) {
   o->memory_cap = (size_t)64 << 20;
   o->cpu_budget_ms = 10000;
   o->wall_limit_ms = 60000;
+  o->max_input_bytes = (size_t)8 << 20;
   o->prewarm = 4;
 }
 

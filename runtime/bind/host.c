@@ -104,6 +104,10 @@ static int ludo_l_host_runtime(lua_State *L) {
     o.cpu_budget_ms = (uint32_t)opt_field(L, "cpu_budget_ms", o.cpu_budget_ms);
     o.max_instructions = (uint64_t)opt_field(L, "max_instructions", 0);
     o.prewarm = (unsigned)opt_field(L, "prewarm", o.prewarm);
+    o.max_input_bytes = (size_t)opt_field(L, "max_input_bytes",
+                                          (lua_Integer)o.max_input_bytes);
+    o.wall_limit_ms = (uint32_t)opt_field(L, "wall_limit_ms",
+                                          o.wall_limit_ms);
     lua_getfield(L, 1, "module_path");
     o.module_path = lua_tostring(L, -1); /* copied by ludo_runtime_new */
   }

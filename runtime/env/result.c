@@ -24,6 +24,29 @@ static int result_nomem(lua_State *L, ludo_session_t *s) {
                            (lua_Integer)s->ps->st.cap);
 }
 
+/* 1 when the value at idx can be a reward or a score: a number, nil, or
+ * ludo.null (no score). */
+static int is_score(lua_State *L, int idx) {
+  int t = lua_type(L, idx);
+  idx = lua_absindex(L, idx);
+  if (t == LUA_TNUMBER || t == LUA_TNIL) return 1;
+  ludo__json_pushnull(L);
+  t = lua_rawequal(L, -1, idx);
+  lua_pop(L, 1);
+  return t;
+}
+
+/* Raises: a score that is not a number, naming where it came from.
+ * [-0, +0, v] */
+static int bad_score(lua_State *L, int idx, const char *what,
+                     const char *name, size_t nlen) {
+  idx = lua_absindex(L, idx);
+  return ludo__error_raise(L, LUDO_ESCRIPT, "%s%s%s must be a number or "
+                           "nil, got %s", what, name ? " " : "",
+                           name ? lua_pushlstring(L, name, nlen) : "",
+                           luaL_typename(L, idx));
+}
+
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
  * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
  * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
@@ -33,6 +56,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   lua_Integer i, n;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
     result_nomem(L, s);
+  if (!is_score(L, score)) bad_score(L, score, "the rubric's score", NULL, 0);
   ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
   if (lua_type(L, -1) == LUA_TTABLE) {
@@ -46,16 +70,17 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
       key = lua_tolstring(L, -1, &len);
       if (key == NULL || ludo__buf_add(b, key, len))
         result_nomem(L, s);
-      lua_pop(L, 1);
-      if (lua_rawgeti(L, -1, i) == LUA_TTABLE) {
+      if (lua_rawgeti(L, -2, i) == LUA_TTABLE) {
         lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
         lua_rawget(L, -2);
+        if (!is_score(L, -1)) /* the key is ',"name":' */
+          bad_score(L, -1, "the score of rubric", key + 2, len - 4);
         ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
         lua_pop(L, 1);
       } else if (ludo__buf_add(b, "null", 4)) {
         result_nomem(L, s);
       }
-      lua_pop(L, 1);
+      lua_pop(L, 2); /* the rubric (or nil) and the key */
     }
     lua_pop(L, 2);
   }
@@ -82,10 +107,13 @@ static int encode_result(lua_State *L) {
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
-  if (lua_rawget(L, 1) == LUA_TNIL && has_score) /* the step set none */
+  if (lua_rawget(L, 1) == LUA_TNIL && has_score) { /* the step set none */
+    if (!is_score(L, 2)) bad_score(L, 2, "the rubric's score", NULL, 0);
     ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
-  else
+  } else {
+    if (!is_score(L, -1)) bad_score(L, -1, "observation.reward", NULL, 0);
     ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+  }
   lua_pushvalue(L, lua_upvalueindex(UV_DONE));
   lua_rawget(L, 1);
   if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"

@@ -132,6 +132,9 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
   int rc;
   if (!ludo__runtime_may_block(rt) || sc->ps->sched.in_call)
     return LUDO_EBUSY;
+  if (json != NULL && rt->opts.max_input_bytes != 0 &&
+      len > rt->opts.max_input_bytes)
+    return LUDO_ETOOBIG;
   sc->fn = fn;
   sc->done = 0;
   rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,

@@ -3,6 +3,7 @@
 
 #include <lauxlib.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/errors.h"
@@ -287,9 +288,19 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
  * copy their input. Returns 0 or a code (nothing changed then). */
 static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
                    ludo_call_cb cb, void *ud, int blocking) {
+  size_t max = s->env->rt->opts.max_input_bytes;
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
   if (json == NULL) len = 0;
+  if (max != 0 && len > max) {
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "ETOOBIG: the %s is %zu bytes; the "
+                     "limit is %zu (max_input_bytes)",
+                     kind == LUDO__CALL_RESET ? "reset options" : "action",
+                     len, max);
+    set_err(s, msg, (size_t)n);
+    return LUDO_ETOOBIG;
+  }
   if (blocking) {
     s->input = json;
   } else {

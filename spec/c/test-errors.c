@@ -25,7 +25,7 @@ TEST_IMPL(error_names) {
 #undef ROW
   };
   size_t i, j, n = sizeof codes / sizeof codes[0];
-  ASSERT_EQ(n, 13);
+  ASSERT_EQ(n, 14);
   for (i = 0; i < n; i++) {
     ASSERT_LT(codes[i].code, 0);
     ASSERT_STR_EQ(ludo_err_name(codes[i].code), codes[i].name);

@@ -245,3 +245,53 @@ TEST_IMPL(limit_log_lines) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* Inputs past max_input_bytes are refused before any work, with a message
+ * naming the limit; the session stays usable. */
+TEST_IMPL(limit_input_size) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  char *big = malloc(3000);
+  const char *out;
+  size_t len;
+  test_options(&o);
+  o.max_input_bytes = 1024;
+  s = limits_session(&rt, &o);
+  memset(big, ' ', 3000);
+  memcpy(big, "{\"mode\":\"ok\"}", 13);
+  ASSERT_ERR(ludo_session_step(s, big, 3000, &out, &len), LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the limit is 1024");
+  ASSERT_ERR(ludo_session_reset(s, big, 3000, &out, &len), LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "reset options");
+  assert_usable(s);
+  free(big);
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+/* A reward or a rubric's score that is not a number fails the step with
+ * a message naming where it came from. */
+TEST_IMPL(limit_reward_types) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  test_options(&o);
+  s = limits_session(&rt, &o);
+  expect_step_error(s, "{\"mode\":\"reward_table\"}", LUDO_ESCRIPT,
+                    "observation.reward must be a number or nil, got table");
+  assert_usable(s);
+  ludo_session_close(s);
+  s = test_open(test_env_load(rt, "spec/fixtures/c/badrubric", NULL));
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_step(s, J("{\"bad\":false}"), &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{\"bad\":true}"), &out, &len),
+             LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "must be a number or nil, "
+                                              "got string");
+  ASSERT_OK(ludo_session_step(s, J("{\"bad\":false}"), &out, &len));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

@@ -71,6 +71,8 @@
   X(limit_max_instructions)                                                  \
   X(limit_result_encoding)                                                   \
   X(limit_log_lines)                                                         \
+  X(limit_input_size)                                                        \
+  X(limit_reward_types)                                                      \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
   X(alloc_all_returned)                                                      \

@@ -680,7 +680,8 @@ describe("ludo.json", function()
       .. "session recovers", function()
         local cap = 4 << 20
         local rt = assert(host.runtime({ module_path = ".", prewarm = 0,
-          memory_cap = cap, cpu_budget_ms = 20000 }))
+          memory_cap = cap, cpu_budget_ms = 20000,
+          max_input_bytes = 64 << 20 }))
         local env = assert(rt:load("examples/echo"))
         local s = assert(env:open())
         assert(s:reset())
