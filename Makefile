@@ -7,8 +7,9 @@
 #   make bench      run the benchmarks (bench/)
 #   make fuzz       libFuzzer targets (spec/fuzz), FUZZ_SECONDS each
 #   make fuzz-smoke the same, a few seconds each (run by make test)
-#   make install    PREFIX=/usr/local: binary, libraries, header, ludo.pc,
-#                   Lua modules
+#   make install    PREFIX=/usr/local: binary, libraries (libludo.so with
+#                   its SONAME), headers, ludo.pc, Lua modules, Lua C
+#                   modules; make uninstall removes exactly those
 #   make clean
 
 PREFIX   ?= /usr/local
@@ -45,7 +46,8 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 # a link to libludo.so, which exports luaopen_ludo_<name>.
 CMODS    := json re host
 
-.PHONY: all deps run test test-only asan bench install clean examples \
+.PHONY: all deps run test test-only asan bench install uninstall clean \
+  examples \
   fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
      $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples
@@ -69,8 +71,14 @@ $(BUILD)/libludo.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+VERSION  := 0.1.0
+SOMAJOR  := 0
+SONAME   := libludo.so.$(SOMAJOR)
+
 $(BUILD)/libludo.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+	$(CC) -shared -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS_ALL)
+	ln -sf libludo.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
@@ -168,18 +176,39 @@ $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a
 bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench
 	@BUILD=$(BUILD) scripts/bench.sh
 
+# Installed layout: bin/ludo; lib/libludo.a, lib/libludo.so.VERSION with
+# its SONAME link and the development link; include/ludo.h, ludo_defs.h;
+# lib/pkgconfig/ludo.pc; share/ludo/{lua,rubrics,features}: the Lua
+# modules; lib/ludo/cmod/ludo/*.so: the Lua C modules (links to the
+# library), found by `eval "$(ludo lua-path)"` (LUA_PATH and LUA_CPATH).
+LUDO_DIRS := lua rubrics $(wildcard features)
+D := $(DESTDIR)$(PREFIX)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib \
-	  $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-	  $(DESTDIR)$(PREFIX)/share/ludo
-	install -m 755 $(BUILD)/ludo $(DESTDIR)$(PREFIX)/bin/ludo
-	install -m 644 $(BUILD)/libludo.a $(DESTDIR)$(PREFIX)/lib/libludo.a
-	install -m 755 $(BUILD)/libludo.so $(DESTDIR)$(PREFIX)/lib/libludo.so
-	install -m 644 include/ludo.h include/ludo_defs.h $(DESTDIR)$(PREFIX)/include/
-	cp -R lua rubrics features $(DESTDIR)$(PREFIX)/share/ludo/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|0.1.0|g' \
-	  -e 's|@PKGS@|$(PKGS)|g' scripts/ludo.pc.in \
-	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ludo.pc
+	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include $(D)/share/ludo \
+	  $(D)/lib/ludo/cmod/ludo
+	install -m 755 $(BUILD)/ludo $(D)/bin/ludo
+	install -m 644 $(BUILD)/libludo.a $(D)/lib/libludo.a
+	install -m 755 $(BUILD)/libludo.so.$(VERSION) \
+	  $(D)/lib/libludo.so.$(VERSION)
+	ln -sf libludo.so.$(VERSION) $(D)/lib/$(SONAME)
+	ln -sf $(SONAME) $(D)/lib/libludo.so
+	install -m 644 include/ludo.h include/ludo_defs.h $(D)/include/
+	cp -R $(LUDO_DIRS) $(D)/share/ludo/
+	for m in $(CMODS); do \
+	  ln -sf ../../../$(SONAME) $(D)/lib/ludo/cmod/ludo/$$m.so; done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	  scripts/ludo.pc.in > $(D)/lib/pkgconfig/ludo.pc
+
+uninstall:
+	rm -f $(D)/bin/ludo $(D)/lib/libludo.a $(D)/lib/libludo.so \
+	  $(D)/lib/$(SONAME) $(D)/lib/libludo.so.$(VERSION) \
+	  $(D)/include/ludo.h $(D)/include/ludo_defs.h \
+	  $(D)/lib/pkgconfig/ludo.pc $(CMODS:%=$(D)/lib/ludo/cmod/ludo/%.so)
+	rm -rf $(D)/share/ludo
+	-rmdir $(D)/lib/ludo/cmod/ludo $(D)/lib/ludo/cmod $(D)/lib/ludo \
+	  $(D)/lib/pkgconfig $(D)/include $(D)/bin $(D)/lib $(D)/share \
+	  2>/dev/null
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -123,7 +123,18 @@ for ex in examples/rubrics/*.lua; do
     lua5.4 "$ex"
 done
 
-# 4. A short run of each fuzz target (clang's libFuzzer, ASan+UBSan), in
+# 4. Installation into a temporary prefix, used as a user would.
+if [ "${LUDO_ASAN:-0}" != 1 ]; then
+  echo "== install"
+  out=$(mktemp)
+  BUILD=$BUILD scripts/test-install.sh >"$out" 2>&1
+  cat "$out"
+  add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+  grep -q '^FAIL ' "$out" && status=1
+  rm -f "$out"
+fi
+
+# 5. A short run of each fuzz target (clang's libFuzzer, ASan+UBSan), in
 # the release run only.
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"

@@ -43,6 +43,27 @@ static int has_lua(const char *root) {
   return stat(p, &sb) == 0;
 }
 
+/* The folder of ludo's Lua C modules next to this binary: installed,
+ * PREFIX/lib/ludo/cmod; in a build tree, BUILD/cmod; NULL when neither
+ * exists. Static buffer. */
+static const char *cmod_dir(void) {
+  static char buf[4200];
+  char exe[4096], *slash;
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+  struct stat sb;
+  if (n <= 0) return NULL;
+  exe[n] = '\0';
+  slash = strrchr(exe, '/');
+  if (slash == NULL) return NULL;
+  *slash = '\0';
+  snprintf(buf, sizeof buf, "%s/../lib/ludo/cmod", exe);
+  if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    snprintf(buf, sizeof buf, "%s/cmod", exe);
+  if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) return NULL;
+  if (realpath(buf, exe) != NULL) snprintf(buf, sizeof buf, "%.4095s", exe);
+  return buf;
+}
+
 const char *ludo__cli_root(void) {
   static char buf[4096];
   const char *env = getenv("LUDO_PATH");
@@ -74,9 +95,11 @@ static int cmd_lua_path(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
                    strcmp(argv[1], "--help") == 0)) {
     printf("usage: ludo lua-path\n\n"
-           "Prints one shell line that points LUA_PATH at ludo's pure-Lua\n"
-           "modules, so `require(\"ludo.rubrics\")` works in a stock lua5.4\n"
-           "and in `busted --lua=lua5.4`:\n\n"
+           "Prints shell lines that point LUA_PATH at ludo's Lua modules\n"
+           "and LUA_CPATH at its Lua C modules (ludo.json, ludo.re,\n"
+           "ludo.host), so `require(\"ludo.rubrics\")` and\n"
+           "`require(\"ludo.json\")` work in a stock lua5.4 and in\n"
+           "`busted --lua=lua5.4`:\n\n"
            "  eval \"$(ludo lua-path)\"\n");
     return 0;
   }
@@ -94,6 +117,10 @@ static int cmd_lua_path(int argc, char **argv) {
     if (realpath(root, real) != NULL) root = real;
     printf("export LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;%s/?.lua;;'\n",
            root, root, root);
+  }
+  {
+    const char *cmod = cmod_dir();
+    if (cmod != NULL) printf("export LUA_CPATH='%s/?.so;;'\n", cmod);
   }
   return 0;
 }
