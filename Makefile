@@ -5,6 +5,7 @@
 #   make test       install deps if missing, build, run every test
 #   make asan       ASan+UBSan build in build-asan/ and run the tests on it
 #   make bench      run the benchmarks (bench/)
+#   make lint       luacheck over the tree's Lua (.luacheckrc)
 #   make fuzz       libFuzzer targets (spec/fuzz), FUZZ_SECONDS each
 #   make fuzz-smoke the same, a few seconds each (run by make test)
 #   make install    PREFIX=/usr/local: binary, libraries (libludo.so with
@@ -46,7 +47,7 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 # a link to libludo.so, which exports luaopen_ludo_<name>.
 CMODS    := json re host
 
-.PHONY: all deps run test test-only asan bench install uninstall clean \
+.PHONY: all deps run test test-only asan bench install uninstall clean lint \
   examples \
   fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
@@ -209,6 +210,9 @@ uninstall:
 	-rmdir $(D)/lib/ludo/cmod/ludo $(D)/lib/ludo/cmod $(D)/lib/ludo \
 	  $(D)/lib/pkgconfig $(D)/include $(D)/bin $(D)/lib $(D)/share \
 	  2>/dev/null
+
+lint:
+	luacheck lua rubrics examples spec
 
 clean:
 	rm -rf build build-asan build-fuzz

@@ -102,6 +102,8 @@ check "the spinning policy's error names ETIMEOUT" bash -c \
   "'$BUILD/ludo' run examples/echo --cpu-budget 200 \
    --policy spec/fixtures/cli/spin_policy.lua 2>&1 | grep -q ETIMEOUT"
 check "runtime layering (scripts/check-layers.sh)" scripts/check-layers.sh
+check "luacheck: no warnings in lua/ rubrics/ examples/ spec/" \
+  luacheck --quiet lua rubrics examples spec
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus

@@ -3,7 +3,7 @@
 local n = 0
 return {
   reset = function() n = 0 end,
-  act = function(observation)
+  act = function()
     n = n + 1
     return { message = string.rep("hi", n) }
   end,

@@ -57,11 +57,11 @@ describe("ludo.json float encoding", function()
   it("reads every decimal text as the nearest double", function()
     math.randomseed(4711)
     for _ = 1, 20000 do
-      local digits = {}
+      local figures = {}
       for i = 1, math.random(1, 25) do
-        digits[i] = tostring(math.random(i == 1 and 1 or 0, 9))
+        figures[i] = tostring(math.random(i == 1 and 1 or 0, 9))
       end
-      local m = table.concat(digits)
+      local m = table.concat(figures)
       local point = math.random(1, #m)
       local text = string.format("%s%s.%s0e%d",
         math.random(2) == 1 and "-" or "", m:sub(1, point), m:sub(point + 1),
