@@ -690,7 +690,12 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
   int top = lua_gettop(L), base;
   key_t_ small[16];
   key_t_ *keys = small;
-  luaL_checkstack(L, 2 * (int)nstr + 4, "JSON object too large");
+  if (nstr > LUDO__JSON_MAXKEYS || !lua_checkstack(L, 2 * (int)nstr + 4)) {
+    char what[96];
+    snprintf(what, sizeof what, "cannot encode an object of %zu keys (at "
+             "most %d)", nstr, LUDO__JSON_MAXKEYS);
+    enc_fail(e, what);
+  }
   if (nstr > 16) keys = lua_newuserdatauv(L, nstr * sizeof *keys, 0);
   base = lua_gettop(L);
   /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */

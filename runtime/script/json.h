@@ -23,6 +23,10 @@
 
 #define LUDO__JSON_MAXDEPTH 128
 
+/* Most keys one object may have to be encoded (the encoder sorts them on
+ * the Lua stack, whose size is bounded). */
+#define LUDO__JSON_MAXKEYS 200000
+
 /* Bytes of input (decode) or output (encode) between two check calls. */
 #define LUDO__JSON_CHECK_EVERY 65536
 

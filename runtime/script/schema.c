@@ -348,6 +348,14 @@ static void put_path(chk_t *c) {
 
 static int fail(chk_t *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Values are checked this deep at most; a value the schema wants checked
+ * deeper is refused, never let through unchecked. */
+#define CHECK_DEPTH 64
+
+static int too_deep(chk_t *c) {
+  return fail(c, "nested deeper than %d levels", CHECK_DEPTH);
+}
+
 static int fail(chk_t *c, const char *fmt, ...) {
   va_list ap;
   if (c->quiet) return 0;
@@ -563,7 +571,10 @@ static int check(chk_t *c, int idx, const node_t *n) {
     if (n->max_items >= 0 && len > n->max_items)
       return fail(c, "must have <= %ld items, got %lld", n->max_items,
                   (long long)len);
-    if (n->items != NULL && c->depth < 64 && lua_checkstack(L, 4)) {
+    if (n->items != NULL && len > 0 &&
+        (c->depth >= CHECK_DEPTH || !lua_checkstack(L, 4)))
+      return too_deep(c);
+    if (n->items != NULL) {
       for (i = 1; i <= len; i++) {
         int ok;
         c->path[c->depth].key = NULL;
@@ -578,7 +589,9 @@ static int check(chk_t *c, int idx, const node_t *n) {
     }
   }
   if ((t & T_OBJECT) && n->has_object_rules && lua_type(L, idx) == LUA_TTABLE &&
-      c->depth < 64 && lua_checkstack(L, 6)) {
+      (c->depth >= CHECK_DEPTH || !lua_checkstack(L, 6)))
+    return too_deep(c);
+  if ((t & T_OBJECT) && n->has_object_rules && lua_type(L, idx) == LUA_TTABLE) {
     size_t i;
     for (i = 0; i < n->nrequired; i++) {
       int missing;

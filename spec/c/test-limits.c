@@ -295,3 +295,35 @@ TEST_IMPL(limit_reward_types) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* Sizes and depths get clear errors: an observation with more keys than
+ * the encoder takes, and an action deeper than the schema checker goes
+ * (refused, never let through unchecked). */
+TEST_IMPL(limit_sizes_and_depths) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  char action[1024];
+  int i, n = 0;
+  test_options(&o);
+  s = limits_session(&rt, &o);
+  expect_step_error(s, "{\"mode\":\"many_keys\"}", LUDO_EVALUE,
+                    "cannot encode an object of 300000 keys");
+  assert_usable(s);
+  ludo_session_close(s);
+  s = test_open(test_env_load(rt, "spec/fixtures/c/deepschema", NULL));
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  n = snprintf(action, sizeof action, "{\"a\":");
+  for (i = 0; i < 70; i++) action[n++] = '[';
+  n += snprintf(action + n, sizeof action - n, "\"not a number\"");
+  for (i = 0; i < 70; i++) action[n++] = ']';
+  action[n++] = '}';
+  action[n] = '\0';
+  ASSERT_ERR(ludo_session_step(s, action, (size_t)n, &out, &len),
+             LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "nested deeper than 64");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

@@ -73,6 +73,7 @@
   X(limit_log_lines)                                                         \
   X(limit_input_size)                                                        \
   X(limit_reward_types)                                                      \
+  X(limit_sizes_and_depths)                                                  \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
   X(alloc_all_returned)                                                      \
