@@ -6,9 +6,9 @@ set -eu
 # Exactly what the build and the tests use: the C toolchain, Lua 5.4 with
 # busted and luacheck, libuv, jansson (schemas), pcre2 (ludo.re), and clang
 # with its sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of
-# make test).
+# make test), valgrind (lifecycle tests under memcheck).
 PKGS="build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
-libpcre2-dev lua-busted lua-check clang libclang-rt-dev"
+libpcre2-dev lua-busted lua-check clang libclang-rt-dev valgrind"
 
 missing=""
 for p in $PKGS; do

@@ -125,7 +125,21 @@ for ex in examples/rubrics/*.lua; do
     lua5.4 "$ex"
 done
 
-# 4. Installation into a temporary prefix, used as a user would.
+# 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
+# accesses (not instrumented by ASan).
+if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
+  echo "== valgrind"
+  for t in echo_reset_step_state core_borrowed_loop \
+           core_free_with_pending_lifecycle async_runtime_free_in_flight \
+           reenter_close_self batch_async; do
+    check "valgrind: $t" env LUDO_CTEST_TIMEOUT=120 valgrind --quiet \
+      --trace-children=yes --leak-check=full \
+      --errors-for-leak-kinds=definite --error-exitcode=99 \
+      "$BUILD/ludo-ctest" "$t"
+  done
+fi
+
+# 5. Installation into a temporary prefix, used as a user would.
 if [ "${LUDO_ASAN:-0}" != 1 ]; then
   echo "== install"
   out=$(mktemp)
@@ -136,7 +150,7 @@ if [ "${LUDO_ASAN:-0}" != 1 ]; then
   rm -f "$out"
 fi
 
-# 5. A short run of each fuzz target (clang's libFuzzer, ASan+UBSan), in
+# 6. A short run of each fuzz target (clang's libFuzzer, ASan+UBSan), in
 # the release run only.
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"

@@ -50,7 +50,10 @@ fail_path:
 void ludo__core_handle_opened(ludo__core_t *c) { c->handles++; }
 
 void ludo__core_handle_closed(ludo__core_t *c) {
-  if (--c->handles == 0 && c->closing && c->on_closed) c->on_closed(c);
+  /* On an own loop, ludo__core_close finishes after uv_loop_close (the
+   * loop lives inside what on_closed frees). */
+  if (--c->handles == 0 && c->closing && c->borrowed && c->on_closed)
+    c->on_closed(c);
 }
 
 static void idle_closed(uv_handle_t *h) {
@@ -69,10 +72,9 @@ void ludo__core_close(ludo__core_t *c) {
   uv_idle_stop(&c->idle);
   uv_close((uv_handle_t *)&c->idle, idle_closed);
   if (!c->borrowed) {
-    uv_loop_t *loop = c->loop;
-    /* on_closed may free c: the loop is closed through a copy. */
-    uv_run(loop, UV_RUN_DEFAULT);
-    uv_loop_close(loop);
+    uv_run(c->loop, UV_RUN_DEFAULT); /* every handle closes */
+    uv_loop_close(c->loop);
+    if (c->on_closed) c->on_closed(c); /* may free c */
   }
 }
 
