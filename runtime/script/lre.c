@@ -26,23 +26,25 @@
 #include <lauxlib.h>
 
 #include "base/regex.h"
+#include "script/state.h"
 
 #define LUDO_L_REGEX_MT "ludo.regex"
 #define LUDO_L_RE_CACHE_MAX 64
 
-/* Default limits and the range re.limits() accepts. Hooks never fire
+/* Default limits and the range re.limits() accepts: the defaults are the
+ * ceilings too, so a session can lower its limits but never raise them. Hooks never fire
  * inside pcre2, so the match limit is the only bound on the running time
  * of one catastrophic backtracking search: 10^7 steps (pcre2's and
  * OpenResty's default) take about 20 ms with the JIT and 150 ms in the
  * interpreter. The heap limit keeps the interpreter's backtracking frames
  * well under a session's memory cap (64 MiB by default). */
 #define LUDO_L_RE_MATCH_DEFAULT 10000000
-#define LUDO_L_RE_MATCH_MAX 100000000
+#define LUDO_L_RE_MATCH_MAX LUDO_L_RE_MATCH_DEFAULT
 #define LUDO_L_RE_DEPTH_DEFAULT 1000000
-#define LUDO_L_RE_DEPTH_MAX 100000000
+#define LUDO_L_RE_DEPTH_MAX LUDO_L_RE_DEPTH_DEFAULT
 #define LUDO_L_RE_HEAP_DEFAULT (32 * 1024 * 1024)
 #define LUDO_L_RE_HEAP_MIN 1024
-#define LUDO_L_RE_HEAP_MAX ((lua_Integer)1 << 30)
+#define LUDO_L_RE_HEAP_MAX LUDO_L_RE_HEAP_DEFAULT
 
 /* Offsets copied from the ovector live on the C stack up to this many
  * groups, in a userdata box beyond. */
@@ -64,6 +66,8 @@ typedef struct ludo__lre_node_s {
   struct ludo__lre_node_s *prev, *next; /* ring anchored in the context */
   lua_Alloc fn;                         /* allocator of this node */
   void *ud;
+  ludo__state_t *st;                    /* the session that pays for */
+  size_t jit_bytes;                     /* its JIT code (mmap'd by pcre2) */
 } ludo__lre_node_t;
 
 typedef struct ludo__lre_ctx_s {
@@ -278,10 +282,34 @@ static void lre_cache_put(lua_State *L, int rxi, int pat) {
 /* Unlinks `node` from its context's ring and frees it with everything it
  * holds. */
 static void lre_node_free(ludo__lre_node_t *node) {
+  if (node->st != NULL) { /* the JIT code is given back */
+    node->st->used -= node->jit_bytes;
+    if (node->st->total) *node->st->total -= node->jit_bytes;
+  }
   node->prev->next = node->next;
   node->next->prev = node->prev;
   ludo__regex_free(&node->re);
   node->fn(node->ud, node, sizeof(*node), 0);
+}
+
+/* pcre2 allocates JIT code with mmap, outside the state's allocator: its
+ * size is counted against the session's memory cap here, and refused past
+ * it. Returns 0, or -1 when it does not fit. */
+static int lre_count_jit(lua_State *L, ludo__lre_node_t *node) {
+  ludo__state_t *st = ludo__state_of(L);
+  size_t jit = ludo__regex_size(&node->re);
+  size_t plain = 0;
+  if (st == NULL || !node->re.jit) return 0;
+  node->re.jit = 0; /* the size without the JIT part */
+  plain = ludo__regex_size(&node->re);
+  node->re.jit = 1;
+  jit -= plain;
+  if (st->cap != 0 && st->used + jit > st->cap) return -1;
+  st->used += jit;
+  if (st->total) *st->total += jit;
+  node->st = st;
+  node->jit_bytes = jit;
+  return 0;
 }
 
 /* Compiles the pattern at `pat` with `opts` into a new regex object. On
@@ -335,6 +363,12 @@ static ludo__lre_regex_t *lre_compile(lua_State *L, int pat, uint32_t opts) {
     } else {
       lre_fail(L, "%s", err);
     }
+    return NULL;
+  }
+  if (lre_count_jit(L, node) != 0) {
+    lre_node_free(node);
+    lua_pop(L, 1);
+    lre_nomem(L);
     return NULL;
   }
   rx->node = node;
@@ -726,6 +760,7 @@ static int lre_gsub(lua_State *L, int rxi, int si, int ri, lua_Integer max) {
     rc = lre_next(ctx, rx, s, len, &it, ov);
     if (rc < 0) return lre_exec_fail(L, ctx, rc, ov[0], pos);
     if (rc == 0) break;
+    if (ludo__state_check(L)) return lua_error(L); /* the call's budget */
     luaL_addlstring(&b, s + last, ov[0] - last);
     if (!fn) {
       lre_tmpl_expand(&b, rx, t, tlen, s, ov);
@@ -776,6 +811,7 @@ static int lre_split(lua_State *L, int rxi, int si, lua_Integer limit) {
     rc = lre_next(ctx, rx, s, len, &it, ov);
     if (rc < 0) return lre_exec_fail(L, ctx, rc, ov[0], pos);
     if (rc == 0) break;
+    if (ludo__state_check(L)) return lua_error(L); /* the call's budget */
     if (ov[0] == ov[1] && (ov[0] == start || ov[0] == len)) continue;
     lua_pushlstring(L, s + start, ov[0] - start);
     lua_rawseti(L, res, ++k);

@@ -140,3 +140,38 @@ TEST_IMPL(abuse_c_loops) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* ludo.re: a global match is bounded as a whole by the CPU budget, and the
+ * JIT code of compiled patterns counts against the memory cap. */
+TEST_IMPL(abuse_regex_bounds) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  double t0;
+  int rc;
+  test_options(&o);
+  o.cpu_budget_ms = 300;
+  o.memory_cap = (size_t)256 << 20; /* the 50 MB subject fits */
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, ABUSE, NULL));
+  t0 = test_now();
+  ASSERT_ERR(step(s, "re_many_searches"), LUDO_ETIMEOUT);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+
+  test_options(&o);
+  o.memory_cap = (size_t)16 << 20;
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, ABUSE, NULL));
+  ASSERT_OK(step(s, "re_jit_flood")); /* dropped patterns are collected */
+  ASSERT_LE(ludo_session_memory(s), o.memory_cap);
+  rc = step(s, "re_jit_keep"); /* kept ones are not, and JIT code counts */
+  ASSERT_TRUE(rc == LUDO_ENOMEM || rc == LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ENOMEM");
+  ASSERT_LE(ludo_session_memory(s), o.memory_cap);
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

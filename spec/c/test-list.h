@@ -53,6 +53,7 @@
   X(abuse_close_session)                                                     \
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \
+  X(abuse_regex_bounds)                                                      \
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \

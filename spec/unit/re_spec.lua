@@ -513,7 +513,11 @@ describe("ludo.re", function()
 
     -- Programmer errors raise.
     local bad = {
-      { { match = 0 }, "match must be an integer in %[1, 100000000%]" },
+      { { match = 0 }, "match must be an integer in %[1, 10000000%]" },
+      -- The defaults are ceilings: a session lowers them, never raises.
+      { { match = 10000001 }, "match must be an integer in %[1, 10000000%]" },
+      { { depth = 1000001 }, "depth must be an integer" },
+      { { heap = 64 * 1024 * 1024 }, "heap must be an integer" },
       { { match = 1e9 }, "match must be an integer" },
       { { match = 1.5 }, "match must be an integer" },
       { { match = "x" }, "match must be an integer" },
