@@ -131,8 +131,8 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind"
   for t in echo_reset_step_state core_borrowed_loop \
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
-           reenter_close_self batch_async; do
-    check "valgrind: $t" env LUDO_CTEST_TIMEOUT=120 valgrind --quiet \
+           reenter_close_self batch_async alloc_fault_injection; do
+    check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \
       "$BUILD/ludo-ctest" "$t"

@@ -252,11 +252,14 @@ static node_t *compile_node(comp_t *c, json_t *j) {
 static int load_tree(ludo__schema_t *s, const char *json, size_t len,
                      char *err, size_t errlen) {
   json_error_t jerr;
-  ludo__alloc_t *prev = jalloc_enter(s->heap);
+  ludo__alloc_t *prev;
+  memset(&jerr, 0, sizeof jerr); /* jansson may fail before setting it */
+  prev = jalloc_enter(s->heap);
   s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
   jalloc_leave(prev);
   if (s->tree != NULL) return 0;
-  if (json_error_code(&jerr) == json_error_out_of_memory) {
+  if (json_error_code(&jerr) == json_error_out_of_memory ||
+      jerr.text[0] == '\0') {
     snprintf(err, errlen, "ENOMEM: schema: %s", jerr.text);
     return LUDO_ENOMEM;
   }
@@ -271,6 +274,7 @@ int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
   ludo__schema_t *s;
   int rc;
   *out = NULL;
+  if (errlen > 0) snprintf(err, errlen, "ENOMEM: schema: out of memory");
   s = ludo__calloc(heap, sizeof *s);
   if (s == NULL) return LUDO_ENOMEM;
   s->heap = heap;
