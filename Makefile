@@ -27,10 +27,13 @@ CFLAGS_ALL := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror \
   -Wno-unused-parameter -fvisibility=hidden -D_GNU_SOURCE \
   -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(CFLAGS)
 LDLIBS_ALL := $(PKG_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
-# Programs (ludo, tests, bench, examples) link Lua statically when the
-# static library is there: no PLT indirection on the lua_* hot path.
-LUA_A    := $(wildcard $(shell pkg-config --variable=libdir lua5.4 2>/dev/null)/liblua5.4.a)
-PROG_LIBS := $(if $(LUA_A),$(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl,$(LDLIBS_ALL))
+# Programs (ludo, tests, bench, examples) link Lua statically: Debian's
+# lua5.4 source with ludo's patches (scripts/lua-build.sh and
+# scripts/patches/: Debian's 5.4.4 lets a __concat metamethod corrupt the
+# heap). libludo.so links the system's liblua5.4 (stock lua5.4 loads it).
+LUA_DIR  := build-lua
+LUA_A    := $(LUA_DIR)/liblua.a
+PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
               runtime/env/*.c runtime/bind/*.c runtime/*.c))
@@ -81,24 +84,29 @@ $(BUILD)/libludo.so: $(LIB_OBJ)
 	ln -sf libludo.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
 
-$(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a
+$(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
+	@rm -f $(LUA_A)
+	scripts/lua-build.sh $(LUA_DIR)
+
+$(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
 
 $(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
 	@mkdir -p $(dir $@)
 	ln -sf ../../libludo.so $@
 
-$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a
+$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Examples with C parts.
 examples: $(BUILD)/gridworld $(BUILD)/hostloop
-$(BUILD)/hostloop: examples/hostloop/main.c $(BUILD)/libludo.a include/ludo.h
+$(BUILD)/hostloop: examples/hostloop/main.c $(BUILD)/libludo.a include/ludo.h \
+    $(LUA_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 GRID_SRC := $(sort $(wildcard examples/gridworld/*.c))
-$(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h
+$(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h $(LUA_A)
 	@mkdir -p $(dir $@)
 	$(if $(GRID_SRC),$(CC) $(CFLAGS_ALL) -o $@ $(GRID_SRC) \
 	  $(BUILD)/libludo.a $(PROG_LIBS),touch $@)
@@ -120,7 +128,7 @@ asan: deps
 	  -fno-sanitize-recover=undefined" all
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
-$(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a
+$(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
@@ -138,7 +146,7 @@ fuzz-build:
 	@$(MAKE) --no-print-directory $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.c spec/fuzz/fuzz.h \
-    $(FUZZ_BUILD)/libludo.a
+    $(FUZZ_BUILD)/libludo.a $(LUA_A)
 	clang -std=c11 -O1 -g -Wall -Wextra -Werror -Iinclude -Iruntime -Ispec/fuzz $(PKG_CFLAGS) \
 	  -D_GNU_SOURCE $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $< spec/fuzz/fuzz.c \
 	  $(FUZZ_BUILD)/libludo.a $(PROG_LIBS)
@@ -168,10 +176,10 @@ fuzz: fuzz-build
 fuzz-smoke:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
 
-$(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a
+$(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
-$(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a
+$(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench
@@ -215,7 +223,7 @@ lint:
 	luacheck lua rubrics examples spec
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-lua
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d \
   $(BUILD)/obj/*/*/*/*.d)

@@ -7,8 +7,26 @@ set -eu
 # busted and luacheck, libuv, jansson (schemas), pcre2 (ludo.re), and clang
 # with its sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of
 # make test), valgrind (lifecycle tests under memcheck).
-PKGS="build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
+PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev lua-busted lua-check clang libclang-rt-dev valgrind"
+
+# ludo's programs link a Lua built from Debian's lua5.4 source package with
+# ludo's patches (scripts/lua-build.sh), so apt needs Debian's source
+# index too.
+SRC_LIST=/etc/apt/sources.list.d/ludo-deb-src.sources
+need_update=""
+if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list \
+     /etc/apt/sources.list.d/ 2>/dev/null; then
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+  cat > "$SRC_LIST" <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: $codename
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+  need_update=1
+fi
 
 missing=""
 for p in $PKGS; do
@@ -18,6 +36,7 @@ for p in $PKGS; do
 done
 
 if [ -z "$missing" ]; then
+  if [ -n "$need_update" ]; then apt-get update -qq; fi
   exit 0
 fi
 

@@ -70,6 +70,17 @@ static void record(ludo_session_t *s, int status, const char *data,
   cb_status = status;
 }
 
+/* A __concat metamethod that grows the Lua stack leaves the heap intact
+ * (Debian's Lua 5.4.4 corrupts it; ludo links Lua with its patch). */
+TEST_IMPL(abuse_concat_stack) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  int i;
+  for (i = 0; i < 3; i++) ASSERT_OK(step(s, "concat_stack"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 /* Closing a session whose call waits runs its handlers under the cleanup
  * budget; an environment's close() that spins is stopped too. */
 TEST_IMPL(abuse_close_session) {

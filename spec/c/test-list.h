@@ -50,6 +50,7 @@
   X(abuse_close_after_timeout)                                               \
   X(abuse_coroutine_close_paths)                                             \
   X(abuse_nested_close)                                                      \
+  X(abuse_concat_stack)                                                      \
   X(abuse_close_session)                                                     \
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the Lua 5.4 that ludo's programs link statically: Debian's lua5.4
+# source package (the same 5.4.4 with Debian's patches as liblua5.4-dev)
+# plus ludo's patches in scripts/patches/ (each file says why). Usage:
+#   scripts/lua-build.sh OUTDIR      -> OUTDIR/liblua.a
+# Needs deb-src in apt's sources (scripts/deps.sh sets that up) and
+# dpkg-dev. Does nothing when OUTDIR/liblua.a exists.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$1
+[ -f "$out/liblua.a" ] && exit 0
+work="$out/src"
+rm -rf "$work"
+mkdir -p "$work"
+(cd "$work" && apt-get source -qq lua5.4 >/dev/null 2>&1) || {
+  echo "lua-build: 'apt-get source lua5.4' failed (is deb-src enabled? run" \
+       "scripts/deps.sh)" >&2
+  exit 1
+}
+src=$(ls -d "$work"/lua5.4-*/ | head -n 1)
+for p in "$root"/scripts/patches/lua-*.patch; do
+  patch -s -d "$src" -p1 < "$p"
+done
+objs=()
+for c in "$src"/src/l*.c; do
+  case "$(basename "$c")" in lua.c|luac.c) continue ;; esac
+  o="$work/$(basename "${c%.c}").o"
+  ${CC:-cc} -std=gnu99 -O2 -g -fPIC -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
+    -c "$c" -o "$o"
+  objs+=("$o")
+done
+ar rcs "$out/liblua.a.tmp" "${objs[@]}"
+mv "$out/liblua.a.tmp" "$out/liblua.a"
+echo "lua-build: $out/liblua.a ($(basename "$src") + $(ls "$root"/scripts/patches/lua-*.patch | wc -l) ludo patch)" >&2
