@@ -210,9 +210,11 @@ static node_t *compile_node(comp_t *c, json_t *j) {
   }
   v = json_object_get(j, "required");
   if (json_is_array(v) && json_array_size(v) > 0) {
-    size_t i;
-    n->required = comp_alloc(c, json_array_size(v) * sizeof *n->required);
-    if (n->required == NULL) return n;
+    size_t i, names = 0;
+    for (i = 0; i < json_array_size(v); i++) /* names only; others ignored */
+      names += json_is_string(json_array_get(v, i)) != 0;
+    n->required = names ? comp_alloc(c, names * sizeof *n->required) : NULL;
+    if (names && n->required == NULL) return n;
     for (i = 0; i < json_array_size(v); i++)
       if (json_is_string(json_array_get(v, i)))
         n->required[n->nrequired++] = json_string_value(json_array_get(v, i));
