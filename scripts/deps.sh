@@ -10,6 +10,11 @@ set -eu
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev lua-busted lua-check clang libclang-rt-dev valgrind"
 
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  SUDO="sudo"
+fi
+
 # ludo's programs link a Lua built from Debian's lua5.4 source package with
 # ludo's patches (scripts/lua-build.sh), so apt needs Debian's source
 # index too.
@@ -18,7 +23,7 @@ need_update=""
 if ! grep -rqs '^Types:.*deb-src\|^deb-src ' /etc/apt/sources.list \
      /etc/apt/sources.list.d/ 2>/dev/null; then
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
-  cat > "$SRC_LIST" <<SRC
+  $SUDO tee "$SRC_LIST" >/dev/null <<SRC
 Types: deb-src
 URIs: http://deb.debian.org/debian
 Suites: $codename
@@ -36,15 +41,11 @@ for p in $PKGS; do
 done
 
 if [ -z "$missing" ]; then
-  if [ -n "$need_update" ]; then apt-get update -qq; fi
+  if [ -n "$need_update" ]; then $SUDO apt-get update -qq; fi
   exit 0
 fi
 
 echo "deps: installing:$missing" >&2
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-  SUDO="sudo"
-fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086
