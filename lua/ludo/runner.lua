@@ -22,7 +22,7 @@ local null = require("ludo.null")
 
 local M = {}
 
-local env_step, env_reset, env_state, env_close
+local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
@@ -46,11 +46,13 @@ end
 -- ludo.envinfo in the probe state). `action`/`reset` are the C validators
 -- of the action schema (or nil) and of the reset options; `raiser` raises
 -- ludo error objects (raiser(code, text, level)), which only the C core
--- can hand out. Returns the rubric's {name, rubric} pairs, from which the
--- C core reports scores.
-function M.init(mod, action, reset, raiser)
+-- can hand out; `name` is the environment's default name (its folder).
+-- Returns the rubric's {name, rubric} pairs, from which the C core reports
+-- scores.
+function M.init(mod, action, reset, raiser, name)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
+  env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
   rubric, transform = mod.rubric, mod.transform
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
@@ -82,6 +84,10 @@ local function step(action)
   if check_action then checked(check_action, action) end
   local obs = env_step(action)
   if type(obs) ~= "table" or obs == null then
+    if obs == nil then
+      error("ESCRIPT: step of environment " .. env_name .. " returned "
+        .. "nothing; it must return an observation table", 0)
+    end
     obs = observation(obs, "step")
   end
   step_count = step_count + 1

@@ -116,7 +116,8 @@ static int build_protected(lua_State *L) {
     lua_pushnil(L);
   ludo__schema_push_validator(L, env->rt->reset_schema, "reset");
   ludo__error_push_raiser(L);
-  lua_call(L, 4, 1);                       /* runner, named */
+  lua_pushstring(L, env->name);
+  lua_call(L, 5, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

@@ -283,3 +283,19 @@ TEST_IMPL(error_codes_not_spoofable) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* A step that returns nothing is an error naming the environment, never
+ * an empty observation. */
+TEST_IMPL(error_step_returns_nil) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(test_env_load(rt, "spec/fixtures/c/nilstep",
+                                              NULL));
+  const char *out;
+  size_t len;
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{}"), &out, &len), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
+                      "step of environment forgetful returned nothing");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

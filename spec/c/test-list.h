@@ -22,6 +22,7 @@
   X(error_env_syntax)                                                        \
   X(error_env_raises)                                                        \
   X(error_codes_not_spoofable)                                               \
+  X(error_step_returns_nil)                                                  \
   /* test-async.c: the non-blocking path */                                  \
   X(async_not_synchronous)                                                   \
   X(async_poll_interleaves)                                                  \
