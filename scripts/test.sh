@@ -104,6 +104,24 @@ check "the spinning policy's error names ETIMEOUT" bash -c \
 check "runtime layering (scripts/check-layers.sh)" scripts/check-layers.sh
 check "luacheck: no warnings in lua/ rubrics/ examples/ spec/" \
   luacheck --quiet lua rubrics examples spec
+check "ludo run --trace writes a JSON line per reset and step" bash -c \
+  "'$BUILD/ludo' run examples/echo --episodes 2 --seed 4 --max-steps 3 \
+     --trace - >/tmp/ludo-trace.out && \
+   lua5.4 -e 'local n=0 for l in io.lines(\"/tmp/ludo-trace.out\") do \
+     if l:match(\"^{.episode.:\") then n=n+1 \
+     assert(l:match(\"\\\"observation\\\":\")) end end assert(n==8, n)'"
+check "ludo run -v shows print output, named by episode and session" \
+  bash -c "'$BUILD/ludo' run spec/fixtures/cli/printer -v 2>&1 \
+   | grep -q '^\[episode 1 session [0-9a-f]*\] hello from step$'"
+check "ludo run leaves failed episodes out of the mean and says why" \
+  bash -c "'$BUILD/ludo' run examples/echo --max-steps 2 \
+   --policy spec/fixtures/cli/bad_policy.lua 2>/dev/null \
+   | grep -q 'FAILED after 0 steps: ESCHEMA' && \
+   '$BUILD/ludo' run examples/echo --max-steps 2 \
+   --policy spec/fixtures/cli/bad_policy.lua 2>/dev/null | grep -q '1 failed'"
+check "ludo run --json writes floats in their shortest form" bash -c \
+  "'$BUILD/ludo' run examples/echo --seed 1 --max-steps 3 --json \
+   | grep -q '\"total_reward\":2.16,'"
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus

@@ -12,7 +12,7 @@
 static const char run_usage[] =
     "usage: ludo run ENV [--episodes N] [--seed S] [--policy FILE.lua]\n"
     "                    [--max-steps N] [--cpu-budget MS]\n"
-    "                    [--memory-cap MB] [--json]\n"
+    "                    [--memory-cap MB] [--json] [--trace FILE|-] [-v]\n"
     "\n"
     "Runs episodes of the environment at ENV (a folder with env.lua, or a\n"
     ".lua file) in-process. Each episode: reset, then step with actions\n"
@@ -29,6 +29,15 @@ static const char run_usage[] =
     "                  milliseconds (default 10000)\n"
     "  --memory-cap MB memory cap of each session's Lua state, and of the\n"
     "                  policy's, in MiB (default 64)\n"
+    "  --trace FILE    write one JSON line per step (episode, step, action,\n"
+    "                  observation, reward, done, metadata with the rubric\n"
+    "                  scores by name) to FILE, or to stdout for -\n"
+    "  -v              show print()/ludo.log output of the environment and\n"
+    "                  the policy, each line prefixed by episode and session\n"
+    "\n"
+    "An episode that fails (an error in the environment, its rubric or the\n"
+    "policy) is reported with its error and left out of the mean; the exit\n"
+    "status is 1 when any episode failed.\n"
     "  --json          print one JSON object per episode\n";
 
 static int parse_count(const char *opt, const char *s, long long min,
@@ -124,9 +133,10 @@ static void read_result(const char *json, size_t len, double *reward,
 
 /* What `ludo run` was asked to do. */
 typedef struct {
-  const char *env_path, *policy_file;
+  const char *env_path, *policy_file, *trace_path;
   long long episodes, seed, max_steps, budget_ms, cap_mb;
-  int as_json;
+  int as_json, verbose;
+  FILE *trace;
 } run_args_t;
 
 /* One numeric option: its name, where it goes, its bounds. */
@@ -162,6 +172,18 @@ static int parse_args(int argc, char **argv, run_args_t *ra) {
     }
     if (strcmp(a, "--json") == 0) {
       ra->as_json = 1;
+      continue;
+    }
+    if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      ra->verbose = 1;
+      continue;
+    }
+    if (strcmp(a, "--trace") == 0) {
+      if (i + 1 >= argc) {
+        ludo__cli_error("--trace needs a file, or - for stdout");
+        return LUDO__CLI_USAGE;
+      }
+      ra->trace_path = argv[++i];
       continue;
     }
     for (o = num_opts; o->name && strcmp(o->name, a) != 0; o++) {
@@ -204,7 +226,39 @@ typedef struct {
   long long steps;
   double total;
   int done, err;
+  char why[512];               /* the error, first line, when err */
 } episode_t;
+
+/* Keeps the first line of `msg` as the episode's error. */
+static void episode_fail(episode_t *ep, const char *msg) {
+  size_t n = strcspn(msg, "\n");
+  ep->err = 1;
+  snprintf(ep->why, sizeof ep->why, "%.*s", (int)n, msg);
+}
+
+/* Writes a double as the shortest text that reads back as the same value,
+ * looking like a float (3.0, 0.7); NaN and infinities as null. */
+static void fmt_float(char *buf, size_t n, double v) {
+  int p;
+  if (v != v || v - v != 0) {
+    snprintf(buf, n, "null");
+    return;
+  }
+  for (p = 1; p <= 17; p++) {
+    snprintf(buf, n, "%.*g", p, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  if (strpbrk(buf, ".eE") == NULL && strlen(buf) + 2 < n) strcat(buf, ".0");
+}
+
+/* Writes one trace line: the step's action and its result's fields. */
+static void trace_step(const run_args_t *ra, int i, long long step,
+                       const char *action, size_t alen, const char *out,
+                       size_t out_len) {
+  if (ra->trace == NULL || out_len < 2 || out[0] != '{') return;
+  fprintf(ra->trace, "{\"episode\":%d,\"step\":%lld,\"action\":%.*s,%.*s\n",
+          i + 1, step, (int)alen, action, (int)(out_len - 1), out + 1);
+}
 
 /* Resets the session and tells the policy. */
 static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
@@ -218,9 +272,11 @@ static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
   else
     strcpy(reset_json, "{}");
   if (ludo_session_reset(s, reset_json, strlen(reset_json), out, out_len)) {
+    episode_fail(ep, ludo_session_errmsg(s));
     ludo__cli_error("episode %d: reset: %s", i + 1, ludo_session_errmsg(s));
     return -1;
   }
+  trace_step(ra, i, 0, "null", 4, *out, *out_len);
   ludo__cli_buf_reset(&pol->args);
   if (ra->seed >= 0)
     ludo__cli_buf_printf(&pol->args, "[%lld,%.*s]", ra->seed + i,
@@ -228,13 +284,17 @@ static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
   else
     ludo__cli_buf_printf(&pol->args, "[null,%.*s]", (int)*out_len, *out);
   read_result(*out, *out_len, &r, &has_r, &ep->done);
-  return policy_call(pol, "reset", NULL, NULL) == 0 ? 0 : -1;
+  if (policy_call(pol, "reset", NULL, NULL) != 0) {
+    episode_fail(ep, ludo_script_errmsg(pol->sc));
+    return -1;
+  }
+  return 0;
 }
 
 /* One step: the policy's action for the last result, then the step. */
-static int episode_step(int i, ludo_session_t *s, policy_t *pol,
-                        const char **out, size_t *out_len, double *r,
-                        int *has_r, episode_t *ep) {
+static int episode_step(const run_args_t *ra, int i, ludo_session_t *s,
+                        policy_t *pol, const char **out, size_t *out_len,
+                        double *r, int *has_r, episode_t *ep) {
   const char *action;
   size_t alen;
   ludo__cli_buf_reset(&pol->args);
@@ -243,13 +303,18 @@ static int episode_step(int i, ludo_session_t *s, policy_t *pol,
                        ep->done ? "true" : "false");
   if (*has_r) ludo__cli_buf_printf(&pol->args, ",\"reward\":%.17g", *r);
   ludo__cli_buf_printf(&pol->args, "}]");
-  if (policy_call(pol, "act", &action, &alen) != 0) return -1;
+  if (policy_call(pol, "act", &action, &alen) != 0) {
+    episode_fail(ep, ludo_script_errmsg(pol->sc));
+    return -1;
+  }
   if (ludo_session_step(s, action, alen, out, out_len) != 0) {
+    episode_fail(ep, ludo_session_errmsg(s));
     ludo__cli_error("episode %d: step %lld: %s", i + 1, ep->steps + 1,
                     ludo_session_errmsg(s));
     return -1;
   }
   ep->steps++;
+  trace_step(ra, i, ep->steps, action, alen, *out, *out_len);
   read_result(*out, *out_len, r, has_r, &ep->done);
   if (*has_r) ep->total += *r;
   return 0;
@@ -257,16 +322,27 @@ static int episode_step(int i, ludo_session_t *s, policy_t *pol,
 
 static void print_episode(const run_args_t *ra, int i, ludo_session_t *s,
                           const episode_t *ep) {
-  if (ra->as_json)
+  char total[40];
+  fmt_float(total, sizeof total, ep->total);
+  if (ra->as_json) {
+    ludo__cli_buf_t why = {0};
+    if (ep->err)
+      ludo__cli_buf_json_string(&why, ep->why);
+    else
+      ludo__cli_buf_printf(&why, "null");
     printf("{\"episode\":%d,\"session\":\"%s\",\"steps\":%lld,"
-           "\"total_reward\":%.17g,\"done\":%s,\"error\":%s}\n",
-           i + 1, ludo_session_id(s), ep->steps, ep->total,
-           ep->done ? "true" : "false", ep->err ? "true" : "false");
-  else
-    printf("episode %d: %lld steps, total reward %.4g%s%s\n", i + 1,
+           "\"total_reward\":%s,\"done\":%s,\"failed\":%s,\"error\":%s}\n",
+           i + 1, ludo_session_id(s), ep->steps, total,
+           ep->done ? "true" : "false", ep->err ? "true" : "false", why.p);
+    ludo__cli_buf_free(&why);
+  } else if (ep->err) {
+    printf("episode %d: FAILED after %lld steps: %s\n", i + 1, ep->steps,
+           ep->why);
+  } else {
+    printf("episode %d: %lld steps, total reward %.4g%s\n", i + 1,
            ep->steps, ep->total,
-           ep->done ? ", done" : ", not done (max steps)",
-           ep->err ? ", FAILED" : "");
+           ep->done ? ", done" : ", not done (max steps)");
+  }
 }
 
 /* Runs episode i on a new session. Returns -1 when no session opens. */
@@ -284,10 +360,28 @@ static int run_episode(const run_args_t *ra, int i, ludo_env_t *env,
   }
   ep->err = episode_reset(ra, i, s, pol, &out, &out_len, ep) != 0;
   while (!ep->err && !ep->done && ep->steps < ra->max_steps)
-    ep->err = episode_step(i, s, pol, &out, &out_len, &r, &has_r, ep) != 0;
+    ep->err = episode_step(ra, i, s, pol, &out, &out_len, &r, &has_r,
+                           ep) != 0;
   print_episode(ra, i, s, ep);
   ludo_session_close(s);
   return 0;
+}
+
+/* The episode being run, for -v's line prefixes. */
+static int current_episode;
+
+/* -v: every log line of the sessions and the policy, on stderr, named
+ * after the episode and the session (or the policy). */
+static void verbose_log(void *ud, ludo_log_level_t level, const char *who,
+                        const char *msg, size_t len) {
+  (void)ud;
+  (void)level;
+  if (strcmp(who, "ludo.policy") == 0)
+    fprintf(stderr, "[episode %d policy] %.*s\n", current_episode,
+            (int)len, msg);
+  else
+    fprintf(stderr, "[episode %d session %.8s] %.*s\n", current_episode,
+            who, (int)len, msg);
 }
 
 /* The runtime, the environment and the policy of a run. */
@@ -298,6 +392,10 @@ static int open_run(const run_args_t *ra, ludo_runtime_t **rt,
   size_t info_len;
   int rc;
   ludo_options_init(&opts);
+  if (ra->verbose) {
+    opts.log = verbose_log;
+    opts.log_ud = (void *)ra;
+  }
   opts.module_path = ludo__cli_root();
   opts.prewarm = 1;
   opts.cpu_budget_ms = (uint32_t)ra->budget_ms;
@@ -328,18 +426,35 @@ int ludo__cli_run(int argc, char **argv) {
     ludo_runtime_free(rt);
     return 1;
   }
+  if (ra.trace_path != NULL) {
+    ra.trace = strcmp(ra.trace_path, "-") == 0 ? stdout
+                                               : fopen(ra.trace_path, "w");
+    if (ra.trace == NULL) {
+      ludo__cli_error("--trace: cannot write %s", ra.trace_path);
+      policy_close(&pol);
+      ludo_runtime_free(rt);
+      return 1;
+    }
+  }
   for (i = 0; i < ra.episodes; i++) {
     episode_t ep;
+    current_episode = i + 1;
     if (run_episode(&ra, i, env, rt, &pol, &ep) != 0) {
       failures++;
       break;
     }
-    sum_reward += ep.total;
-    failures += ep.err;
+    if (ep.err)
+      failures++;
+    else
+      sum_reward += ep.total;
   }
-  if (!ra.as_json)
-    printf("%lld episodes, mean reward %.4g\n", ra.episodes,
-           sum_reward / (double)ra.episodes);
+  if (!ra.as_json) {
+    long long done = ra.episodes - failures;
+    printf("%lld episodes, %d failed, mean reward %.4g%s\n", ra.episodes,
+           failures, done > 0 ? sum_reward / (double)done : 0.0,
+           failures > 0 ? " (over the episodes that did not fail)" : "");
+  }
+  if (ra.trace != NULL && ra.trace != stdout) fclose(ra.trace);
   policy_close(&pol);
   ludo_runtime_free(rt);
   return failures ? 1 : 0;
