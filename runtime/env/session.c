@@ -39,6 +39,15 @@ static void deliver(ludo_session_t *s) {
   c->in_callback--;
 }
 
+/* Adds the phase of the call to a limit's message: "... during step". */
+static void note_phase(ludo_session_t *s) {
+  static const char *const phases[] = {"?", "reset", "step", "state",
+                                       "close"};
+  const char *phase = s->kind >= 1 && s->kind <= 4 ? phases[s->kind] : "?";
+  ludo__buf_adds(&s->err, " during ");
+  ludo__buf_adds(&s->err, phase);
+}
+
 static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   ludo_session_t *s = ud;
   ludo_runtime_t *rt = s->env->rt;
@@ -72,6 +81,7 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
       len = strlen(msg);
     }
     set_err(s, msg, len);
+    if (status == LUDO_ETIMEOUT || status == LUDO_ENOMEM) note_phase(s);
   }
   s->status = status;
   s->done = 1;

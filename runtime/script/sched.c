@@ -2,6 +2,7 @@
 #include "script/sched.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -222,7 +223,7 @@ static int call_error(ludo__sched_t *s, int rc) {
     return LUDO_ENOMEM;
   }
   lua_xmove(co, L, 1);
-  code = ludo__state_error_tb(st, L, rc, rc == LUA_ERRRUN ? co : NULL);
+  code = ludo__state_error_tb(st, L, rc, co);
   lua_xmove(L, co, 1);
   return code;
 }

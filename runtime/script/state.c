@@ -615,11 +615,29 @@ typedef struct {
   lua_State *tb;
 } err_req_t;
 
+/* Appends " (at chunk:line)", where thread tb last ran Lua, to the
+ * message on top. [-1, +1, m] */
+static void add_where(lua_State *L, lua_State *tb) {
+  lua_Debug ar;
+  int level;
+  for (level = 0; lua_getstack(tb, level, &ar); level++) {
+    if (lua_getinfo(tb, "Sl", &ar) && ar.currentline > 0) {
+      lua_pushfstring(L, " (at %s:%d)", ar.short_src, ar.currentline);
+      lua_concat(L, 2);
+      return;
+    }
+  }
+}
+
 static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
   r->code = state_error(r->st, L, r->status, r->cap);
-  if (wants_traceback(r->code) && r->tb != NULL) {
+  /* A limit says where the call was when it was stopped. */
+  if ((r->code == LUDO_ETIMEOUT || r->code == LUDO_ENOMEM) && r->tb != NULL)
+    add_where(L, r->tb);
+  else if (wants_traceback(r->code) && r->tb != NULL &&
+           r->status == LUA_ERRRUN) {
     luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
     lua_remove(L, -2);
   }

@@ -132,9 +132,9 @@ void ludo__state_disarm(ludo__state_t *st, lua_State *co);
  * the error message on the stack on failure. [-(nargs+1), +(nres|1), -] */
 int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres);
 
-/* Like ludo__state_error; when `tb` is not NULL and the error is a script
- * error, adds the traceback of thread `tb` (still intact after a failed
- * resume). [-1, +1, -] */
+/* Like ludo__state_error, with thread `tb` (may be NULL; still intact
+ * after a failed resume): a script error gets its traceback, a timeout or
+ * memory error the place it stopped at (" (at env.lua:12)"). [-1, +1, -] */
 int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
                          lua_State *tb);
 

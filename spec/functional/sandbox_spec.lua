@@ -245,10 +245,12 @@ describe("sandbox", function()
         assert.is_nil(obs)
         assert.are.equal("ENOMEM", code)
         -- Either the allocator refused, or string.rep saw it coming.
-        assert.is_truthy(err == "ENOMEM: the session's memory limit of "
-          .. CAP .. " bytes was reached" or err:find("string.rep: the "
-          .. "result would exceed the session's memory limit of " .. CAP
-          .. " bytes", 1, true), err)
+        -- The allocator refused (the message says where the call was and
+        -- in which phase), or string.rep saw it coming.
+        assert.is_truthy(err:find("^ENOMEM: the session's memory limit of "
+          .. CAP .. " bytes was reached %(at .+:%d+%) during step$")
+          or err:find("string.rep: the result would exceed the session's "
+          .. "memory limit of " .. CAP .. " bytes", 1, true), err)
         assert.is_true(ms:memory() <= CAP)
         assert_healthy(ms)
         assert_healthy(mw)
@@ -390,8 +392,9 @@ describe("sandbox", function()
       local obs, err, code = attack(is, "loop")
       assert.is_nil(obs)
       assert.are.equal("ETIMEOUT", code)
+      -- The limit, where the loop was, and the phase.
       assert.are.equal("ETIMEOUT: the call exceeded its budget of 100000 VM "
-        .. "instructions", err)
+        .. "instructions (at " .. FIXTURE .. "/env.lua:135) during step", err)
       assert_healthy(is)
       irt:close()
     end)
