@@ -49,6 +49,8 @@ local function assert_refused(s, witness, name, code, text)
   assert.are.equal(code, got, err)
   assert.is_truthy(err:find(text, 1, true),
     "message '" .. err .. "' lacks '" .. text .. "'")
+  -- No message hands out an address of the runtime's memory.
+  assert.is_nil(err:find("0x%x%x%x%x"), "an address in: " .. err)
   assert_healthy(s)
   assert_healthy(witness)
 end
