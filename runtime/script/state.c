@@ -443,8 +443,12 @@ int ludo__state_open(ludo__state_t *st) {
   if (st->count_hook)
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, LUDO__HOOK_COUNT);
   /* States opened together and stepped together would collect together:
-   * each gets its own pause, so their cycles drift apart. */
-  if (st->gc_pause > 0) lua_gc(L, LUA_GCINC, st->gc_pause, 0, 0);
+   * each gets its own pause, so their cycles drift apart; and the collector
+   * works in steps of 2 KiB at twice the default speed, so a cycle of a
+   * small session heap is spread over many calls instead of falling into a
+   * few (measured in docs/performance.md: an async round's p99 from 4.5x
+   * to 2.6x its median). */
+  if (st->gc_pause > 0) lua_gc(L, LUA_GCINC, st->gc_pause, 200, 11);
   lua_pushcfunction(L, open_sandbox);
   rc = lua_pcall(L, 0, 0, 0);
   if (rc != LUA_OK) {
