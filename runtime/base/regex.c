@@ -219,12 +219,18 @@ const char *ludo__regex_name(const ludo__regex_t *re, uint32_t i,
   return (const char *)e + 2;
 }
 
+size_t ludo__regex_jit_size(const ludo__regex_t *re) {
+  size_t jit = 0;
+  if (re->code != NULL && re->jit)
+    pcre2_pattern_info(re->code, PCRE2_INFO_JITSIZE, &jit);
+  return jit;
+}
+
 size_t ludo__regex_size(const ludo__regex_t *re) {
-  size_t size = 0, jit = 0;
+  size_t size = 0;
   if (re->code == NULL) return 0;
   pcre2_pattern_info(re->code, PCRE2_INFO_SIZE, &size);
-  if (re->jit) pcre2_pattern_info(re->code, PCRE2_INFO_JITSIZE, &jit);
-  return size + jit;
+  return size + ludo__regex_jit_size(re);
 }
 
 char *ludo__regex_strerror(int code, char *buf, size_t n) {

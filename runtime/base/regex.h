@@ -112,6 +112,10 @@ const char *ludo__regex_name(const ludo__regex_t *re, uint32_t i,
  * that report external memory to a garbage collector. */
 size_t ludo__regex_size(const ludo__regex_t *re);
 
+/* Bytes of JIT code of the pattern (mapped by pcre2 itself, outside the
+ * allocator), or 0 when it is not JIT-compiled. */
+size_t ludo__regex_jit_size(const ludo__regex_t *re);
+
 /* Writes pcre2's text for error code `code` into `buf` (`n` bytes,
  * NUL-terminated). Returns `buf`. */
 char *ludo__regex_strerror(int code, char *buf, size_t n);

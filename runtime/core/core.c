@@ -9,6 +9,9 @@
 /* Memory freed before returning it to the system. */
 #define TRIM_AFTER ((size_t)4 << 20)
 
+/* A queue pass this recent means someone runs the loop. */
+#define LOOP_RECENT_NS 50000000u
+
 static void run_queue(uv_idle_t *h);
 
 int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
@@ -126,6 +129,11 @@ void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t) {
   if (!t->queued) return;
   if (!remove_from(&c->ready, t)) remove_from(&c->later, t);
   t->queued = 0;
+}
+
+int ludo__core_loop_recent(const ludo__core_t *c) {
+  return c->last_pass_ns != 0 &&
+         ludo__clock_ns() - c->last_pass_ns <= LOOP_RECENT_NS;
 }
 
 int ludo__core_over(const ludo__core_t *c) {

@@ -102,6 +102,10 @@ void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns);
  * is queued. For blocking calls. */
 void ludo__core_run_once(ludo__core_t *c);
 
+/* 1 when the loop ran ludo's queue lately (the host polls or runs the
+ * loop); 0 for a host that only makes blocking calls. */
+int ludo__core_loop_recent(const ludo__core_t *c);
+
 /* 1 when the current pass is past the poll's deadline. */
 int ludo__core_over(const ludo__core_t *c);
 

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "base/clock.h"
 #include "base/errors.h"
 #include "script/json.h"
 #include "script/schema.h"
@@ -146,10 +145,6 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
 
 /* ---- pool ------------------------------------------------------------ */
 
-/* Pauses between refills done by blocking calls: a host that polls keeps
- * refills on the loop. */
-#define BLOCKING_REFILL_AFTER_NS 50000000u
-
 static void pool_push(ludo_env_t *env, ludo__pstate_t *ps) {
   ps->next = env->pool;
   env->pool = ps;
@@ -192,12 +187,10 @@ void ludo__env_want_refill(ludo_env_t *env) {
 }
 
 void ludo__env_refill_blocking(ludo_env_t *env) {
-  ludo__core_t *c = &env->rt->core;
-  uint64_t now;
   ludo__pstate_t *ps;
-  if (env->npool >= env->target || !ludo__runtime_may_block(env->rt)) return;
-  now = ludo__clock_ns();
-  if (c->last_pass_ns != 0 && now - c->last_pass_ns < BLOCKING_REFILL_AFTER_NS)
+  /* A host that runs the loop gets its refills there. */
+  if (env->npool >= env->target || !ludo__runtime_may_block(env->rt) ||
+      ludo__core_loop_recent(&env->rt->core))
     return;
   if (ludo__env_build(env, &ps) == 0) pool_push(env, ps);
 }

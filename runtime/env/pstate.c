@@ -100,8 +100,6 @@ void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps) {
 
 /* Time the loop spends freeing retired states per pass. */
 #define RECLAIM_SLICE_NS 200000u
-/* A loop pass this recent means the host runs the loop. */
-#define LOOP_RECENT_NS 50000000u
 
 static void free_retired(ludo_runtime_t *rt, ludo__pstate_t *ps) {
   size_t bytes = ps->st.used;
@@ -123,8 +121,7 @@ static void reclaim_task(ludo__task_t *t) {
 }
 
 void ludo__pstate_retire(ludo_runtime_t *rt, ludo__pstate_t *ps) {
-  uint64_t last = rt->core.last_pass_ns;
-  if (last == 0 || ludo__clock_ns() - last > LOOP_RECENT_NS) {
+  if (!ludo__core_loop_recent(&rt->core)) {
     free_retired(rt, ps); /* nobody runs the loop: free it now */
     return;
   }

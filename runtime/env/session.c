@@ -17,6 +17,13 @@ static void set_err(ludo_session_t *s, const char *msg, size_t len) {
   if (ludo__buf_add(&s->err, msg, len)) ludo__buf_reset(&s->err);
 }
 
+/* Ends the session's call with `rc` and `msg` without running it. */
+static void fail_call(ludo_session_t *s, int rc, const char *msg) {
+  set_err(s, msg, strlen(msg));
+  s->status = rc;
+  s->done = 1;
+}
+
 static void post(ludo_session_t *s, int phase) {
   s->phase = phase;
   ludo__core_post(&s->env->rt->core, &s->task);
@@ -128,11 +135,9 @@ static void release_held(ludo_runtime_t *rt) {
 }
 
 /* After Lua of this session ran: a close asked from inside it happens
- * now. Returns 1 when the session is gone. */
-static int settle(ludo_session_t *s) {
-  if (!s->close_requested || s->ps->sched.resuming) return 0;
-  teardown(s);
-  return 1;
+ * now. */
+static void settle(ludo_session_t *s) {
+  if (s->close_requested && !s->ps->sched.resuming) teardown(s);
 }
 
 static void start(ludo_session_t *s, int sliceable) {
@@ -144,10 +149,7 @@ static void start(ludo_session_t *s, int sliceable) {
   rc = ludo__sched_start(sc, s->ps->dispatch_ref, s->kind, json, len,
                          on_done, s);
   if (rc != 0) { /* no call thread: fail the call */
-    static const char msg[] = "ENOMEM: no memory left to start the call";
-    set_err(s, msg, sizeof msg - 1);
-    s->status = rc;
-    s->done = 1;
+    fail_call(s, rc, "ENOMEM: no memory left to start the call");
     s->env->rt->calls--;
     if (s->cb != NULL) post(s, LUDO__PH_DELIVER);
   }
@@ -446,12 +448,9 @@ static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
     int rc = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], batch_cb, b,
                      0);
     if (rc != 0) { /* no memory for the input copy: fail this one */
-      static const char msg[] = "ENOMEM: cannot copy the action";
       s->cb = batch_cb;
       s->cb_ud = b;
-      set_err(s, msg, sizeof msg - 1);
-      s->status = rc;
-      s->done = 1;
+      fail_call(s, rc, "ENOMEM: cannot copy the action");
       s->batch_index = i;
       post(s, LUDO__PH_DELIVER);
       continue;
@@ -511,10 +510,7 @@ static void teardown(ludo_session_t *s) {
   ludo__core_unpost(&rt->core, &s->task);
   unhold(s);
   if (s->phase == LUDO__PH_START) { /* the call never began */
-    static const char msg[] = "ECANCELED: the call was cancelled";
-    set_err(s, msg, sizeof msg - 1);
-    s->status = LUDO_ECANCELED;
-    s->done = 1;
+    fail_call(s, LUDO_ECANCELED, "ECANCELED: the call was cancelled");
     rt->calls--;
     s->phase = LUDO__PH_DELIVER;
   }

@@ -12,8 +12,8 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define FIRST_CHUNK 4096
-#define LAST_CHUNK 4096
+/* Chunk size: small, so a session's slack stays small. */
+#define CHUNK 4096
 
 struct ludo__arena_chunk_s {
   ludo__arena_chunk_t *next;
@@ -28,7 +28,6 @@ static int cls_of(size_t n) { return (int)((n + 15) >> 4) - 1; }
 void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap) {
   memset(a, 0, sizeof *a);
   a->heap = heap;
-  a->chunk_size = FIRST_CHUNK;
 }
 
 static void push_free(ludo__arena_t *a, int c, void *p) {
@@ -40,7 +39,7 @@ static void push_free(ludo__arena_t *a, int c, void *p) {
 
 /* Starts a new chunk; the old chunk's tail goes to a free list. */
 static int new_chunk(ludo__arena_t *a) {
-  size_t size = a->chunk_size, tail = (size_t)(a->end - a->bump);
+  size_t size = CHUNK, tail = (size_t)(a->end - a->bump);
   ludo__arena_chunk_t *ch = ludo__alloc_fn(a->heap, NULL, 0, size);
   if (ch == NULL) return -1;
   if (tail >= 16) push_free(a, cls_of(tail & ~(size_t)15), a->bump);
@@ -51,7 +50,6 @@ static int new_chunk(ludo__arena_t *a) {
   a->bump = (char *)ch + HDR;
   a->end = (char *)ch + size;
   POISON(a->bump, (size_t)(a->end - a->bump));
-  if (a->chunk_size < LAST_CHUNK) a->chunk_size *= 2;
   return 0;
 }
 
@@ -64,7 +62,7 @@ static void *small_alloc(ludo__arena_t *a, int c, size_t want) {
     return p;
   }
   if ((size_t)(a->end - a->bump) < n) {
-    if (a->held + a->chunk_size > LUDO__ARENA_LIMIT) {
+    if (a->held + CHUNK > LUDO__ARENA_LIMIT) {
       a->overflow = 1; /* the arena is full: the heap takes the rest */
       return ludo__alloc_fn(a->heap, NULL, 0, want);
     }
@@ -130,5 +128,4 @@ void ludo__arena_release(ludo__arena_t *a) {
   a->bump = a->end = NULL;
   a->held = 0;
   a->overflow = 0;
-  a->chunk_size = FIRST_CHUNK;
 }

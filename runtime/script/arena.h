@@ -33,7 +33,6 @@ typedef struct ludo__arena_s {
   void *free[LUDO__ARENA_CLASSES];        /* free blocks per class */
   char *bump, *end;                       /* unused space of the chunk */
   ludo__arena_chunk_t *chunks;
-  size_t chunk_size;                      /* of the next chunk */
   size_t held;                            /* bytes of chunks */
   int overflow;                           /* small blocks also from heap */
 } ludo__arena_t;

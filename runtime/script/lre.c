@@ -297,13 +297,8 @@ static void lre_node_free(ludo__lre_node_t *node) {
  * it. Returns 0, or -1 when it does not fit. */
 static int lre_count_jit(lua_State *L, ludo__lre_node_t *node) {
   ludo__state_t *st = ludo__state_of(L);
-  size_t jit = ludo__regex_size(&node->re);
-  size_t plain = 0;
-  if (st == NULL || !node->re.jit) return 0;
-  node->re.jit = 0; /* the size without the JIT part */
-  plain = ludo__regex_size(&node->re);
-  node->re.jit = 1;
-  jit -= plain;
+  size_t jit = ludo__regex_jit_size(&node->re);
+  if (st == NULL || jit == 0) return 0;
   if (st->cap != 0 && st->used + jit > st->cap) return -1;
   st->used += jit;
   if (st->total) *st->total += jit;

@@ -109,7 +109,6 @@ static void finish(ludo__sched_t *s, int status);
 static void wall_fired(uv_timer_t *t) {
   ludo__sched_t *s = t->data;
   if (!s->in_call || !(s->waiting || s->runnable) || s->resuming) return;
-  lua_settop(s->co, 0);
   lua_pushfstring(s->co, "ETIMEOUT: the call exceeded its wall-clock limit "
                   "of %I ms", (lua_Integer)(s->wall_ns / 1000000u));
   finish(s, LUDO_ETIMEOUT);
@@ -240,7 +239,6 @@ static void resume(ludo__sched_t *s, int nargs) {
   if (s->sliceable && st->core != NULL)
     slice = ludo__core_slice_deadline(st->core);
   if (ludo__state_run_begin(st, co, slice) != 0) {
-    lua_settop(co, 0);
     lua_pushliteral(co, "EBUSY: Lua runs nest too deeply (host functions "
                         "calling into ludo)");
     finish(s, LUDO_EBUSY);
@@ -310,7 +308,8 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
 
 void ludo__sched_cancel(ludo__sched_t *s) {
   if (!s->in_call) return;
-  close_thread(s, s->co); /* its pending __close handlers, budgeted */
+  /* The message goes on top of the waiting thread; finish runs its
+   * pending __close handlers under the cleanup budget. */
   lua_pushliteral(s->co, "ECANCELED: the call was cancelled");
   finish(s, LUDO_ECANCELED);
 }
