@@ -128,8 +128,6 @@ void ludo__watchdog_leave(ludo__wd_entry_t *e) {
   atomic_store(&w->depth, e->slot);
 }
 
-ludo__wd_entry_t *ludo__watchdog_current(void) { return tl_top; }
-
 void ludo__watchdog_free(ludo__watchdog_t *w) {
   if (w->started == 1) {
     w->stop = 1;

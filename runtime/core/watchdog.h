@@ -68,7 +68,4 @@ int ludo__watchdog_enter(ludo__watchdog_t *w, ludo__wd_entry_t *e);
 /* The run under `e`, the innermost entry, ends. */
 void ludo__watchdog_leave(ludo__wd_entry_t *e);
 
-/* The innermost entry running on this thread, or NULL. */
-ludo__wd_entry_t *ludo__watchdog_current(void);
-
 #endif
