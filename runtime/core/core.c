@@ -105,10 +105,7 @@ static int remove_from(ludo__queue_t *q, ludo__task_t *t) {
 }
 
 static void want_idle(ludo__core_t *c) {
-  if (!c->idle_on && !c->closing) {
-    uv_idle_start(&c->idle, run_queue);
-    c->idle_on = 1;
-  }
+  if (!c->closing) uv_idle_start(&c->idle, run_queue); /* no-op if on */
 }
 
 void ludo__core_post(ludo__core_t *c, ludo__task_t *t) {
@@ -167,10 +164,7 @@ static void run_queue(uv_idle_t *h) {
     c->ready.tail = c->later.tail;
     c->later.head = c->later.tail = NULL;
   }
-  if (c->ready.head == NULL && c->idle_on) {
-    uv_idle_stop(&c->idle);
-    c->idle_on = 0;
-  }
+  if (c->ready.head == NULL) uv_idle_stop(&c->idle);
 }
 
 void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
@@ -179,7 +173,7 @@ void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
   c->in_run++;
   if (c->borrowed) {
     /* The host runs its loop; a poll runs only ludo's queue. */
-    if (c->idle_on) run_queue(&c->idle);
+    if (uv_is_active((uv_handle_t *)&c->idle)) run_queue(&c->idle);
   } else {
     uv_run(c->loop, UV_RUN_NOWAIT);
   }

@@ -47,7 +47,7 @@ typedef struct ludo__core_s {
   uv_loop_t *loop;           /* &own_loop, or the host's */
   int borrowed;              /* the loop is the host's */
   uv_idle_t idle;            /* runs the queue while it is not empty */
-  int idle_on, closing, handles;
+  int closing, handles;
   ludo__queue_t ready;       /* tasks for this pass */
   ludo__queue_t later;       /* tasks posted from host callbacks */
   uint64_t deadline_ns;      /* end of the current poll; 0: none */
