@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/redact.h"
 #include "core/error.h"
 #include "script/guards.h"
+#include "script/pattern.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 
@@ -382,6 +384,7 @@ static int open_sandbox(lua_State *L) {
   wrap_global(L, "collectgarbage", l_collectgarbage);
   wrap_global(L, "xpcall", l_xpcall);
   ludo__guards_install(L);
+  ludo__pattern_install(L);
   /* coroutine.resume and wrap track the running chain (see chain_push). */
   lua_getglobal(L, LUA_COLIBNAME);
   lua_getfield(L, -1, "resume");
@@ -633,6 +636,20 @@ static void add_where(lua_State *L, lua_State *tb) {
   }
 }
 
+/* Replaces the message on top with its text with heap addresses hidden,
+ * when it has any (base/redact.h). [-1, +1, m] */
+static void redact_top(lua_State *L) {
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  luaL_Buffer b;
+  char *copy;
+  if (msg == NULL || memmem(msg, len, ": 0x", 4) == NULL) return;
+  copy = luaL_buffinitsize(L, &b, len);
+  memcpy(copy, msg, len);
+  luaL_pushresultsize(&b, ludo__redact_addresses(copy, len));
+  lua_remove(L, -2);
+}
+
 static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
@@ -645,6 +662,7 @@ static int state_error_p(lua_State *L) {
     luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
     lua_remove(L, -2);
   }
+  redact_top(L);
   return 1;
 }
 

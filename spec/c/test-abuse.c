@@ -152,6 +152,68 @@ TEST_IMPL(abuse_c_loops) {
   test_rt_free(rt);
 }
 
+/* Lua patterns: backtracking, long classes and %b scans are counted and
+ * end with the budget's error; a plain find is linear. */
+TEST_IMPL(abuse_pattern_bounds) {
+  static const char *const slow[] = {"pat_find", "pat_match", "pat_gmatch",
+                                     "pat_gsub", "pat_class", "pat_balance"};
+  size_t i;
+  for (i = 0; i < sizeof slow / sizeof *slow; i++)
+    expect_bounded(slow[i], LUDO_ETIMEOUT, 5.0);
+  {
+    ludo_runtime_t *rt = abuse_rt();
+    ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+    ASSERT_OK(step(s, "pat_plain"));
+    ludo_session_close(s);
+    test_rt_free(rt);
+  }
+}
+
+/* Whether `msg` shows an address as Lua prints one (": 0x" and hex). */
+static int shows_address(const char *msg) {
+  const char *at;
+  for (at = strstr(msg, ": 0x"); at != NULL; at = strstr(at + 1, ": 0x")) {
+    size_t n = strspn(at + 4, "0123456789abcdefABCDEF");
+    if (n >= 4) return 1;
+  }
+  return 0;
+}
+
+/* No error message shows a heap address, whatever value the script
+ * raised or printed into it (class 6), and a module's load error neither. */
+TEST_IMPL(abuse_no_addresses) {
+  static const char *const modes[] = {
+      "addr_error_table", "addr_error_function", "addr_error_coroutine",
+      "addr_error_null", "addr_error_tostring_table",
+      "addr_error_tostring_function", "addr_error_tostring_userdata",
+      "addr_index_nil", "addr_call_table", "addr_arith_table",
+      "addr_compare", "addr_concat_table", "addr_bad_arg",
+      "addr_json_encode_function", "addr_json_encode_table_key",
+      "addr_json_encode_cycle", "addr_return_function",
+      "addr_next_bad_key", "addr_setmetatable_protected",
+      "addr_tostring_error"};
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  ludo_env_t *env;
+  size_t i;
+  for (i = 0; i < sizeof modes / sizeof *modes; i++) {
+    int rc = step(s, modes[i]);
+    if (rc == 0 || shows_address(ludo_session_errmsg(s)))
+      fprintf(stderr, "%s: %d %s\n", modes[i], rc, ludo_session_errmsg(s));
+    ASSERT_TRUE(rc != 0);
+    ASSERT_TRUE(!shows_address(ludo_session_errmsg(s)));
+  }
+  ASSERT_ERR(step(s, "addr_error_tostring_table"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "bad: table: 0x?");
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  ASSERT_ERR(ludo_env_load(rt, "spec/fixtures/c/abuse_load_address", NULL,
+                           &env), LUDO_ELOAD);
+  ASSERT_TRUE(!shows_address(ludo_runtime_errmsg(rt)));
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "table: 0x?");
+  test_rt_free(rt);
+}
+
 /* ludo.re: a global match is bounded as a whole by the CPU budget, and the
  * JIT code of compiled patterns counts against the memory cap. */
 TEST_IMPL(abuse_regex_bounds) {

@@ -56,6 +56,11 @@
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \
   X(abuse_regex_bounds)                                                      \
+  X(abuse_pattern_bounds)                                                    \
+  X(abuse_no_addresses)                                                      \
+  /* test-pattern.c */                                                      \
+  X(pattern_same_as_library)                                                \
+  X(pattern_cases)                                                          \
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
