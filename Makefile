@@ -50,11 +50,17 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 # a link to libludo.so, which exports luaopen_ludo_<name>.
 CMODS    := json re host
 
+# Host libraries the CLI specs load (spec/fixtures/hostlib/): one whose
+# init fails, one without ludo_host_init.
+HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
+  $(BUILD)/fixtures/hostlib-nosym.so
+
 .PHONY: all deps run test test-only asan bench install uninstall clean lint \
   examples \
   fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
-     $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples
+     $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples \
+     $(HOSTLIB_FIX)
 
 deps:
 	@scripts/deps.sh
@@ -98,18 +104,37 @@ $(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
 $(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
 
-# Examples with C parts.
-examples: $(BUILD)/gridworld $(BUILD)/hostloop
+# Examples with C parts. A host library (gridworld-host.so) is a shared
+# object without libludo or Lua in it: it uses those of the program that
+# loads it (the ludo binary exports them, -Wl,-E).
+examples: $(BUILD)/gridworld $(BUILD)/hostloop $(BUILD)/gridworld-host.so \
+  $(BUILD)/gameloop
 $(BUILD)/hostloop: examples/hostloop/main.c $(BUILD)/libludo.a include/ludo.h \
     $(LUA_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
-GRID_SRC := $(sort $(wildcard examples/gridworld/*.c))
-$(BUILD)/gridworld: $(GRID_SRC) $(BUILD)/libludo.a include/ludo.h $(LUA_A)
+GRID_SRC := examples/gridworld/game.c examples/gridworld/main.c
+$(BUILD)/gridworld: $(GRID_SRC) examples/gridworld/game.h \
+    $(BUILD)/libludo.a include/ludo.h $(LUA_A)
 	@mkdir -p $(dir $@)
-	$(if $(GRID_SRC),$(CC) $(CFLAGS_ALL) -o $@ $(GRID_SRC) \
-	  $(BUILD)/libludo.a $(PROG_LIBS),touch $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $(GRID_SRC) $(BUILD)/libludo.a $(PROG_LIBS)
+
+$(BUILD)/gridworld-host.so: examples/gridworld/host.c \
+    examples/gridworld/game.c examples/gridworld/game.h include/ludo.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ examples/gridworld/host.c \
+	  examples/gridworld/game.c
+
+# Host libraries the CLI specs load (HOSTLIB_FIX, above).
+$(BUILD)/fixtures/hostlib-%.so: spec/fixtures/hostlib/%.c include/ludo.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -shared -o $@ $<
+
+$(BUILD)/gameloop: examples/gameloop/main.c $(BUILD)/libludo.a \
+    include/ludo.h $(LUA_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -102,10 +102,65 @@ LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 /* Fills *stats. Returns 0 or LUDO_EINVAL. */
 LUDO_EXTERN int ludo_runtime_stats(ludo_runtime_t *rt, ludo_stats_t *stats);
 
-/* ---- host functions -------------------------------------------------- */
+/* ---- host functions --------------------------------------------------
+ * A host gives Lua states its own C functions as modules (see
+ * ludo_host_module_t in ludo_defs.h): per environment, in
+ * ludo_env_options_t.modules at ludo_env_load(), or for the whole runtime
+ * with ludo_runtime_add_module(). require(name) looks at the
+ * environment's modules first, then the runtime's. */
 
-
+/* Fills `opts` with the defaults: no host modules. */
 LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *opts);
+
+/* Registers host module `m` with the runtime: every session state of every
+ * environment loaded into `rt` (before or after this call) and every
+ * script can then require(m->name). The struct and its name are copied;
+ * m->funcs and m->ud are borrowed until ludo_runtime_free(rt). Returns 0,
+ * LUDO_EINVAL (rt or m NULL, m->funcs NULL, a name that is empty or holds
+ * characters outside [A-Za-z0-9_.-], a name the runtime already has, or
+ * one of ludo's own: "ludo" and "ludo.*") or LUDO_ENOMEM; on failure
+ * nothing is registered and ludo_runtime_errmsg() says why. */
+LUDO_EXTERN int ludo_runtime_add_module(ludo_runtime_t *rt,
+                                        const ludo_host_module_t *m);
+
+/* ---- host libraries ---------------------------------------------------
+ * A host library is a shared object (.so) that gives environments their
+ * host modules when no C host program of their own runs them: `ludo run`
+ * (and the later `ludo serve` and `ludo eval`) dlopen it, with RTLD_NOW,
+ * and call the function it exports under the name LUDO_HOST_INIT_SYMBOL,
+ * declared below so that a library's definition is checked against it:
+ *
+ *   #include <ludo.h>
+ *   LUDO_EXTERN int ludo_host_init(ludo_runtime_t *rt, char *err,
+ *                                  size_t err_size) {
+ *     ludo_host_module_t m = {"game", game_funcs, &game_counters};
+ *     return ludo_runtime_add_module(rt, &m);
+ *   }
+ *
+ * The library links neither libludo nor Lua: the ludo_* and lua_*
+ * functions it calls are those of the program that loads it. It is trusted
+ * native code chosen by the operator, running with the program's rights
+ * and outside the Lua sandbox (docs/sandbox.md). examples/gridworld/host.c
+ * is a complete one. */
+
+#define LUDO_HOST_INIT_SYMBOL "ludo_host_init"
+
+/* Called once per runtime, on the runtime's thread, after
+ * ludo_runtime_new() and before any environment is loaded into `rt`;
+ * registers the library's modules with ludo_runtime_add_module() (it may
+ * call any function of this header on `rt`). What it registers is borrowed
+ * until ludo_runtime_free(rt): the loader keeps the library loaded until
+ * then, and never calls anything else in it. Returns 0, or a negative
+ * LUDO_E* code: the program then reports the failure with the message the
+ * function wrote into `err` (at most `err_size` bytes, NUL-terminated;
+ * `err` is empty on entry), else with ludo_runtime_errmsg(rt), frees the
+ * runtime and loads no environment. */
+LUDO_EXTERN int ludo_host_init(ludo_runtime_t *rt, char *err,
+                               size_t err_size);
+
+/* The type of ludo_host_init, for loaders (dlsym). */
+typedef int (*ludo_host_init_fn)(ludo_runtime_t *rt, char *err,
+                                 size_t err_size);
 
 /* ---- environments ---------------------------------------------------- */
 
@@ -122,8 +177,9 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
                               const ludo_env_options_t *opts,
                               ludo_env_t **out);
 
-/* Message describing the runtime's last failed ludo_env_load() or
- * ludo_session_open(). Borrowed until the next such call. Never NULL. */
+/* Message describing the runtime's last failed ludo_env_load(),
+ * ludo_session_open() or ludo_runtime_add_module(). Borrowed until the
+ * next such call. Never NULL. */
 LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt);
 
 /* Frees an environment. Returns LUDO_EBUSY (and frees nothing) while it has
@@ -189,6 +245,20 @@ LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s);
 /* The session a host function runs in, from its lua_State (passed as void*
  * so this header does not need lua.h). NULL when `L` is not a session's. */
 LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L);
+
+/* Strict mode: when `on` is non-zero, the observation of every following
+ * reset and step (after the transform, without reward, done and metadata:
+ * what the result carries under "observation") is checked against the
+ * environment's declared observation schema; one that does not match
+ * fails the call with LUDO_ESCHEMA and a message naming the environment,
+ * the call and the offending field:
+ *   "ESCHEMA: environment gridworld: the observation of step does not
+ *    match its declared schema: observation.position.x: expected integer,
+ *    got string"
+ * The environment's code has run by then (a step still counts). Off by
+ * default; `ludo run` turns it on unless given --no-strict. Returns 0, LUDO_EINVAL (s is NULL),
+ * LUDO_ECLOSED, or LUDO_EBUSY while a call is queued or in flight. */
+LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on);
 
 /* Message for the session's last failed call, e.g.
  * "ESCHEMA: action.message: expected string, got number".

@@ -115,12 +115,14 @@ typedef struct ludo_stats_s {
 } ludo_stats_t;
 
 /* A host module: a table of C functions that every session state of an
- * environment can `require(name)`. Each function receives `ud` as its first
+ * environment (ludo_env_options_t.modules) or of a whole runtime
+ * (ludo_runtime_add_module) can `require(name)`. Each function receives `ud` as its first
  * upvalue (lua_touserdata(L, lua_upvalueindex(1))) and the session through
  * ludo_session_from_lua(L). Functions follow lua_CFunction rules and may
  * raise Lua errors. `funcs` is a luaL_Reg-shaped array ending with
  * {NULL, NULL}; declared as void pointers so this header does not need
- * lua.h. Borrowed until the environment is freed. */
+ * lua.h. Borrowed until the environment is freed (given to
+ * ludo_env_load) or the runtime is (given to ludo_runtime_add_module). */
 typedef struct ludo_host_func_s {
   const char *name;
   int (*fn)(void *L); /* really lua_CFunction: int (*)(lua_State *) */

@@ -64,6 +64,16 @@ LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt) {
   return rt ? rt->errmsg : "EINVAL: no runtime";
 }
 
+LUDO_EXTERN int ludo_runtime_add_module(ludo_runtime_t *rt,
+                                        const ludo_host_module_t *m) {
+  if (rt == NULL) return LUDO_EINVAL;
+  if (m == NULL) {
+    ludo__runtime_seterr(rt, "EINVAL: no host module given");
+    return LUDO_EINVAL;
+  }
+  return ludo__runtime_add_module(rt, m);
+}
+
 LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
                               const ludo_env_options_t *opts,
                               ludo_env_t **out) {
@@ -143,6 +153,14 @@ LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s) {
 LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L) {
   ludo__state_t *st = L ? ludo__state_of(L) : NULL;
   return st ? st->owner : NULL;
+}
+
+LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on) {
+  if (s == NULL) return LUDO_EINVAL;
+  if (s->closing || s->close_requested) return LUDO_ECLOSED;
+  if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  s->strict = on != 0;
+  return 0;
 }
 
 LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s) {

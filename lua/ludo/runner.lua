@@ -28,11 +28,13 @@ local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
 -- Raises unless `obs` is an observation table; nil means an empty one.
+-- The message names the environment: a CLI or a server may run several.
 local function observation(obs, what)
   if obs == nil then return {} end
   if type(obs) ~= "table" or obs == null then
-    error("ESCRIPT: " .. what .. " must return an observation table, got "
-      .. type(obs), 0)
+    error("ESCRIPT: " .. what .. " of environment " .. env_name
+      .. " must return an observation table, got "
+      .. (obs == null and "null" or type(obs)), 0)
   end
   return obs
 end

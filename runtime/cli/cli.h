@@ -3,6 +3,9 @@
 #define LUDO_CLI_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "ludo.h"
 
 #define LUDO__CLI_USAGE 2
 
@@ -11,14 +14,98 @@
  * source tree it was built from; NULL when none exists. Static buffer. */
 const char *ludo__cli_root(void);
 
+/* The folder of the running ludo binary (no trailing '/'); NULL when it
+ * cannot be read. Static buffer. */
+const char *ludo__cli_exe_dir(void);
+
 /* Prints "ludo: <msg>" to stderr. */
 void ludo__cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 
-int ludo__cli_run(int argc, char **argv);
+/* ---- commands and their options (opts.c) -----------------------------
+ * Every command declares its options in one table: the parser reads argv
+ * with it and `ludo help COMMAND` prints it, so the two cannot differ. */
 
-/* A growable text buffer (buf.c). Allocation failure ends the process
- * with a message: the CLI has nothing to fall back on. */
+/* One option. The help text is lines joined by '\n', 56 columns at most
+ * (it is printed after a 24-column name column). */
+typedef struct ludo__cli_opt_s {
+  int id;            /* > 0: what the parser returns; 0 ends the table */
+  const char *name;  /* "--episodes" */
+  const char *alias; /* "-v", or NULL */
+  const char *arg;   /* the value's name ("N"), or NULL for a switch */
+  const char *help;
+} ludo__cli_opt_t;
+
+/* The id of the -h/--help entry every command has. */
+#define LUDO__CLI_OPT_HELP 1
+#define LUDO__CLI_HELP_ENTRY \
+  {LUDO__CLI_OPT_HELP, "--help", "-h", NULL, "show this help and exit"}
+
+typedef struct ludo__cli_cmd_s {
+  const char *name;           /* "run" */
+  const char *args;           /* the usage line after the name */
+  const char *summary;        /* one line for `ludo help` */
+  const char *about;          /* printed after the usage line */
+  const ludo__cli_opt_t *opts;
+  const char *notes;          /* printed after the options, or NULL */
+  int (*main)(const struct ludo__cli_cmd_s *cmd, int argc, char **argv);
+} ludo__cli_cmd_t;
+
+/* ludo__cli_next's results besides option ids and 0. */
+#define LUDO__CLI_END (-1)
+#define LUDO__CLI_BAD (-2)
+
+/* Reads the argument after argv[*i] (start with *i = 0 and *rest = 0) and
+ * moves *i past it: returns the id of an option (its value in *val when
+ * it takes one: "--name VALUE" or "--name=VALUE"), 0 for an argument that
+ * is not an option (in *val; everything after "--" is one), LUDO__CLI_END
+ * after the last, or LUDO__CLI_BAD after printing what was wrong (an
+ * unknown option, a missing value, a value given to a switch). */
+int ludo__cli_next(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                   int *i, int *rest, const char **val);
+
+/* Prints `ludo help CMD`: usage, about, the options, notes. */
+void ludo__cli_help(const ludo__cli_cmd_t *cmd, FILE *f);
+/* Prints the "options:" section alone. */
+void ludo__cli_help_options(const ludo__cli_cmd_t *cmd, FILE *f);
+
+/* The commands (one file each). */
+extern const ludo__cli_cmd_t ludo__cli_cmd_run;
+
+/* ---- host libraries (hostlib.c) ---------------------------------------
+ * The one place where the commands that run environments (run; later
+ * serve and eval) find and load an environment's host library: open it
+ * once, init it for each runtime, close it after every runtime is freed.
+ * See docs/environments.md ("Host libraries") for where it is found. */
+
+typedef struct ludo__cli_hostlib_s {
+  char path[4096];       /* the library's file; empty: none */
+  char origin[4200];     /* who named it, for messages */
+  void *handle;          /* dlopen's */
+  ludo_host_init_fn init;
+} ludo__cli_hostlib_t;
+
+/* Finds and loads the host library of the environment at `env_path`:
+ * `override` (--host-lib, relative to the working directory) when not
+ * NULL, else the one the environment's manifest names, else none (then
+ * h->handle stays NULL). With `disabled` (--no-host-lib) loads nothing,
+ * and fails when the manifest names one. Returns 0, or -1 after printing
+ * what was wrong: a malformed manifest, a missing file, a file dlopen
+ * refuses, no ludo_host_init in it. */
+int ludo__cli_hostlib_open(ludo__cli_hostlib_t *h, const char *env_path,
+                           const char *override, int disabled);
+
+/* Calls the library's ludo_host_init on `rt` (nothing when none is open).
+ * Returns 0, or -1 after printing the library's error. */
+int ludo__cli_hostlib_init(ludo__cli_hostlib_t *h, ludo_runtime_t *rt);
+
+/* Unloads the library: only after every runtime it was initialised on is
+ * freed (their host functions live in it). Accepts a closed one. */
+void ludo__cli_hostlib_close(ludo__cli_hostlib_t *h);
+
+/* ---- text buffers (buf.c) ---------------------------------------------
+ * A growable text buffer. Allocation failure ends the process with a
+ * message: the CLI has nothing to fall back on. */
 typedef struct ludo__cli_buf_s {
   char *p;
   size_t len, cap;

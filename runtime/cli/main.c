@@ -1,4 +1,4 @@
-/* main.c - `ludo`: entry point and subcommand dispatch. */
+/* main.c - `ludo`: entry point, subcommand dispatch and `ludo help`. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,20 +12,6 @@
 #ifndef LUDO_SOURCE_ROOT
 #define LUDO_SOURCE_ROOT "."
 #endif
-
-static const char usage[] =
-    "usage: ludo <command> [options]\n"
-    "\n"
-    "Run agent and reinforcement-learning environments written in Lua.\n"
-    "\n"
-    "commands:\n"
-    "  run ENV        run episodes in-process with a Lua policy\n"
-    "  lua-path       print `export LUA_PATH=...` so a stock lua5.4 and\n"
-    "                 busted can require ludo's Lua modules (ludo.rubrics)\n"
-    "\n"
-    "options:\n"
-    "  -h, --help     show this help (also: ludo <command> --help)\n"
-    "  -V, --version  print the version\n";
 
 void ludo__cli_error(const char *fmt, ...) {
   va_list ap;
@@ -43,31 +29,38 @@ static int has_lua(const char *root) {
   return stat(p, &sb) == 0;
 }
 
+const char *ludo__cli_exe_dir(void) {
+  static char buf[4096];
+  char *slash;
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return NULL;
+  buf[n] = '\0';
+  slash = strrchr(buf, '/');
+  if (slash == NULL) return NULL;
+  *slash = '\0';
+  return buf;
+}
+
 /* The folder of ludo's Lua C modules next to this binary: installed,
  * PREFIX/lib/ludo/cmod; in a build tree, BUILD/cmod; NULL when neither
  * exists. Static buffer. */
 static const char *cmod_dir(void) {
   static char buf[4200];
-  char exe[4096], *slash;
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 64);
+  char real[4096];
+  const char *exe = ludo__cli_exe_dir();
   struct stat sb;
-  if (n <= 0) return NULL;
-  exe[n] = '\0';
-  slash = strrchr(exe, '/');
-  if (slash == NULL) return NULL;
-  *slash = '\0';
+  if (exe == NULL) return NULL;
   snprintf(buf, sizeof buf, "%s/../lib/ludo/cmod", exe);
   if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
     snprintf(buf, sizeof buf, "%s/cmod", exe);
   if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) return NULL;
-  if (realpath(buf, exe) != NULL) snprintf(buf, sizeof buf, "%.4095s", exe);
+  if (realpath(buf, real) != NULL) snprintf(buf, sizeof buf, "%s", real);
   return buf;
 }
 
 const char *ludo__cli_root(void) {
-  static char buf[4096];
-  const char *env = getenv("LUDO_PATH");
-  ssize_t n;
+  static char buf[4200];
+  const char *env = getenv("LUDO_PATH"), *exe;
   if (env != NULL && *env == '\0') return NULL; /* embedded copies only */
   if (env != NULL) {
     size_t k = strcspn(env, ";");
@@ -76,35 +69,32 @@ const char *ludo__cli_root(void) {
     buf[k] = '\0';
     return buf;
   }
-  n = readlink("/proc/self/exe", buf, sizeof buf - 32);
-  if (n > 0) {
-    char *slash;
-    buf[n] = '\0';
-    slash = strrchr(buf, '/');
-    if (slash) {
-      strcpy(slash, "/../share/ludo");
-      if (has_lua(buf)) return buf;
-    }
+  exe = ludo__cli_exe_dir();
+  if (exe != NULL) {
+    snprintf(buf, sizeof buf, "%s/../share/ludo", exe);
+    if (has_lua(buf)) return buf;
   }
   if (has_lua(LUDO_SOURCE_ROOT)) return LUDO_SOURCE_ROOT;
   return NULL;
 }
 
-static int cmd_lua_path(int argc, char **argv) {
-  const char *root;
-  if (argc > 1 && (strcmp(argv[1], "-h") == 0 ||
-                   strcmp(argv[1], "--help") == 0)) {
-    printf("usage: ludo lua-path\n\n"
-           "Prints shell lines that point LUA_PATH at ludo's Lua modules\n"
-           "and LUA_CPATH at its Lua C modules (ludo.json, ludo.re,\n"
-           "ludo.host), so `require(\"ludo.rubrics\")` and\n"
-           "`require(\"ludo.json\")` work in a stock lua5.4 and in\n"
-           "`busted --lua=lua5.4`:\n\n"
-           "  eval \"$(ludo lua-path)\"\n");
-    return 0;
-  }
-  if (argc > 1) {
-    ludo__cli_error("lua-path takes no arguments (got '%s')", argv[1]);
+/* ---- ludo lua-path --------------------------------------------------- */
+
+static const ludo__cli_opt_t lua_path_opts[] = {LUDO__CLI_HELP_ENTRY,
+                                                {0, NULL, NULL, NULL, NULL}};
+
+static int cmd_lua_path(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
+  const char *root, *val, *cmod;
+  char real[4096];
+  int i = 0, rest = 0, id;
+  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
+         LUDO__CLI_END) {
+    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
+    if (id == LUDO__CLI_OPT_HELP) {
+      ludo__cli_help(cmd, stdout);
+      return 0;
+    }
+    ludo__cli_error("lua-path takes no arguments (got '%s')", val);
     return LUDO__CLI_USAGE;
   }
   root = ludo__cli_root();
@@ -112,36 +102,135 @@ static int cmd_lua_path(int argc, char **argv) {
     ludo__cli_error("cannot find ludo's Lua modules; set LUDO_PATH");
     return 1;
   }
-  {
-    char real[4096];
-    if (realpath(root, real) != NULL) root = real;
-    printf("export LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;%s/?.lua;;'\n",
-           root, root, root);
+  if (realpath(root, real) != NULL) root = real;
+  printf("export LUA_PATH='%s/lua/?.lua;%s/lua/?/init.lua;%s/?.lua;;'\n",
+         root, root, root);
+  cmod = cmod_dir();
+  if (cmod != NULL) printf("export LUA_CPATH='%s/?.so;;'\n", cmod);
+  return 0;
+}
+
+static const ludo__cli_cmd_t cmd_lua_path_def = {
+    "lua-path", "",
+    "print LUA_PATH/LUA_CPATH for stock lua5.4 and busted",
+    "Prints shell lines that point LUA_PATH at ludo's Lua modules and\n"
+    "LUA_CPATH at its Lua C modules (ludo.json, ludo.re, ludo.host), so\n"
+    "`require(\"ludo.rubrics\")` and `require(\"ludo.json\")` work in a stock\n"
+    "lua5.4 and in `busted --lua=lua5.4`:\n"
+    "\n"
+    "  eval \"$(ludo lua-path)\"\n",
+    lua_path_opts, NULL, cmd_lua_path};
+
+/* ---- ludo help, ludo itself ------------------------------------------ */
+
+static int cmd_help(const ludo__cli_cmd_t *cmd, int argc, char **argv);
+
+static const ludo__cli_opt_t help_opts[] = {LUDO__CLI_HELP_ENTRY,
+                                            {0, NULL, NULL, NULL, NULL}};
+
+static const ludo__cli_cmd_t cmd_help_def = {
+    "help", "[COMMAND]", "show the options of every command, or of one",
+    "Prints the usage and every option of COMMAND (the same as\n"
+    "`ludo COMMAND --help`), or without one the list of commands.\n",
+    help_opts, NULL, cmd_help};
+
+static const ludo__cli_cmd_t *const commands[] = {
+    &ludo__cli_cmd_run, &cmd_lua_path_def, &cmd_help_def, NULL};
+
+enum { TOP_VERSION = 2 };
+
+static const ludo__cli_opt_t top_opts[] = {
+    LUDO__CLI_HELP_ENTRY,
+    {TOP_VERSION, "--version", "-V", NULL, "print the version and exit"},
+    {0, NULL, NULL, NULL, NULL}};
+
+static const ludo__cli_cmd_t top = {
+    "", "", "",
+    "Run agent and reinforcement-learning environments written in Lua.\n",
+    top_opts,
+    "Options that take a value accept --name VALUE and --name=VALUE; an\n"
+    "argument after -- is never an option.\n",
+    NULL};
+
+static void top_help(FILE *f) {
+  const ludo__cli_cmd_t *const *c;
+  fputs("usage: ludo COMMAND [options]\n"
+        "       ludo help COMMAND\n\n", f);
+  fputs(top.about, f);
+  fputs("\ncommands:\n", f);
+  for (c = commands; *c; c++) {
+    char left[64];
+    snprintf(left, sizeof left, "  %s%s%s", (*c)->name,
+             (*c)->args[0] ? " " : "", (*c)->args);
+    fprintf(f, "%-21s%s\n", left, (*c)->summary);
   }
-  {
-    const char *cmod = cmod_dir();
-    if (cmod != NULL) printf("export LUA_CPATH='%s/?.so;;'\n", cmod);
+  fputc('\n', f);
+  ludo__cli_help_options(&top, f);
+  fputc('\n', f);
+  fputs(top.notes, f);
+}
+
+static const ludo__cli_cmd_t *find_command(const char *name) {
+  const ludo__cli_cmd_t *const *c;
+  for (c = commands; *c; c++)
+    if (strcmp((*c)->name, name) == 0) return *c;
+  return NULL;
+}
+
+static int cmd_help(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
+  const ludo__cli_cmd_t *which = NULL;
+  const char *val;
+  int i = 0, rest = 0, id;
+  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
+         LUDO__CLI_END) {
+    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
+    if (id == LUDO__CLI_OPT_HELP) {
+      ludo__cli_help(cmd, stdout);
+      return 0;
+    }
+    if (which != NULL) {
+      ludo__cli_error("help takes one command (got '%s' too)", val);
+      return LUDO__CLI_USAGE;
+    }
+    which = find_command(val);
+    if (which == NULL) {
+      ludo__cli_error("no command '%s' (see ludo help)", val);
+      return LUDO__CLI_USAGE;
+    }
   }
+  if (which == NULL)
+    top_help(stdout);
+  else
+    ludo__cli_help(which, stdout);
   return 0;
 }
 
 int main(int argc, char **argv) {
+  const ludo__cli_cmd_t *cmd;
+  const char *val;
+  int i = 0, rest = 0, id;
   if (argc < 2) {
-    fputs(usage, stderr);
+    top_help(stderr);
     return LUDO__CLI_USAGE;
   }
-  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "help") == 0) {
-    fputs(usage, stdout);
+  cmd = argv[1][0] == '-' ? NULL : find_command(argv[1]);
+  if (cmd != NULL) return cmd->main(cmd, argc - 1, argv + 1);
+  if (argv[1][0] != '-') {
+    ludo__cli_error("unknown command '%s' (see ludo help)", argv[1]);
+    return LUDO__CLI_USAGE;
+  }
+  id = ludo__cli_next(&top, 2, argv, &i, &rest, &val);
+  if (id > 0 && argc > 2) {
+    ludo__cli_error("%s takes no arguments (got '%s')", argv[1], argv[2]);
+    return LUDO__CLI_USAGE;
+  }
+  if (id == LUDO__CLI_OPT_HELP) {
+    top_help(stdout);
     return 0;
   }
-  if (strcmp(argv[1], "-V") == 0 || strcmp(argv[1], "--version") == 0) {
+  if (id == TOP_VERSION) {
     printf("ludo %s\n", ludo_version());
     return 0;
   }
-  if (strcmp(argv[1], "run") == 0) return ludo__cli_run(argc - 1, argv + 1);
-  if (strcmp(argv[1], "lua-path") == 0)
-    return cmd_lua_path(argc - 1, argv + 1);
-  ludo__cli_error("unknown command '%s' (try: ludo --help)", argv[1]);
-  return LUDO__CLI_USAGE;
+  return LUDO__CLI_USAGE; /* ludo__cli_next said what was wrong */
 }

@@ -9,37 +9,6 @@
 #include "cli/cli.h"
 #include "ludo.h"
 
-static const char run_usage[] =
-    "usage: ludo run ENV [--episodes N] [--seed S] [--policy FILE.lua]\n"
-    "                    [--max-steps N] [--cpu-budget MS]\n"
-    "                    [--memory-cap MB] [--json] [--trace FILE|-] [-v]\n"
-    "\n"
-    "Runs episodes of the environment at ENV (a folder with env.lua, or a\n"
-    ".lua file) in-process. Each episode: reset, then step with actions\n"
-    "from the policy until done or --max-steps.\n"
-    "\n"
-    "  --episodes N    episodes to run (default 1)\n"
-    "  --seed S        reset seed of episode k is S+k-1 (the policy is\n"
-    "                  seeded the same way); without it, runs are random\n"
-    "  --policy FILE   Lua module returning act(observation) -> action, or\n"
-    "                  a table {act=..., reset=...}; default: random actions\n"
-    "                  drawn from the action schema\n"
-    "  --max-steps N   stop an episode after N steps (default 100)\n"
-    "  --cpu-budget MS CPU time each call (and the policy's) may run, in\n"
-    "                  milliseconds (default 10000)\n"
-    "  --memory-cap MB memory cap of each session's Lua state, and of the\n"
-    "                  policy's, in MiB (default 64)\n"
-    "  --trace FILE    write one JSON line per step (episode, step, action,\n"
-    "                  observation, reward, done, metadata with the rubric\n"
-    "                  scores by name) to FILE, or to stdout for -\n"
-    "  -v              show print()/ludo.log output of the environment and\n"
-    "                  the policy, each line prefixed by episode and session\n"
-    "\n"
-    "An episode that fails (an error in the environment, its rubric or the\n"
-    "policy) is reported with its error and left out of the mean; the exit\n"
-    "status is 1 when any episode failed.\n"
-    "  --json          print one JSON object per episode\n";
-
 static int parse_count(const char *opt, const char *s, long long min,
                        long long *out) {
   char *end;
@@ -133,89 +102,148 @@ static void read_result(const char *json, size_t len, double *reward,
 
 /* What `ludo run` was asked to do. */
 typedef struct {
-  const char *env_path, *policy_file, *trace_path;
+  const char *env_path, *policy_file, *trace_path, *host_lib;
   long long episodes, seed, max_steps, budget_ms, cap_mb;
-  int as_json, verbose;
+  int as_json, verbose, strict, no_host_lib;
   FILE *trace;
 } run_args_t;
 
-/* One numeric option: its name, where it goes, its bounds. */
+enum {
+  OPT_EPISODES = 2, OPT_SEED, OPT_POLICY, OPT_MAX_STEPS, OPT_CPU_BUDGET,
+  OPT_MEMORY_CAP, OPT_JSON, OPT_TRACE, OPT_VERBOSE, OPT_STRICT,
+  OPT_NO_STRICT, OPT_HOST_LIB, OPT_NO_HOST_LIB
+};
+
+static const ludo__cli_opt_t run_opts[] = {
+    {OPT_EPISODES, "--episodes", NULL, "N", "episodes to run (default 1)"},
+    {OPT_SEED, "--seed", NULL, "S",
+     "reset seed of episode k is S+k-1 (the policy is\n"
+     "seeded the same way); without it, runs are random"},
+    {OPT_POLICY, "--policy", NULL, "FILE",
+     "Lua module returning act(observation) -> action,\n"
+     "or a table {act=..., reset=...}; default: random\n"
+     "actions drawn from the action schema"},
+    {OPT_MAX_STEPS, "--max-steps", NULL, "N",
+     "stop an episode after N steps (default 100)"},
+    {OPT_CPU_BUDGET, "--cpu-budget", NULL, "MS",
+     "CPU time each call (and the policy's) may run,\n"
+     "in milliseconds (default 10000)"},
+    {OPT_MEMORY_CAP, "--memory-cap", NULL, "MB",
+     "memory cap of each session's Lua state, and of\n"
+     "the policy's, in MiB (default 64)"},
+    {OPT_STRICT, "--strict", NULL, NULL,
+     "check every observation (reset and step) against\n"
+     "the environment's observation schema; one that\n"
+     "does not match fails its episode with ESCHEMA,\n"
+     "naming the call and the field (the default)"},
+    {OPT_NO_STRICT, "--no-strict", NULL, NULL,
+     "do not check observations"},
+    {OPT_HOST_LIB, "--host-lib", NULL, "PATH",
+     "load the host library PATH (a .so exporting\n"
+     "ludo_host_init, see ludo.h) before the\n"
+     "environment, instead of the one its manifest.json\n"
+     "names; native code, run with your rights"},
+    {OPT_NO_HOST_LIB, "--no-host-lib", NULL, NULL,
+     "never load native code: fail when the\n"
+     "environment's manifest.json names a host library"},
+    {OPT_JSON, "--json", NULL, NULL, "print one JSON object per episode"},
+    {OPT_TRACE, "--trace", NULL, "FILE",
+     "write one JSON line per reset and step (episode,\n"
+     "step, action, observation, reward, done, metadata\n"
+     "with the rubric scores by name) to FILE, or to\n"
+     "stdout for -"},
+    {OPT_VERBOSE, "--verbose", "-v", NULL,
+     "show print()/ludo.log output of the environment\n"
+     "and the policy, each line prefixed by episode and\n"
+     "session"},
+    LUDO__CLI_HELP_ENTRY,
+    {0, NULL, NULL, NULL, NULL}};
+
+/* The numeric options: where each goes, its bounds. */
 typedef struct {
-  const char *name;
+  int id;
   size_t offset;
   long long min, max;
 } num_opt_t;
 
 static const num_opt_t num_opts[] = {
-    {"--episodes", offsetof(run_args_t, episodes), 1, 1000000000},
-    {"--seed", offsetof(run_args_t, seed), 0, 1LL << 62},
-    {"--max-steps", offsetof(run_args_t, max_steps), 1, 1000000000},
-    {"--cpu-budget", offsetof(run_args_t, budget_ms), 1, 86400000},
-    {"--memory-cap", offsetof(run_args_t, cap_mb), 1, 65536},
-    {NULL, 0, 0, 0}};
+    {OPT_EPISODES, offsetof(run_args_t, episodes), 1, 1000000000},
+    {OPT_SEED, offsetof(run_args_t, seed), 0, 1LL << 62},
+    {OPT_MAX_STEPS, offsetof(run_args_t, max_steps), 1, 1000000000},
+    {OPT_CPU_BUDGET, offsetof(run_args_t, budget_ms), 1, 86400000},
+    {OPT_MEMORY_CAP, offsetof(run_args_t, cap_mb), 1, 65536},
+    {0, 0, 0, 0}};
+
+/* The name an option id has in the table, for messages. */
+static const char *opt_name(int id) {
+  const ludo__cli_opt_t *o;
+  for (o = run_opts; o->id != 0 && o->id != id; o++) {
+  }
+  return o->id ? o->name : "?";
+}
+
+/* Applies option `id` with value `val`. Returns 0 or the exit status. */
+static int apply(run_args_t *ra, int id, const char *val) {
+  const num_opt_t *n;
+  for (n = num_opts; n->id != 0 && n->id != id; n++) {
+  }
+  if (n->id != 0) {
+    long long *dst = (long long *)((char *)ra + n->offset);
+    if (parse_count(opt_name(id), val, n->min, dst)) return LUDO__CLI_USAGE;
+    if (*dst > n->max) {
+      ludo__cli_error("%s is at most %lld", opt_name(id), n->max);
+      return LUDO__CLI_USAGE;
+    }
+    return 0;
+  }
+  switch (id) {
+    case OPT_POLICY: ra->policy_file = val; break;
+    case OPT_TRACE: ra->trace_path = val; break;
+    case OPT_HOST_LIB: ra->host_lib = val; break;
+    case OPT_JSON: ra->as_json = 1; break;
+    case OPT_VERBOSE: ra->verbose = 1; break;
+    case OPT_STRICT: ra->strict = 1; break;
+    case OPT_NO_STRICT: ra->strict = 0; break;
+    case OPT_NO_HOST_LIB: ra->no_host_lib = 1; break;
+    default: break;
+  }
+  return 0;
+}
 
 /* Parses argv into *ra. Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, run_args_t *ra) {
-  int i;
+static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                      run_args_t *ra) {
+  const char *val;
+  int i = 0, rest = 0, id, rc;
   memset(ra, 0, sizeof *ra);
   ra->episodes = 1;
   ra->seed = -1;
   ra->max_steps = 100;
   ra->budget_ms = 10000;
   ra->cap_mb = 64;
-  for (i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const num_opt_t *o;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      fputs(run_usage, stdout);
+  ra->strict = 1;
+  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
+         LUDO__CLI_END) {
+    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
+    if (id == LUDO__CLI_OPT_HELP) {
+      ludo__cli_help(cmd, stdout);
       return 0;
     }
-    if (strcmp(a, "--json") == 0) {
-      ra->as_json = 1;
-      continue;
-    }
-    if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      ra->verbose = 1;
-      continue;
-    }
-    if (strcmp(a, "--trace") == 0) {
-      if (i + 1 >= argc) {
-        ludo__cli_error("--trace needs a file, or - for stdout");
-        return LUDO__CLI_USAGE;
-      }
-      ra->trace_path = argv[++i];
-      continue;
-    }
-    for (o = num_opts; o->name && strcmp(o->name, a) != 0; o++) {
-    }
-    if (o->name != NULL || strcmp(a, "--policy") == 0) {
-      long long *dst;
-      if (i + 1 >= argc) {
-        ludo__cli_error("%s needs a value (see ludo run --help)", a);
-        return LUDO__CLI_USAGE;
-      }
-      if (o->name == NULL) {
-        ra->policy_file = argv[++i];
-        continue;
-      }
-      dst = (long long *)((char *)ra + o->offset);
-      if (parse_count(a, argv[++i], o->min, dst)) return LUDO__CLI_USAGE;
-      if (*dst > o->max) {
-        ludo__cli_error("%s is at most %lld", a, o->max);
-        return LUDO__CLI_USAGE;
-      }
-    } else if (a[0] == '-') {
-      ludo__cli_error("unknown option '%s' (see ludo run --help)", a);
-      return LUDO__CLI_USAGE;
+    if (id > 0) {
+      if ((rc = apply(ra, id, val)) != 0) return rc;
     } else if (ra->env_path == NULL) {
-      ra->env_path = a;
+      ra->env_path = val;
     } else {
-      ludo__cli_error("unexpected argument '%s' (one ENV only)", a);
+      ludo__cli_error("unexpected argument '%s' (one ENV only)", val);
       return LUDO__CLI_USAGE;
     }
   }
   if (ra->env_path == NULL) {
-    ludo__cli_error("run needs an environment (see ludo run --help)");
+    ludo__cli_error("run needs an environment (see ludo help run)");
+    return LUDO__CLI_USAGE;
+  }
+  if (ra->host_lib != NULL && ra->no_host_lib) {
+    ludo__cli_error("--host-lib and --no-host-lib contradict each other");
     return LUDO__CLI_USAGE;
   }
   return -1;
@@ -358,6 +386,11 @@ static int run_episode(const run_args_t *ra, int i, ludo_env_t *env,
     ludo__cli_error("%s", ludo_runtime_errmsg(rt));
     return -1;
   }
+  if (ludo_session_set_strict(s, ra->strict) != 0) { /* a fresh session */
+    ludo__cli_error("cannot set strict mode");
+    ludo_session_close(s);
+    return -1;
+  }
   ep->err = episode_reset(ra, i, s, pol, &out, &out_len, ep) != 0;
   while (!ep->err && !ep->done && ep->steps < ra->max_steps)
     ep->err = episode_step(ra, i, s, pol, &out, &out_len, &r, &has_r,
@@ -384,9 +417,10 @@ static void verbose_log(void *ud, ludo_log_level_t level, const char *who,
             who, (int)len, msg);
 }
 
-/* The runtime, the environment and the policy of a run. */
-static int open_run(const run_args_t *ra, ludo_runtime_t **rt,
-                    ludo_env_t **env, policy_t *pol) {
+/* The runtime (with the environment's host library), the environment
+ * and the policy of a run. */
+static int open_run(const run_args_t *ra, ludo__cli_hostlib_t *lib,
+                    ludo_runtime_t **rt, ludo_env_t **env, policy_t *pol) {
   ludo_options_t opts;
   const char *info;
   size_t info_len;
@@ -400,10 +434,14 @@ static int open_run(const run_args_t *ra, ludo_runtime_t **rt,
   opts.prewarm = 1;
   opts.cpu_budget_ms = (uint32_t)ra->budget_ms;
   opts.memory_cap = (size_t)ra->cap_mb << 20;
+  if (ludo__cli_hostlib_open(lib, ra->env_path, ra->host_lib,
+                             ra->no_host_lib) != 0)
+    return -1;
   if ((rc = ludo_runtime_new(rt, &opts)) != 0) {
     ludo__cli_error("cannot start: %s", ludo_strerror(rc));
     return -1;
   }
+  if (ludo__cli_hostlib_init(lib, *rt) != 0) return -1;
   if (ludo_env_load(*rt, ra->env_path, NULL, env) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(*rt));
     return -1;
@@ -412,18 +450,28 @@ static int open_run(const run_args_t *ra, ludo_runtime_t **rt,
   return policy_open(pol, *rt, ra->policy_file, info, info_len);
 }
 
-int ludo__cli_run(int argc, char **argv) {
+/* Frees what open_run made, the host library last (the runtime's
+ * states hold its functions until the runtime is freed). */
+static void close_run(ludo__cli_hostlib_t *lib, ludo_runtime_t *rt,
+                      policy_t *pol) {
+  policy_close(pol);
+  ludo_runtime_free(rt);
+  ludo__cli_hostlib_close(lib);
+}
+
+static int cmd_run(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
   run_args_t ra;
+  ludo__cli_hostlib_t lib;
   ludo_runtime_t *rt = NULL;
   ludo_env_t *env = NULL;
   policy_t pol;
   double sum_reward = 0;
-  int i, failures = 0, rc = parse_args(argc, argv, &ra);
+  int i, failures = 0, rc = parse_args(cmd, argc, argv, &ra);
   if (rc >= 0) return rc;
   memset(&pol, 0, sizeof pol);
-  if (open_run(&ra, &rt, &env, &pol) != 0) {
-    policy_close(&pol);
-    ludo_runtime_free(rt);
+  memset(&lib, 0, sizeof lib);
+  if (open_run(&ra, &lib, &rt, &env, &pol) != 0) {
+    close_run(&lib, rt, &pol);
     return 1;
   }
   if (ra.trace_path != NULL) {
@@ -431,8 +479,7 @@ int ludo__cli_run(int argc, char **argv) {
                                                : fopen(ra.trace_path, "w");
     if (ra.trace == NULL) {
       ludo__cli_error("--trace: cannot write %s", ra.trace_path);
-      policy_close(&pol);
-      ludo_runtime_free(rt);
+      close_run(&lib, rt, &pol);
       return 1;
     }
   }
@@ -455,7 +502,23 @@ int ludo__cli_run(int argc, char **argv) {
            failures > 0 ? " (over the episodes that did not fail)" : "");
   }
   if (ra.trace != NULL && ra.trace != stdout) fclose(ra.trace);
-  policy_close(&pol);
-  ludo_runtime_free(rt);
+  close_run(&lib, rt, &pol);
   return failures ? 1 : 0;
 }
+
+const ludo__cli_cmd_t ludo__cli_cmd_run = {
+    "run", "ENV [options]", "run episodes in-process with a Lua policy",
+    "Runs episodes of the environment at ENV (a folder with env.lua, or a\n"
+    ".lua file) in-process. Each episode: reset, then step with actions\n"
+    "from the policy until done or --max-steps.\n",
+    run_opts,
+    "An episode that fails (an error in the environment, its rubric or the\n"
+    "policy, or with --strict an observation off its schema) is reported\n"
+    "with its error and left out of the mean; the exit status is 1 when any\n"
+    "episode failed, 2 for a usage error.\n"
+    "\n"
+    "Host library: an environment whose host modules are C (see ludo.h)\n"
+    "names a shared object in ENV/manifest.json, {\"host_lib\": \"x.so\"}:\n"
+    "a path relative to ENV, or a file name looked up in ENV and then next\n"
+    "to this ludo binary. It is loaded before the environment.\n",
+    cmd_run};

@@ -35,6 +35,14 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_getfield(L, -1, "concurrent");
   env->concurrent = lua_toboolean(L, -1);
   lua_pop(L, 1);
+  lua_getfield(L, -1, "name");             /* a string: envinfo checked */
+  {
+    size_t n;
+    const char *name = lua_tolstring(L, -1, &n);
+    env->label = name ? ludo__strndup(&env->rt->core.heap, name, n) : NULL;
+    if (env->label == NULL) ludo__error_raise(L, LUDO_ENOMEM, "no memory");
+  }
+  lua_pop(L, 1);
   if (declared) {
     size_t n;
     const char *text;
@@ -44,6 +52,20 @@ static void describe(lua_State *L, ludo_env_t *env) {
     rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->action_schema,
                               err, sizeof err);
     if (rc != 0) ludo__error_raise(L, LUDO_ELOAD, "action schema: %s", err);
+    lua_pop(L, 2);
+  }
+  /* The observation schema, for strict sessions (always declared: an
+   * environment without one gets {"type": "object"}). */
+  {
+    size_t n;
+    const char *text;
+    lua_getfield(L, -1, "observation");
+    ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
+    text = lua_tolstring(L, -1, &n);
+    rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->obs_schema,
+                              err, sizeof err);
+    if (rc != 0)
+      ludo__error_raise(L, LUDO_ELOAD, "observation schema: %s", err);
     lua_pop(L, 2);
   }
   lua_pop(L, 2);                           /* mod */
@@ -215,10 +237,9 @@ static int is_file(const char *p) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* Opens a host module: a table of its functions, each with the module's
- * `ud` as first upvalue. Upvalue 1: the ludo_host_module_t (borrowed until
- * the environment is freed). [-0, +1, m] */
-static int host_module_open(lua_State *L) {
+/* Upvalue 1: the ludo_host_module_t (borrowed until the environment, or
+ * the runtime that registered it, is freed). See env.h. */
+int ludo__env_host_module_open(lua_State *L) {
   const ludo_host_module_t *hm = lua_touserdata(L, lua_upvalueindex(1));
   const ludo_host_func_t *f;
   lua_newtable(L);
@@ -239,7 +260,8 @@ static int add_host_modules(ludo_env_t *env, const ludo_env_options_t *o) {
   memcpy(env->hostv, o->modules, o->nmodules * sizeof *env->hostv);
   env->nhostv = o->nmodules;
   for (i = 0; i < o->nmodules; i++) {
-    rc = ludo__registry_add(&env->host, o->modules[i].name, host_module_open,
+    rc = ludo__registry_add(&env->host, o->modules[i].name,
+                            ludo__env_host_module_open,
                             &env->hostv[i]);
     if (rc != 0) {
       ludo__runtime_seterr(env->rt, "%s: host module name '%s'",
@@ -355,6 +377,9 @@ void ludo__env_destroy(ludo_env_t *env) {
   ludo__buf_free(&env->info);
   ludo__schema_free(env->action_schema);
   env->action_schema = NULL;
+  ludo__schema_free(env->obs_schema);
+  env->obs_schema = NULL;
+  free_str(rt, env->label);
   free_str(rt, env->file);
   free_str(rt, env->modules.dir);
   free_str(rt, env->name);

@@ -44,6 +44,7 @@ struct ludo_runtime_s {
   ludo__pstate_t *retired;     /* states of closed sessions, to free */
   ludo__task_t reclaim;        /* frees them from the loop */
   ludo_session_t *held;        /* deliveries kept until it returns */
+  struct ludo__hostmod_s *hostmods; /* ludo_runtime_add_module copies */
   char errmsg[2048];
 };
 
@@ -58,6 +59,10 @@ struct ludo_env_s {
   size_t nhostv;
   ludo__buf_t info;            /* JSON description */
   struct ludo__schema_s *action_schema; /* compiled, shared; may be NULL */
+  struct ludo__schema_s *obs_schema;    /* the observation's, for strict
+                                           sessions; set at load */
+  char *label;                 /* the declared name (mod.name, else
+                                  `name`), for messages (owned) */
   int concurrent;
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */
@@ -81,6 +86,7 @@ struct ludo_session_s {
   struct ludo__batch_s *batch; /* the batch this call belongs to */
   size_t batch_index;
   int kind, status, done;
+  int strict;                  /* check observations (set_strict) */
   int closing;                 /* no new calls; teardown under way */
   int close_requested;         /* close asked from inside its own Lua */
   int phase;                   /* LUDO__PH_*: what `task` does next */
@@ -127,6 +133,12 @@ int ludo__env_prewarm(ludo_env_t *env, unsigned n);
  * refilled it lately (hosts that only make blocking calls). */
 void ludo__env_refill_blocking(ludo_env_t *env);
 
+/* Opens a host module (a ludo_host_module_t given as the loader's
+ * upvalue): a table of its functions, each with the module's `ud` as
+ * first upvalue. Used by both registries, the environment's and the
+ * runtime's. [-0, +1, m] */
+int ludo__env_host_module_open(lua_State *L);
+
 /* Sessions (session.c). */
 int ludo__session_open(ludo_env_t *env, ludo_session_t **out);
 int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud);
@@ -171,6 +183,11 @@ void ludo__runtime_free(ludo_runtime_t *rt);
 int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 int ludo__runtime_run(ludo_runtime_t *rt);
 void ludo__runtime_stats(ludo_runtime_t *rt, ludo_stats_t *st);
+/* Host modules of the whole runtime (hostmod.c): copies `m` into the
+ * runtime's registry (ludo_runtime_add_module); frees the copies. */
+int ludo__runtime_add_module(ludo_runtime_t *rt,
+                             const ludo_host_module_t *m);
+void ludo__runtime_free_hostmods(ludo_runtime_t *rt);
 
 /* Formats rt->errmsg. */
 void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...)

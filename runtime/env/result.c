@@ -2,11 +2,13 @@
  * the OpenEnv envelope {"observation", "reward", "done", "metadata"} with
  * the rubric scores under metadata.rubrics, or the state as is. */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "env/env.h"
 #include "script/json.h"
+#include "script/schema.h"
 
 static const char *const envelope_skip[] = {"reward", "done", "metadata",
                                             NULL};
@@ -89,6 +91,30 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
     result_nomem(L, s);
 }
 
+/* Strict sessions: raises ESCHEMA, naming the environment, the call and
+ * the offending field, when the observation at index 1 (without its
+ * envelope fields) does not match the declared schema. [-0, +0, e] */
+static void check_observation(lua_State *L, ludo_session_t *s) {
+  ludo__buf_t msg;
+  char text[512];
+  void *ud;
+  lua_Alloc fn = lua_getallocf(L, &ud);
+  ludo__buf_init(&msg, fn, ud);
+  if (ludo__schema_check_except(L, 1, s->env->obs_schema, "observation",
+                                envelope_skip, &msg)) {
+    ludo__buf_free(&msg);
+    return;
+  }
+  /* Copied out and freed before raising. */
+  snprintf(text, sizeof text, "%s",
+           msg.p ? msg.p : "observation: does not match the schema");
+  ludo__buf_free(&msg);
+  ludo__error_raise(L, LUDO_ESCHEMA, "environment %s: the observation of "
+                    "%s does not match its declared schema: %s",
+                    s->env->label ? s->env->label : s->env->name,
+                    s->kind == LUDO__CALL_RESET ? "reset" : "step", text);
+}
+
 /* On the finished call thread (protected): writes the result JSON.
  * Stack: 1 = result (observation or state), 2 = the rubric's score (step
  * with a rubric) or nil, 3 = the session as light userdata. [-0, +0, e] */
@@ -103,6 +129,7 @@ static int encode_result(lua_State *L) {
   if (lua_type(L, 1) != LUA_TTABLE)
     return ludo__error_raise(L, LUDO_ESCRIPT,
                              "the call returned no observation");
+  if (s->strict && s->env->obs_schema != NULL) check_observation(L, s);
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;

@@ -94,6 +94,7 @@ void ludo__runtime_free(ludo_runtime_t *rt) {
   while (rt->sessions) ludo__session_destroy(rt->sessions);
   ludo__pstate_reclaim_all(rt);
   while (rt->envs) ludo__env_destroy(rt->envs);
+  ludo__runtime_free_hostmods(rt);
   ludo__schema_free(rt->reset_schema);
   rt->reset_schema = NULL;
   ludo__core_close(&rt->core); /* frees rt once its handles are closed */

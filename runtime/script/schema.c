@@ -336,7 +336,18 @@ typedef struct {
   } path[64];
   int depth;
   int quiet; /* inside anyOf/oneOf probes: no message */
+  const char *const *skip; /* keys of the root object taken as absent */
 } chk_t;
+
+/* 1 when key k is one the check leaves out: a key of `skip`, in the root
+ * object. */
+static int skipped(const chk_t *c, const char *k, size_t klen) {
+  const char *const *p;
+  if (c->skip == NULL || c->depth != 0) return 0;
+  for (p = c->skip; *p; p++)
+    if (strlen(*p) == klen && memcmp(*p, k, klen) == 0) return 1;
+  return 0;
+}
 
 static void put_path(chk_t *c) {
   int i;
@@ -602,7 +613,8 @@ static int check(chk_t *c, int idx, const node_t *n) {
     for (i = 0; i < n->nrequired; i++) {
       int missing;
       lua_pushstring(L, n->required[i]);
-      missing = lua_rawget(L, idx) == LUA_TNIL;
+      missing = lua_rawget(L, idx) == LUA_TNIL ||
+                skipped(c, n->required[i], strlen(n->required[i]));
       lua_pop(L, 1);
       if (missing)
         return fail(c, "missing required field '%s'", n->required[i]);
@@ -618,6 +630,10 @@ static int check(chk_t *c, int idx, const node_t *n) {
         return fail(c, "object keys must be strings");
       }
       k = lua_tolstring(L, -2, &klen);
+      if (skipped(c, k, klen)) {
+        lua_pop(L, 1);
+        continue;
+      }
       for (i = 0; i < n->nprops; i++) {
         if (n->props[i].len == klen && memcmp(n->props[i].name, k, klen) == 0) {
           sub = n->props[i].schema;
@@ -655,15 +671,22 @@ static int check(chk_t *c, int idx, const node_t *n) {
   return 1;
 }
 
-int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
-                       const char *root, ludo__buf_t *msg) {
+int ludo__schema_check_except(lua_State *L, int idx,
+                              const ludo__schema_t *s, const char *root,
+                              const char *const *skip, ludo__buf_t *msg) {
   chk_t c;
   c.L = L;
   c.msg = msg;
   c.root = root;
   c.depth = 0;
   c.quiet = 0;
+  c.skip = skip;
   return check(&c, lua_absindex(L, idx), s->root);
+}
+
+int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
+                       const char *root, ludo__buf_t *msg) {
+  return ludo__schema_check_except(L, idx, s, root, NULL, msg);
 }
 
 typedef struct {

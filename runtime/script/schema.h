@@ -40,6 +40,14 @@ void ludo__schema_free(ludo__schema_t *s);
 int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
                        const char *root, ludo__buf_t *msg);
 
+/* The same, leaving out the keys of `skip` (a NULL-terminated list;
+ * NULL: none) in the root object, as if it did not have them: how a
+ * result's observation is checked without its reward, done and metadata.
+ * [-0, +0, -] */
+int ludo__schema_check_except(lua_State *L, int idx,
+                              const ludo__schema_t *s, const char *root,
+                              const char *const *skip, ludo__buf_t *msg);
+
 /* Pushes a C closure `validate(value) -> true | false, message` bound to s
  * (borrowed: s must outlive the state). [-0, +1, m] */
 void ludo__schema_push_validator(lua_State *L, const ludo__schema_t *s,

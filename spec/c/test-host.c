@@ -162,3 +162,101 @@ TEST_IMPL(host_session_from_foreign_state) {
   ASSERT_NULL(ludo_session_from_lua(NULL));
   lua_close(L);
 }
+
+/* ludo_runtime_add_module: every environment of the runtime finds the
+ * module, with the same ud and session as an environment's own; an
+ * environment's module of the same name comes first; the struct is
+ * copied (the caller's may go away). */
+TEST_IMPL(host_runtime_module) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  probe_t rtp = {"runtime-ud", 0, NULL}, envp = {"env-ud", 0, NULL};
+  ludo_host_module_t m, em;
+  ludo_env_options_t o;
+  ludo_env_t *env, *env2;
+  ludo_session_t *s, *s2;
+  const char *out;
+  size_t len;
+
+  {
+    ludo_host_module_t tmp = {"probe", probe_funcs, &rtp};
+    ASSERT_OK(ludo_runtime_add_module(rt, &tmp));
+    memset(&tmp, 0, sizeof tmp); /* copied: this does not matter */
+  }
+  env = test_env_load(rt, HOST_ENV, NULL);
+  s = test_open(env);
+  ASSERT_OK(ludo_session_step(s, J("{\"op\":\"twice\",\"n\":3}"), &out,
+                              &len));
+  ASSERT_EQ(JINT(JPARSE(out, len), "observation/value"), 6);
+  ASSERT_STR_EQ(JSTR(JPARSE(out, len), "observation/tag"), "runtime-ud");
+  ASSERT_EQ(rtp.calls, 1);
+  ASSERT_PTR_EQ(rtp.last, s);
+
+  /* The environment's own module of that name wins. */
+  probe_options(&o, &em, &envp);
+  env2 = test_env_load(rt, HOST_ENV, &o);
+  s2 = test_open(env2);
+  ASSERT_OK(ludo_session_step(s2, J("{\"op\":\"twice\",\"n\":4}"), &out,
+                              &len));
+  ASSERT_STR_EQ(JSTR(JPARSE(out, len), "observation/tag"), "env-ud");
+  ASSERT_EQ(envp.calls, 1);
+  ASSERT_EQ(rtp.calls, 1);
+
+  /* Refused: a name taken, ludo's own names, bad names, no functions;
+   * each says why, and nothing changes. */
+  m.name = "probe";
+  m.funcs = probe_funcs;
+  m.ud = &envp;
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "'probe' is already");
+  m.name = "ludo.json";
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "reserved");
+  m.name = "ludo";
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  m.name = "ludox"; /* only "ludo" and "ludo.*" are ludo's */
+  ASSERT_OK(ludo_runtime_add_module(rt, &m));
+  m.name = "no/slash";
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "'no/slash'");
+  m.name = "";
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  m.name = "nofuncs";
+  m.funcs = NULL;
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  m.name = NULL;
+  m.funcs = probe_funcs;
+  ASSERT_ERR(ludo_runtime_add_module(rt, &m), LUDO_EINVAL);
+  ASSERT_ERR(ludo_runtime_add_module(rt, NULL), LUDO_EINVAL);
+  ASSERT_ERR(ludo_runtime_add_module(NULL, &m), LUDO_EINVAL);
+
+  /* Still the first registration. */
+  ASSERT_OK(ludo_session_step(s, J("{\"op\":\"twice\",\"n\":1}"), &out,
+                              &len));
+  ASSERT_STR_EQ(JSTR(JPARSE(out, len), "observation/tag"), "runtime-ud");
+  ludo_session_close(s);
+  ludo_session_close(s2);
+  test_rt_free(rt);
+}
+
+/* A module registered after an environment loaded is found by the
+ * environment's next require: here a script's (scripts see the runtime's
+ * modules too). */
+TEST_IMPL(host_runtime_module_late) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  probe_t p = {"late", 0, NULL};
+  ludo_host_module_t m = {"probe", probe_funcs, &p};
+  ludo_script_t *sc;
+  const char *out;
+  size_t len;
+  ASSERT_OK(ludo_script_open(rt, "uses_probe", "spec/fixtures/c/host_script",
+                             &sc));
+  ASSERT_ERR(ludo_script_call(sc, "twice", "[2]", 3, &out, &len),
+             LUDO_ENOENT);
+  ASSERT_STR_CONTAINS(ludo_script_errmsg(sc), "'probe' not found");
+  ASSERT_OK(ludo_runtime_add_module(rt, &m));
+  ASSERT_OK(ludo_script_call(sc, "twice", "[2]", 3, &out, &len));
+  ASSERT_STR_EQ(out, "4");
+  ASSERT_EQ(p.calls, 1);
+  ludo_script_free(sc);
+  test_rt_free(rt);
+}

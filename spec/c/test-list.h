@@ -69,6 +69,13 @@
   X(host_function_error)                                                     \
   X(host_module_missing)                                                     \
   X(host_session_from_foreign_state)                                         \
+  X(host_runtime_module)                                                     \
+  X(host_runtime_module_late)                                                \
+  /* test-strict.c: observations checked against the schema */              \
+  X(strict_observation_checked)                                              \
+  X(strict_reset_after_transform)                                            \
+  X(strict_per_session)                                                      \
+  X(strict_undeclared_schema)                                                \
   /* test-limits.c */                                                        \
   X(limit_cpu_loop)                                                          \
   X(limit_cpu_pcall_loop)                                                    \

@@ -1,0 +1,74 @@
+/* hostmod.c - host modules registered for a whole runtime
+ * (ludo_runtime_add_module): owned copies of the host's descriptions,
+ * entered in the runtime's registry of C modules, where every session and
+ * script of the runtime finds them after the environment's own. */
+#include <string.h>
+
+#include "base/errors.h"
+#include "env/env.h"
+
+typedef struct ludo__hostmod_s {
+  ludo_host_module_t m;          /* the copy the loader gets as upvalue */
+  struct ludo__hostmod_s *next;  /* in rt->hostmods */
+} hostmod_t;
+
+/* "ludo" and "ludo.*" are ludo's own names: a host module there would
+ * shadow ludo's modules (C modules are found before Lua files). */
+static int reserved(const char *name) {
+  return strncmp(name, "ludo", 4) == 0 && (name[4] == '\0' || name[4] == '.');
+}
+
+int ludo__runtime_add_module(ludo_runtime_t *rt,
+                             const ludo_host_module_t *m) {
+  ludo__registry_t *r = &rt->core.cmods;
+  hostmod_t *h;
+  int rc;
+  if (m->name == NULL || m->funcs == NULL) {
+    ludo__runtime_seterr(rt, "EINVAL: a host module needs a name and a "
+                             "function list");
+    return LUDO_EINVAL;
+  }
+  if (reserved(m->name)) {
+    ludo__runtime_seterr(rt, "EINVAL: host module name '%.200s' is "
+                             "reserved: \"ludo\" and \"ludo.*\" are ludo's "
+                             "own modules", m->name);
+    return LUDO_EINVAL;
+  }
+  if (ludo__registry_find(r, m->name) != NULL) {
+    ludo__runtime_seterr(rt, "EINVAL: host module '%.200s' is already "
+                             "registered with this runtime", m->name);
+    return LUDO_EINVAL;
+  }
+  h = ludo__calloc(&rt->core.heap, sizeof *h);
+  if (h == NULL) {
+    ludo__runtime_seterr(rt, "ENOMEM: no memory for host module '%.200s'",
+                         m->name);
+    return LUDO_ENOMEM;
+  }
+  h->m = *m;
+  rc = ludo__registry_add(r, m->name, ludo__env_host_module_open, &h->m);
+  if (rc != 0) {
+    ludo__free(&rt->core.heap, h, sizeof *h);
+    if (rc == LUDO_EINVAL)
+      ludo__runtime_seterr(rt, "EINVAL: host module name '%.200s': use "
+                               "letters, digits and _ . - (not \"..\", not "
+                               "starting with '.')", m->name);
+    else
+      ludo__runtime_seterr(rt, "%s: cannot register host module '%.200s'",
+                           ludo__err_name(rc), m->name);
+    return rc;
+  }
+  h->m.name = ludo__registry_find(r, m->name)->name; /* the owned copy */
+  h->next = rt->hostmods;
+  rt->hostmods = h;
+  return 0;
+}
+
+/* Frees the copies (runtime shutdown: no state can require them now). */
+void ludo__runtime_free_hostmods(ludo_runtime_t *rt) {
+  while (rt->hostmods != NULL) {
+    hostmod_t *h = rt->hostmods;
+    rt->hostmods = h->next;
+    ludo__free(&rt->core.heap, h, sizeof *h);
+  }
+}
