@@ -35,6 +35,7 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_getfield(L, -1, "concurrent");
   env->concurrent = lua_toboolean(L, -1);
   lua_pop(L, 1);
+  ludo__tools_describe(L, env, -1);
   if (declared) {
     size_t n;
     const char *text;
@@ -116,7 +117,8 @@ static int build_protected(lua_State *L) {
   ludo__schema_push_validator(L, env->rt->reset_schema, "reset");
   ludo__error_push_raiser(L);
   lua_pushstring(L, env->name);
-  lua_call(L, 5, 1);                       /* runner, named */
+  ludo__tools_push(L, env);
+  lua_call(L, 7, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
@@ -291,6 +293,7 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
   if (env == NULL) return LUDO_ENOMEM;
   env->rt = rt;
   ludo__buf_init(&env->info, ludo__alloc_fn, &rt->core.heap);
+  ludo__buf_init(&env->tools_json, ludo__alloc_fn, &rt->core.heap);
   env->file = dup_str(rt, file, strlen(file));
   env->modules.dir = dup_str(rt, dir, strlen(dir));
   env->modules.cache = &rt->core.cache;
@@ -355,6 +358,7 @@ void ludo__env_destroy(ludo_env_t *env) {
   ludo__buf_free(&env->info);
   ludo__schema_free(env->action_schema);
   env->action_schema = NULL;
+  ludo__tools_free(env);
   free_str(rt, env->file);
   free_str(rt, env->modules.dir);
   free_str(rt, env->name);

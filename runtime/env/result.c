@@ -96,7 +96,7 @@ static int encode_result(lua_State *L) {
   ludo_session_t *s = lua_touserdata(L, 3);
   ludo__buf_t *b = &s->out;
   int has_score = !lua_isnil(L, 2), md;
-  if (s->kind == LUDO__CALL_STATE) {
+  if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
   }
