@@ -188,7 +188,9 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
 
 /* The environment's description as JSON: {"name", "description", "version",
  * "author", "documentation_url", "readme_content", "concurrent",
- * "action", "observation", "state"} where the last three are JSON Schemas.
+ * "action", "observation", "state"[, "tools"]} where action, observation
+ * and state are JSON Schemas and tools, present when the environment
+ * declares any, lists them as [{"name", "description", "input_schema"}].
  * Borrowed until the environment is freed. */
 LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len);
 
@@ -301,6 +303,30 @@ LUDO_EXTERN int ludo_session_step_async(ludo_session_t *s, const char *json,
                                         void *ud);
 LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
                                          void *ud);
+
+/* MCP tools (an environment's `tools`, docs/environments.md). Calls tool
+ * `name` with `arguments` outside the step protocol, as JSON-RPC tools/call
+ * does; the call counts no step. `json` is {"name":"echo_message",
+ * "arguments":{"message":"hi"}} ("arguments" may be left out: {}). On
+ * success the result is MCP's CallToolResult, in OpenEnv's field names and
+ * MCP's: {"content":[{"type":"text","text":"hi",...}],
+ * "structured_content":{"result":"hi"},"structuredContent":{...},
+ * "data":"hi","is_error":false,"isError":false,"meta":null}, borrowed like
+ * a step's result. Returns 0 or LUDO_ENOENT (no such tool, or the
+ * environment has none), LUDO_ESCHEMA (no "name", or the arguments do not
+ * match the tool's input schema; the message names the field),
+ * LUDO_ESCRIPT (the tool raised), and the codes of ludo_session_step.
+ * The tool list itself is in ludo_env_info() under "tools". A step action
+ * {"type":"list_tools"} or {"type":"call_tool","tool_name":..,
+ * "arguments":{..}} reaches the tools through ludo_session_step too, as
+ * OpenEnv's MCP clients send them. */
+LUDO_EXTERN int ludo_session_call_tool(ludo_session_t *s, const char *json,
+                                       size_t len, const char **out,
+                                       size_t *out_len);
+/* The same, non-blocking, with the rules of ludo_session_step_async. */
+LUDO_EXTERN int ludo_session_call_tool_async(ludo_session_t *s,
+                                             const char *json, size_t len,
+                                             ludo_call_cb cb, void *ud);
 
 /* ---- scripts ---------------------------------------------------------
  * A script is a Lua module in a sandboxed state of its own, with the same

@@ -30,6 +30,24 @@ local env = {
     { 0.6, 0.2, 0.2 }),
 }
 
+-- MCP tools, as OpenEnv's echo_env has them: reachable through step
+-- actions ({"type":"call_tool","tool_name":"echo_message","arguments":
+-- {"message":"hi"}}) and through MCP's tools/call.
+env.tools = {
+  echo_message = {
+    description = "Echo back the provided message.",
+    input = { message = "string" },
+    run = function(args) return args.message end,
+  },
+  echo_with_length = {
+    description = "Echo back the message with its length.",
+    input = { message = "string" },
+    run = function(args)
+      return { message = args.message, length = #args.message }
+    end,
+  },
+}
+
 local count = 0
 
 function env.reset()

@@ -22,6 +22,71 @@ local function expand(decl, what)
   return schema.clean(s)
 end
 
+-- Names a tool may not take: they are the session's own calls (OpenEnv's
+-- RESERVED_TOOL_NAMES).
+local RESERVED = { reset = true, step = true, state = true, close = true }
+
+-- Checks one tool declaration and returns its description.
+local function tool_info(name, t)
+  if type(name) ~= "string" or not name:match("^[%w_%-%.]+$")
+    or #name > 128 then
+    fail("tools: a tool name must be 1-128 letters, digits, '_', '-' or "
+      .. "'.', got %s", type(name) == "string" and string.format("%q", name)
+      or type(name))
+  end
+  if RESERVED[name] then
+    fail("tools: the name '%s' is reserved (reset, step, state and close "
+      .. "are the session's own calls)", name)
+  end
+  if type(t) ~= "table" then
+    fail("tools.%s must be a table, got %s", name, type(t))
+  end
+  if not callable(t.run) then
+    fail("tools.%s.run must be a function, got %s", name, type(t.run))
+  end
+  if t.description ~= nil and type(t.description) ~= "string" then
+    fail("tools.%s.description must be a string, got %s", name,
+      type(t.description))
+  end
+  local input = expand(t.input or {}, "tools." .. name .. ".input")
+  if input.type ~= "object" then
+    fail("tools.%s.input must describe an object (the tool's arguments)",
+      name)
+  end
+  return { name = name, description = t.description or "",
+    input_schema = input }
+end
+
+-- The tools' descriptions in their order: a list keeps its own, a map of
+-- name = tool is sorted by name. nil when there are none.
+local function tools_info(tools)
+  if tools == nil then return nil end
+  if type(tools) ~= "table" then
+    fail("tools must be a table, got %s", type(tools))
+  end
+  local out, seen = {}, {}
+  if #tools > 0 then
+    for i, t in ipairs(tools) do
+      if type(t) ~= "table" then
+        fail("tools[%d] must be a table, got %s", i, type(t))
+      end
+      local info = tool_info(t.name, t)
+      if seen[info.name] then fail("tools: '%s' is declared twice", t.name) end
+      seen[info.name] = true
+      out[i] = info
+    end
+    return out
+  end
+  local names = {}
+  for k in pairs(tools) do names[#names + 1] = k end
+  for _, k in ipairs(names) do
+    if type(k) ~= "string" then fail("tools: names must be strings") end
+  end
+  table.sort(names)
+  for i, k in ipairs(names) do out[i] = tool_info(k, tools[k]) end
+  return out
+end
+
 -- Checks the module and returns its description (the table behind
 -- GET /metadata and /schema) and whether it declares an action schema.
 function M.describe(mod, default_name)
@@ -64,6 +129,7 @@ function M.describe(mod, default_name)
     action = expand(mod.action, "action"),
     observation = expand(mod.observation, "observation"),
     state = expand(mod.state_schema, "state_schema"),
+    tools = tools_info(mod.tools),
   }
   return info, mod.action ~= nil
 end

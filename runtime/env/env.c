@@ -43,6 +43,7 @@ static void describe(lua_State *L, ludo_env_t *env) {
     if (env->label == NULL) ludo__error_raise(L, LUDO_ENOMEM, "no memory");
   }
   lua_pop(L, 1);
+  ludo__tools_describe(L, env, -1);
   if (declared) {
     size_t n;
     const char *text;
@@ -138,7 +139,8 @@ static int build_protected(lua_State *L) {
   ludo__schema_push_validator(L, env->rt->reset_schema, "reset");
   ludo__error_push_raiser(L);
   lua_pushstring(L, env->name);
-  lua_call(L, 5, 1);                       /* runner, named */
+  ludo__tools_push(L, env);
+  lua_call(L, 7, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
@@ -313,6 +315,7 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
   if (env == NULL) return LUDO_ENOMEM;
   env->rt = rt;
   ludo__buf_init(&env->info, ludo__alloc_fn, &rt->core.heap);
+  ludo__buf_init(&env->tools_json, ludo__alloc_fn, &rt->core.heap);
   env->file = dup_str(rt, file, strlen(file));
   env->modules.dir = dup_str(rt, dir, strlen(dir));
   env->modules.cache = &rt->core.cache;
@@ -380,6 +383,7 @@ void ludo__env_destroy(ludo_env_t *env) {
   ludo__schema_free(env->obs_schema);
   env->obs_schema = NULL;
   free_str(rt, env->label);
+  ludo__tools_free(env);
   free_str(rt, env->file);
   free_str(rt, env->modules.dir);
   free_str(rt, env->name);

@@ -16,7 +16,7 @@
 
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
-       LUDO__CALL_CLOSE };
+       LUDO__CALL_CLOSE, LUDO__CALL_TOOL };
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
 typedef struct ludo__pstate_s {
@@ -63,6 +63,9 @@ struct ludo_env_s {
                                            sessions; set at load */
   char *label;                 /* the declared name (mod.name, else
                                   `name`), for messages (owned) */
+  struct ludo__tool_s *tools;  /* MCP tools: names and argument schemas */
+  size_t ntools;
+  ludo__buf_t tools_json;      /* their list, as list_tools shows it */
   int concurrent;
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */
@@ -161,6 +164,18 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
 /* Pushes the closure that writes a call's result JSON (result.c).
  * [-0, +1, m] */
 void ludo__result_push_encoder(lua_State *L);
+
+/* tools.c. In the probe state: compiles the argument schemas of the tools
+ * described in the envinfo table at `info` into env->tools and keeps their
+ * list as JSON; nothing when there are none. Raises ELOAD on a schema that
+ * does not compile. [-0, +0, e] */
+void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info);
+/* Pushes what a session state's runner needs: a table tool name ->
+ * argument validator, and the list's JSON text; nil, nil without tools.
+ * [-0, +2, m] */
+void ludo__tools_push(lua_State *L, ludo_env_t *env);
+/* Frees env->tools and the list. */
+void ludo__tools_free(ludo_env_t *env);
 /* 1 when a blocking call may run now: not from inside a host function or
  * callback, nor inside the loop (it would re-enter it). The one place the
  * re-entrancy rule is decided. */

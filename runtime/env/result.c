@@ -117,19 +117,23 @@ static void check_observation(lua_State *L, ludo_session_t *s) {
 
 /* On the finished call thread (protected): writes the result JSON.
  * Stack: 1 = result (observation or state), 2 = the rubric's score (step
- * with a rubric) or nil, 3 = the session as light userdata. [-0, +0, e] */
+ * with a rubric), nil, or false for a tool's observation (list_tools,
+ * call_tool: neither scored nor checked against the environment's
+ * observation schema), 3 = the session as light userdata. [-0, +0, e] */
 static int encode_result(lua_State *L) {
   ludo_session_t *s = lua_touserdata(L, 3);
   ludo__buf_t *b = &s->out;
-  int has_score = !lua_isnil(L, 2), md;
-  if (s->kind == LUDO__CALL_STATE) {
+  int tool_obs = lua_type(L, 2) == LUA_TBOOLEAN && !lua_toboolean(L, 2);
+  int has_score = !lua_isnil(L, 2) && !tool_obs, md;
+  if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
   }
   if (lua_type(L, 1) != LUA_TTABLE)
     return ludo__error_raise(L, LUDO_ESCRIPT,
                              "the call returned no observation");
-  if (s->strict && s->env->obs_schema != NULL) check_observation(L, s);
+  if (s->strict && s->env->obs_schema != NULL && !tool_obs)
+    check_observation(L, s);
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;

@@ -48,9 +48,9 @@ static void deliver(ludo_session_t *s) {
 
 /* Adds the phase of the call to a limit's message: "... during step". */
 static void note_phase(ludo_session_t *s) {
-  static const char *const phases[] = {"?", "reset", "step", "state",
-                                       "close"};
-  const char *phase = s->kind >= 1 && s->kind <= 4 ? phases[s->kind] : "?";
+  static const char *const phases[] = {"?",     "reset", "step",
+                                       "state", "close", "tool call"};
+  const char *phase = s->kind >= 1 && s->kind <= 5 ? phases[s->kind] : "?";
   ludo__buf_adds(&s->err, " during ");
   ludo__buf_adds(&s->err, phase);
 }
@@ -308,7 +308,9 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
     char msg[160];
     int n = snprintf(msg, sizeof msg, "ETOOBIG: the %s is %zu bytes; the "
                      "limit is %zu (max_input_bytes)",
-                     kind == LUDO__CALL_RESET ? "reset options" : "action",
+                     kind == LUDO__CALL_RESET  ? "reset options"
+                     : kind == LUDO__CALL_TOOL ? "tool call"
+                                               : "action",
                      len, max);
     set_err(s, msg, (size_t)n);
     return LUDO_ETOOBIG;

@@ -58,6 +58,14 @@
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
+  /* test-tools.c */                                                        \
+  X(tools_listed_in_info)                                                   \
+  X(tools_step_actions)                                                     \
+  X(tools_step_errors)                                                      \
+  X(tools_call_api)                                                         \
+  X(tools_call_async)                                                       \
+  X(tools_declaration_errors)                                               \
+  X(tools_strict_session)                                                   \
   /* test-pattern.c */                                                      \
   X(pattern_same_as_library)                                                \
   X(pattern_cases)                                                          \

@@ -48,6 +48,15 @@ describe("environment API", function()
         "ELOAD: " .. FIX .. "helper_syntax/broken.lua:2: unexpected "
           .. "symbol near <eof>" },
       { "missing_helper", "ELOAD", "module 'nothere' not found" },
+      { "decl_tool_reserved", "ELOAD",
+        "ELOAD: tools: the name 'reset' is reserved" },
+      { "decl_tool_run", "ELOAD",
+        "ELOAD: tools.greet.run must be a function, got nil" },
+      { "decl_tool_name", "ELOAD",
+        "ELOAD: tools: a tool name must be 1-128 letters" },
+      { "decl_tool_input", "ELOAD",
+        "ELOAD: tools.t.input must describe an object" },
+      { "decl_tool_twice", "ELOAD", "ELOAD: tools: 't' is declared twice" },
       { "nonexistent", "ENOENT",
         "ENOENT: no environment at " .. FIX .. "nonexistent" },
     }
