@@ -15,7 +15,9 @@
 --     step, applies the transform, then the rubric, and returns the
 --     observation and the rubric's score. The C core writes the result:
 --     the score becomes `reward` unless the step set one, and every
---     rubric's last score is reported in metadata.rubrics.
+--     rubric's last score is reported in metadata.rubrics under its path
+--     (named_rubrics). An error in the rubric names the rubric that failed
+--     (ludo.rubric).
 --   state(): env.state() (if any) completed with episode_id and step_count.
 local core = require("ludo.core")
 local null = require("ludo.null")
@@ -23,7 +25,7 @@ local null = require("ludo.null")
 local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
-local check_action, check_reset, rubric, transform, raise
+local check_action, check_reset, rubric, transform, raise, settle
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
@@ -47,19 +49,23 @@ end
 -- of the action schema (or nil) and of the reset options; `raiser` raises
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
--- Returns the rubric's {name, rubric} pairs, from which the C core reports
--- scores.
+-- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
+-- order), from which the C core reports scores.
 function M.init(mod, action, reset, raiser, name)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
   rubric, transform = mod.rubric, mod.transform
+  local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then
-    return rubric:named_rubrics()
+    for path, r in rubric:named_rubrics() do
+      named[#named + 1] = { path, r }
+    end
+    settle = rubric.call_context
   end
-  return {}
+  return named
 end
 
 local function reset(opts)
@@ -94,7 +100,12 @@ local function step(action)
   if transform then
     obs = observation(transform(obs, action), "the transform")
   end
-  if rubric ~= nil then return obs, rubric(action, obs) end
+  if rubric ~= nil then
+    -- Forget a rubric call that a stopped step left in progress, so that
+    -- errors name the rubric that failed (see ludo.rubric).
+    if settle then settle(nil) end
+    return obs, rubric(action, obs)
+  end
   return obs
 end
 

@@ -30,7 +30,9 @@ describe("rubrics.gate", function()
     local g = Gate(c, 0.2)
     assert.are.equal(c, g.rubric)
     assert.are.equal(c, g:get_rubric("rubric"))
-    assert.are.same({ { "rubric", c } }, g:named_children())
+    local names, children = util.collect(g:named_children())
+    assert.are.same({ "rubric" }, names)
+    assert.are.same({ c }, children)
   end)
 
   it("evaluates the child before its own pre-hooks", function()
@@ -43,7 +45,7 @@ describe("rubrics.gate", function()
 
   it("checks its arguments", function()
     assert.has_error(function() Gate(1) end,
-      "Gate: first argument must be a Rubric, got number")
+      "Gate: first argument must be a Rubric or {name = rubric}, got number")
     assert.has_error(function() Gate(Const(1), "high") end,
       "Gate: threshold must be a number, got string")
   end)

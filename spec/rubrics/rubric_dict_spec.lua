@@ -57,7 +57,7 @@ describe("rubrics.rubric_dict", function()
     local inner = Const(1)
     local d = RubricDict({ { "code", inner } })
     assert.are.equal(inner, d:get_rubric("code"))
-    assert.are.equal("code", d:named_rubrics()[1][1])
+    assert.are.equal("code", (d:named_rubrics()()))
   end)
 
   it("updates from pairs or a map", function()

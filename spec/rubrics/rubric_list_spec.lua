@@ -18,8 +18,7 @@ describe("rubrics.rubric_list", function()
     local a, b, c = Const(1), Const(2), Const(3)
     assert.are.equal(l, l:append(a))
     l:extend({ b, c })
-    local names = {}
-    for i, p in ipairs(l:named_rubrics()) do names[i] = p[1] end
+    local names = util.collect(l:named_rubrics())
     assert.are.same({ "rubric_0", "rubric_1", "rubric_2" }, names)
     assert.are.equal(c, l.rubric_2)
     assert.are.equal(3, #l)

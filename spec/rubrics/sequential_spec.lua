@@ -43,8 +43,7 @@ describe("rubrics.sequential", function()
   it("names children rubric_0.. and indexes them 1-based", function()
     local a, b = Const(1), Const(2)
     local s = Sequential(a, b)
-    local names = {}
-    for i, p in ipairs(s:named_children()) do names[i] = p[1] end
+    local names = util.collect(s:named_children())
     assert.are.same({ "rubric_0", "rubric_1" }, names)
     assert.are.equal(a, s.rubric_0)
     assert.are.equal(a, s[1])

@@ -155,9 +155,9 @@ describe("ludo.rubric", function()
     it("registers rubric fields in assignment order", function()
       local r = Code()
       local names = {}
-      for i, p in ipairs(r:named_children()) do
-        names[i] = p[1]
-        assert.are.equal(r[p[1]], p[2])
+      for name, child in r:named_children() do
+        names[#names + 1] = name
+        assert.are.equal(r[name], child)
       end
       assert.are.same({ "syntax", "tests", "style" }, names)
       assert.are.same({ r.syntax, r.tests, r.style }, r:children())
@@ -246,7 +246,7 @@ describe("ludo.rubric", function()
       function()
         local r = Code()
         local names = {}
-        for i, p in ipairs(r:named_rubrics()) do names[i] = p[1] end
+        for name in r:named_rubrics() do names[#names + 1] = name end
         assert.are.same({ "syntax", "tests", "tests.left", "tests.right",
           "style" }, names)
         local all = r:rubrics()
@@ -255,8 +255,7 @@ describe("ludo.rubric", function()
       end)
 
     it("prefixes names", function()
-      local names = {}
-      for i, p in ipairs(Code():named_rubrics("root")) do names[i] = p[1] end
+      local names = util.collect(Code():named_rubrics("root"))
       assert.are.equal("root.syntax", names[1])
       assert.are.equal("root.tests.left", names[3])
     end)
@@ -279,10 +278,11 @@ describe("ludo.rubric", function()
 
     it("lets a runner read every last_score after a call", function()
       local r = Code()
-      local named = r:named_rubrics()
       r(nil, nil)
       local scores = {}
-      for _, p in ipairs(named) do scores[p[1]] = p[2].last_score end
+      for name, child in r:named_rubrics() do
+        scores[name] = child.last_score
+      end
       assert.are.same({ syntax = 1, tests = 0.75, ["tests.left"] = 0.25,
         ["tests.right"] = 0.5, style = 0.5 }, scores)
       assert.are.equal(1.25, r.last_score)
