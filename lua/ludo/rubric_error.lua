@@ -73,7 +73,8 @@ end
 -- `root`, was in progress; `failed` is the innermost rubric call that was
 -- in progress (see "Errors" in ludo.rubric).
 function E.message(root, failed, err)
-  local path = failed ~= nil and path_of(root, failed) or ""
+  local path = ""
+  if failed ~= nil then path = path_of(root, failed) end
   local who
   if path == "" then
     who = format("the root rubric (%s)", class_name(root))

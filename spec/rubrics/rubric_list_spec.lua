@@ -46,6 +46,12 @@ describe("rubrics.rubric_list", function()
       "RubricList.append: expected a Rubric, got number")
     assert.has_error(function() RubricList({ Const(1), "x" }) end)
     assert.has_error(function() RubricList():extend(Const(1)) end)
+    assert.has_error(function() RubricList({ a = Const(1) }) end,
+      'RubricList: expected an array of rubrics, got a table with the key '
+        .. '"a" (for rubrics by name use RubricDict)')
+    assert.has_error(function() RubricList():extend({ Const(1), b = 1 }) end,
+      'RubricList.extend: expected an array of rubrics, got a table with '
+        .. 'the key "b" (for rubrics by name use RubricDict)')
   end)
 
   it("resets and saves its items with the tree", function()

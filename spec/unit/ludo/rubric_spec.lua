@@ -260,6 +260,35 @@ describe("ludo.rubric", function()
       assert.are.equal("root.tests.left", names[3])
     end)
 
+    it("iterates (name, rubric) in tree order, named after the fields",
+      function()
+        local r = Code()
+        local names, objs = util.collect(r:named_rubrics())
+        assert.are.same({ "syntax", "tests", "tests.left", "tests.right",
+          "style" }, names)
+        for i = 1, #names do
+          assert.are.equal(r:get_rubric(names[i]), objs[i])
+        end
+        assert.are.same({ "syntax", "tests", "style" },
+          util.collect(r:named_children()))
+        assert.are.same({}, util.collect(Const(1):named_rubrics()))
+      end)
+
+    it("reads the tree when called, not while iterating", function()
+      local r = Code()
+      local iter = r:named_rubrics()
+      r.extra = Const(2)
+      local names = util.collect(iter)
+      assert.are.equal(5, #names)
+      assert.are.equal("extra", util.collect(r:named_rubrics())[6])
+    end)
+
+    it("checks the prefix", function()
+      assert.are.equal("syntax", (Code():named_rubrics("")()))
+      assert.has_error(function() Code():named_rubrics(3) end,
+        "named_rubrics: prefix must be a string, got number")
+    end)
+
     it("finds rubrics by dotted path", function()
       local r = Code()
       assert.are.equal(r.tests.right, r:get_rubric("tests.right"))
