@@ -38,8 +38,7 @@ Gate.__call = Rubric.children_first_call
 function Gate:forward(action, observation)
   local score = self._rb_list[1](action, observation)
   if score == nil then
-    transient("ludo.rubric_error").no_score(self, 1, "a Gate compares its \z
-      child's score with its threshold")
+    transient("ludo.rubric_error").no_score(self, 1)
   end
   if score < self.threshold then return 0.0 end
   return score

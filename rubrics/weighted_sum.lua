@@ -41,12 +41,6 @@ local is_async, can_wait = Rubric.is_async, coroutine.isyieldable
 
 local COLD = "rubrics.weighted_sum_cold"
 
--- Raises: child i gave no score. (Also used by forward_gather.)
-local function no_score(self, i)
-  transient("ludo.rubric_error").no_score(self, i, "a WeightedSum adds \z
-    up its children's scores times their weights")
-end
-
 local WeightedSum = Rubric:extend("WeightedSum")
 Rubric.lazy(WeightedSum, COLD,
   " len get weights state_dict load_state_dict forward_gather _ws_bad_init ")
@@ -67,7 +61,7 @@ function WeightedSum:forward(action, observation)
   local total = 0.0
   for i = 1, #list do
     local score = list[i](action, observation)
-    if score == nil then no_score(self, i) end
+    if score == nil then transient("ludo.rubric_error").no_score(self, i) end
     total = total + score * w[i]
   end
   return total

@@ -71,8 +71,7 @@ function T:forward_gather(action, observation)
   for i = 1, #list do
     local score = results[i][1]
     if score == nil then
-      require("ludo.class").transient("ludo.rubric_error").no_score(self, i,
-        "a WeightedSum adds up its children's scores times their weights")
+      require("ludo.class").transient("ludo.rubric_error").no_score(self, i)
     end
     total = total + score * w[i]
   end

@@ -138,27 +138,28 @@ function Rubric.call_context(v)
   return old
 end
 
+local function outermost(call, self, action, observation)
+  -- A rubric call while none is in progress: runs `call` (the rubric's
+  -- own) protected and names the rubric that failed in the errors raised
+  -- below it.
+  current = self
+  local ok, score = pcall(call, self, action, observation)
+  local failed = current
+  current = nil
+  if ok then return score end
+  if type(score) == "string" then
+    score = transient("ludo.rubric_error").message(self, failed, score)
+  end
+  error(score, 0)
+end
+
 local function caller(children_first)
   -- rubric(action, observation): see __call. A rubric with hooks has
   -- `_rb_hooks[5]`, ludo.rubric_tree's hooked call, which takes over
   -- before forward, or after it (`ran`) when forward added the first hook.
-  local call
-  local function outermost(self, action, observation)
-    -- No rubric call is in progress: this one names the rubric that
-    -- failed in the errors raised below it.
-    current = self
-    local ok, score = pcall(call, self, action, observation)
-    local failed = current
-    current = nil
-    if ok then return score end
-    if type(score) == "string" then
-      score = transient("ludo.rubric_error").message(self, failed, score)
-    end
-    error(score, 0)
-  end
-  call = function(self, action, observation)
+  local function call(self, action, observation)
     local prev = current
-    if prev == nil then return outermost(self, action, observation) end
+    if prev == nil then return outermost(call, self, action, observation) end
     current = self
     local h = self._rb_hooks
     if h then
@@ -194,39 +195,17 @@ Rubric.__call = caller(false)
 -- their `__call`.
 Rubric.children_first_call = caller(true)
 
-local function collect(r, prefix, names, objs)
-  -- Appends r's descendants to names/objs, depth-first pre-order.
-  local map, list = r._rb_map, r._rb_list
-  for i = 1, #list do
-    local child, full = list[i], map[i]
-    if prefix then full = prefix .. "." .. full end
-    local n = #objs + 1
-    names[n], objs[n] = full, child
-    collect(child, full, names, objs)
-  end
-end
-
 -- Returns an iterator over all descendants, depth-first pre-order, as
 -- (dotted name, rubric): "code", "code.syntax", "style", ...
 --   for name, r in rubric:named_rubrics() do print(name, r.last_score) end
 -- `prefix` (optional) is put before every name, joined with a dot. The
 -- tree is read when named_rubrics is called (changes made while iterating
 -- are not seen). Names are the children's names: the field names of
--- `self.name = SomeRubric()`, the keys of WeightedSum{...}, Sequential,
--- Gate and RubricDict, or rubric_0, rubric_1, ... for positional children.
+-- `self.name = SomeRubric()`, the keys of WeightedSum, Sequential, Gate
+-- and RubricDict, or rubric_0, rubric_1, ... for positional children. (The
+-- work is done by ludo.rubric_build: a runner asks once per state.)
 function Rubric:named_rubrics(prefix)
-  if prefix == "" then
-    prefix = nil
-  elseif prefix ~= nil and type(prefix) ~= "string" then
-    transient("ludo.rubric_build").named_rubrics(prefix)
-  end
-  local names, objs, i = {}, {}, 0
-  collect(self, prefix, names, objs)
-  return function()
-    i = i + 1
-    local r = objs[i]
-    if r ~= nil then return names[i], r end
-  end
+  return transient("ludo.rubric_build").named_rubrics(self, prefix)
 end
 
 -- Returns true when this rubric or any descendant may wait (its class has

@@ -1,7 +1,7 @@
 -- ludo.rubric_build: the work of Rubric:add_child (checks, the view, the
 -- registration), which runs only while a rubric tree is built, the reading
--- of named children given to containers (entries, sequential, gate), the
--- error of a bad named_rubrics prefix and pairs() of ludo.rubrics. Loaded
+-- of named children given to containers (entries, sequential, gate),
+-- named_rubrics and pairs() of ludo.rubrics. Loaded
 -- transiently (see ludo.class's transient), so an idle session state does
 -- not hold this code.
 local Rubric = require("ludo.rubric")
@@ -200,9 +200,32 @@ function B.gate(self, arg, level)
   Rubric.add_child(self, name, r, false, level + 1)
 end
 
--- Raises the error of a bad named_rubrics prefix (for ludo.rubric).
-function B.named_rubrics(prefix)
-  error("named_rubrics: prefix must be a string, got " .. type(prefix), 3)
+local function collect(r, prefix, names, objs)
+  -- Appends r's descendants to names/objs, depth-first pre-order.
+  local map, list = r._rb_map, r._rb_list
+  for i = 1, #list do
+    local child, full = list[i], map[i]
+    if prefix then full = prefix .. "." .. full end
+    local n = #objs + 1
+    names[n], objs[n] = full, child
+    collect(child, full, names, objs)
+  end
+end
+
+-- Rubric:named_rubrics(prefix) (see ludo.rubric, which tail-calls this).
+function B.named_rubrics(self, prefix)
+  if prefix == "" then
+    prefix = nil
+  elseif prefix ~= nil and type(prefix) ~= "string" then
+    error("named_rubrics: prefix must be a string, got " .. type(prefix), 2)
+  end
+  local names, objs, i = {}, {}, 0
+  collect(self, prefix, names, objs)
+  return function()
+    i = i + 1
+    local r = objs[i]
+    if r ~= nil then return names[i], r end
+  end
 end
 
 -- pairs(R) for ludo.rubrics: loads every class (`modules` is its list of

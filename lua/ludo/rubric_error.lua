@@ -53,11 +53,19 @@ function E.bad_score(r, v)
     shown), 0)
 end
 
+-- Why each container needs a number from its children.
+local NEEDS = {
+  Gate = "a Gate compares its child's score with its threshold",
+  WeightedSum = "a WeightedSum adds up its children's scores times their \z
+    weights",
+}
+
 -- Raises: the i-th child of container `r` gave no score (nil), which the
--- container cannot combine; `needs` says why ("a Gate compares ...").
-function E.no_score(r, i, needs)
+-- container cannot combine.
+function E.no_score(r, i)
   error(format("child %s gave no score (nil); %s", tostring(r._rb_map[i]),
-    needs), 0)
+    NEEDS[r.__name] or class_name(r) .. " needs a number from each child"),
+    0)
 end
 
 -- The dotted path of `target` in the tree of `root` ("" for the root), or
