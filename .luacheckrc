@@ -28,6 +28,9 @@ files["examples/*/env.lua"] = { std = "ludo_sandbox" }
 files["examples/*/policy.lua"] = { std = "ludo_sandbox" }
 files["spec/fixtures/"] = { std = "ludo_sandbox" }
 files["spec/"] = { std = "+busted" }
+files["examples/tutorial/quiz/"] = { std = "ludo_sandbox" }
+files["examples/tutorial/policy.lua"] = { std = "ludo_sandbox" }
+files["examples/tutorial/quiz_spec.lua"] = { std = "+busted" }
 
 -- Fixtures that are broken on purpose (syntax errors a test expects).
 exclude_files = {

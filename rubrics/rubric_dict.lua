@@ -26,6 +26,13 @@ local function add_all(self, content, who, level)
       .. "of key = rubric", level + 1)
   end
   if #content > 0 then
+    local k = require("ludo.class").transient("ludo.rubric_build")
+      .extra_key(content)
+    if k ~= nil then
+      error(format("%s: the table mixes {key, rubric} pairs and keys (%s); \z
+        give one form", who, type(k) == "string" and format("%q", k)
+        or tostring(k)), level + 1)
+    end
     for i = 1, #content do
       local p = content[i]
       if type(p) ~= "table" or Rubric.is_rubric(p) then
@@ -98,7 +105,9 @@ end
 
 -- Returns {key, rubric} pairs in insertion order (a new array).
 function RubricDict:items()
-  return self:named_children()
+  local names, list, out = self._rb_map, self._rb_list, {}
+  for i = 1, #list do out[i] = { names[i], list[i] } end
+  return out
 end
 
 -- Adds entries from pairs or a map (see the header). Returns the dict.

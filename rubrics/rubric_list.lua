@@ -8,11 +8,25 @@
 -- they appear in named_rubrics and are reset and saved with the tree) but
 -- does not aggregate; calling it raises, as OpenEnv's NotImplementedError.
 -- Lua access is 1-based: l[i], l:get(i), #l, l:len(), ipairs(l), l:iter().
+-- Items are positional only: a table with names is refused (RubricDict
+-- keeps rubrics by name).
 local Rubric = require("ludo.rubric")
 
 local error, type, format = error, type, string.format
 
 local RubricList = Rubric:extend("RubricList")
+
+local function named_items(who, t, level)
+  -- Raises at `level` + 1 when array `t` has keys other than 1..#t.
+  local n = #t
+  for k in next, t do
+    if math.type(k) ~= "integer" or k < 1 or k > n then
+      error(format("%s: expected an array of rubrics, got a table with the \z
+        key %s (for rubrics by name use RubricDict)", who,
+        type(k) == "string" and format("%q", k) or tostring(k)), level + 1)
+    end
+  end
+end
 
 -- RubricList(rubrics?): `rubrics` is an optional array of rubrics.
 function RubricList:init(rubrics)
@@ -20,6 +34,7 @@ function RubricList:init(rubrics)
     if type(rubrics) ~= "table" or Rubric.is_rubric(rubrics) then
       error("RubricList: the argument must be an array of rubrics", 3)
     end
+    named_items("RubricList", rubrics, 3)
     local list, n = Rubric.rubric_args("RubricList", 4, rubrics)
     for i = 1, n do self:add_child("rubric_" .. (i - 1), list[i]) end
   end
@@ -39,6 +54,7 @@ function RubricList:extend(rubrics)
   if type(rubrics) ~= "table" or Rubric.is_rubric(rubrics) then
     error("RubricList.extend: expected an array of rubrics", 2)
   end
+  named_items("RubricList.extend", rubrics, 2)
   local list, n = Rubric.rubric_args("RubricList.extend", 2, rubrics)
   for i = 1, n do self:add_child("rubric_" .. #self._rb_list, list[i]) end
   return self

@@ -6,8 +6,13 @@
 -- OpenEnv semantics: an empty Sequential scores 1.0; children run in order;
 -- a child scoring exactly 0 (0 or 0.0) stops the run and the result is 0.0
 -- (negative scores do not stop: Sequential(-1, 0.3) scores 0.3); otherwise
--- the result is the last child's score. Children are named rubric_0,
--- rubric_1, ... (0-based, as in OpenEnv); Lua access is 1-based: seq[i]
+-- the result is the last child's score (nil when it gave no score).
+-- Children given by position are named rubric_0, rubric_1, ... (0-based,
+-- as in OpenEnv); named children are given as {name, rubric} records, in
+-- the order they run:
+--   Sequential{{"compiles", Gate(Compiles())}, {"tests", PassesTests()}}
+-- (a map {compiles = ..., tests = ...} is refused: it has no order).
+-- Lua access is 1-based: seq[i]
 -- and seq:get(i) return the i-th child, #seq and seq:len() the count, and
 -- ipairs(seq) iterates them. Like OpenEnv, the children are evaluated
 -- before the Sequential's own pre-hooks run (Rubric.children_first_call).
@@ -16,11 +21,12 @@
 local Rubric = require("ludo.rubric")
 
 local is_rubric = Rubric.is_rubric
+local transient = require("ludo.class").transient
 
 local Sequential = Rubric:extend("Sequential")
 
--- Sequential(r1, r2, ...) or Sequential{r1, r2, ...}: raises when an
--- argument is not a Rubric.
+-- Sequential(r1, r2, ...) or Sequential{r1, r2, ...}, or {name, rubric}
+-- records (see the header): raises when an argument is neither.
 function Sequential:init(...)
   local list, n = ..., select("#", ...)
   if n ~= 1 or type(list) ~= "table" or is_rubric(list) then
@@ -28,12 +34,17 @@ function Sequential:init(...)
   else
     n = #list
   end
+  local count = 0
+  for _ in next, list do count = count + 1 end
   for i = 1, n do
-    local r = list[i]
-    -- Rubric.rubric_args raises the error.
-    if not is_rubric(r) then Rubric.rubric_args("Sequential", 3, ...) end
-    self:add_child(("rubric_%d"):format(i - 1), r)
+    if not is_rubric(list[i]) then count = -1; break end
   end
+  if count ~= n then
+    -- Records, or an error (ludo.rubric_build).
+    transient("ludo.rubric_build").sequential(self, list, n, 3)
+    return
+  end
+  for i = 1, n do self:add_child(("rubric_%d"):format(i - 1), list[i]) end
 end
 
 Sequential.__call = Rubric.children_first_call

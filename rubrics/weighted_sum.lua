@@ -6,9 +6,21 @@
 -- OpenEnv semantics: the counts must match ("Number of rubrics (N) must
 -- match number of weights (M)"), the weights must sum to 1.0 within 1e-6
 -- ("Weights must sum to 1.0, got X"); negative weights are allowed. The
--- result is sum(score_i * weight_i), a float. Children are named
--- rubric_0.. (0-based, as in OpenEnv; ws:get(i) is 1-based) and are
--- evaluated before the WeightedSum's pre-hooks, like Sequential and Gate.
+-- result is sum(score_i * weight_i), a float. Children given by position
+-- are named rubric_0.. (0-based, as in OpenEnv; ws:get(i) is 1-based) and
+-- are evaluated before the WeightedSum's pre-hooks, like Sequential and
+-- Gate. A child that gives no score (nil) makes the call raise.
+--
+-- Named children, two forms (the names show in named_rubrics and in
+-- metadata.rubrics; ws.format is the child):
+--   WeightedSum({format = Format(), correct = Correct()},
+--               {format = 0.2, correct = 0.8})
+-- a map of rubrics and a map of weights with the same names; the children
+-- are in sorted name order (correct, format: a Lua table has no order of
+-- its own), and each weight goes with the rubric of its name;
+--   WeightedSum{{"format", Format(), 0.2}, {"correct", Correct(), 0.8}}
+-- {name, rubric, weight} records, kept in the order written.
+-- weights() and state_dict's `weights` are arrays in child order.
 --
 -- When a child may wait (ws:is_async()) and the call runs under a driver
 -- (async.can_wait()), the children run concurrently with async.gather, as
@@ -33,7 +45,8 @@ local WeightedSum = Rubric:extend("WeightedSum")
 Rubric.lazy(WeightedSum, COLD,
   " len get weights state_dict load_state_dict forward_gather _ws_bad_init ")
 
--- WeightedSum(rubrics, weights): both arrays of equal length.
+-- WeightedSum(rubrics, weights): both arrays of equal length, both maps
+-- with the same names, or one array of {name, rubric, weight} records.
 function WeightedSum:init(rubrics, weights)
   return transient("rubrics.weighted_sum_build").init(self, rubrics, weights)
 end
@@ -47,7 +60,9 @@ function WeightedSum:forward(action, observation)
   end
   local total = 0.0
   for i = 1, #list do
-    total = total + list[i](action, observation) * w[i]
+    local score = list[i](action, observation)
+    if score == nil then transient("ludo.rubric_error").no_score(self, i) end
+    total = total + score * w[i]
   end
   return total
 end

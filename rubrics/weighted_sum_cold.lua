@@ -66,9 +66,15 @@ function T:forward_gather(action, observation)
     local child = list[i]
     fns[i] = function() return child(action, observation) end
   end
-  local results = require("ludo.async").gather(fns)
+  local results = require("ludo.async").gather(fns, Rubric.call_context)
   local total = 0.0
-  for i = 1, #list do total = total + results[i][1] * w[i] end
+  for i = 1, #list do
+    local score = results[i][1]
+    if score == nil then
+      require("ludo.class").transient("ludo.rubric_error").no_score(self, i)
+    end
+    total = total + score * w[i]
+  end
   return total
 end
 

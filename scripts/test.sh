@@ -137,6 +137,16 @@ check "hostloop example (ludo on the host's libuv loop)" "$BUILD/hostloop"
 if [ -x "$BUILD/gridworld" ] && [ -s "$BUILD/gridworld" ]; then
   check "gridworld example" "$BUILD/gridworld"
 fi
+# The tutorial's files and commands (docs/tutorial.md): one line each.
+out=$(mktemp)
+lua5.4 scripts/test-tutorial.lua "$BUILD" >"$out" 2>&1
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if grep -q '^FAIL ' "$out" || ! grep -q '^ok ' "$out"; then
+  status=1
+  grep -q '^ok \|^FAIL ' "$out" || add 0 1
+fi
+rm -f "$out"
 for ex in examples/rubrics/*.lua; do
   check "example $ex" env LUA_PATH="lua/?.lua;lua/?/init.lua;./?.lua;;" \
     LUA_CPATH="$BUILD/cmod/?.so;;" LD_PRELOAD="$preload" \

@@ -65,6 +65,16 @@ function M.run_timed(fn)
   return clock.now, table.unpack(r, 1, r.n)
 end
 
+-- Collects what a (name, rubric) iterator such as named_rubrics() yields:
+-- returns the names and the rubrics, two arrays in order.
+function M.collect(iter)
+  local names, rubrics = {}, {}
+  for name, r in iter do
+    names[#names + 1], rubrics[#rubrics + 1] = name, r
+  end
+  return names, rubrics
+end
+
 -- Full-collects and returns the heap size in KiB.
 function M.heap_kb()
   collectgarbage("collect")

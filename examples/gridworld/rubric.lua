@@ -1,15 +1,16 @@
 -- The gridworld's reward, as a rubric tree (see docs on ludo.rubrics):
 --
---   Sequential(
---     Gate(Moved()),                      -- bumping into a wall scores 0
---     WeightedSum({ Closer(), Reached() }, { 0.4, 0.6 }))
+--   Sequential{
+--     {"legal", Gate{moved = Moved()}},   -- bumping into a wall scores 0
+--     {"progress", WeightedSum({closer = Closer(), reached = Reached()},
+--                              {closer = 0.4, reached = 0.6})}}
 --
 -- so a step earns 0.4 when it brings the agent one move closer to the goal
 -- (shortest-path distance, computed by the game in C), 1.0 when it reaches
 -- the goal, and 0 otherwise. An optimal episode of d moves totals
 -- 0.4 * d + 0.6. The step result reports every score in
--- observation.metadata.rubrics under "total", "rubric_0", "rubric_0.rubric",
--- "rubric_1", "rubric_1.rubric_0" and "rubric_1.rubric_1".
+-- metadata.rubrics under "total", "legal", "legal.moved", "progress",
+-- "progress.closer" and "progress.reached".
 local R = require("ludo.rubrics")
 
 local M = {}
@@ -45,9 +46,11 @@ M.Reached = Reached
 
 -- A fresh tree (each session state builds its own).
 function M.new()
-  return R.Sequential(
-    R.Gate(Moved()),
-    R.WeightedSum({ Closer(), Reached() }, { 0.4, 0.6 }))
+  return R.Sequential {
+    { "legal", R.Gate { moved = Moved() } },
+    { "progress", R.WeightedSum({ closer = Closer(), reached = Reached() },
+      { closer = 0.4, reached = 0.6 }) },
+  }
 end
 
 return M

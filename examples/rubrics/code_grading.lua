@@ -1,8 +1,11 @@
 -- examples/rubrics/code_grading.lua: grading code submissions with a
--- rubric tree.
+-- rubric tree whose parts are named:
 --
---   Sequential(Gate(Compiles()), Gate(PassesTests(), 0.5),
---     WeightedSum({PassesTests(), Style()}, {0.7, 0.3}))
+--   Sequential{
+--     {"syntax", Gate{compiles = Compiles()}},
+--     {"enough", Gate({tests = PassesTests()}, 0.5)},
+--     {"quality", WeightedSum({tests = PassesTests(), style = Style()},
+--                             {tests = 0.7, style = 0.3})}}
 --
 -- A submission that does not compile scores 0; one passing under half of
 -- the tests scores 0; otherwise the score is 0.7 * tests + 0.3 * style.
@@ -53,10 +56,15 @@ end
 
 local CASES = { { 1, 2, 3 }, { -1, 1, 0 }, { 10, 5, 15 }, { 0, 0, 0 } }
 
-local grader = R.Sequential(
-  R.Gate(Compiles()),
-  R.Gate(PassesTests(CASES), 0.5),
-  R.WeightedSum({ PassesTests(CASES), Style() }, { 0.7, 0.3 }))
+-- Sequential runs its children in order, so they are {name, rubric}
+-- records; WeightedSum's children are a map (kept in sorted name order:
+-- style, tests) with a map of weights.
+local grader = R.Sequential {
+  { "syntax", R.Gate { compiles = Compiles() } },
+  { "enough", R.Gate({ tests = PassesTests(CASES) }, 0.5) },
+  { "quality", R.WeightedSum({ tests = PassesTests(CASES), style = Style() },
+    { tests = 0.7, style = 0.3 }) },
+}
 
 -- Each submission defines the global `add` in its own environment.
 local submissions = {
@@ -69,13 +77,12 @@ local submissions = {
   { name = "syntax", code = "function add(a, b) return a + end" },
 }
 
-local named = grader:named_rubrics()
 for _, s in ipairs(submissions) do
   local score = grader({ code = s.code }, { done = true })
   local parts = {}
-  for _, p in ipairs(named) do
-    local v = p[2].last_score
-    parts[#parts + 1] = p[1] .. "=" .. (v and ("%.2f"):format(v) or "-")
+  for name, r in grader:named_rubrics() do
+    local v = r.last_score
+    parts[#parts + 1] = name .. "=" .. (v and ("%.2f"):format(v) or "-")
   end
   print(("code_grading %-6s score=%.3f  %s"):format(s.name, score,
     table.concat(parts, " ")))

@@ -69,17 +69,33 @@ local function settle(child, ok, ...)
   end
 end
 
+local function resume(child, ctx, ...)
+  -- Resumes a child coroutine with its own context value (see gather).
+  if ctx == nil then return settle(child, co_resume(child.co, ...)) end
+  local outer = ctx(child.ctx)
+  settle(child, co_resume(child.co, ...))
+  child.ctx = ctx(outer)
+end
+
 -- Runs every function of `fns` concurrently and returns a list of results:
 -- results[i] is a table.pack of fns[i]'s return values. When one or more
 -- functions fail, gather still waits for the others, then raises the first
 -- error (in list order).
-function M.gather(fns)
+-- `ctx` (optional) is a context swap, ctx(v) -> previous value, for a
+-- value that code keeps in one variable and that each coroutine must see
+-- as its own (ludo.rubric's call in progress, Rubric.call_context): every
+-- child starts with the value gather was called with and keeps its own
+-- across waits; the caller's is put back when gather returns, or the
+-- failed child's when gather raises its error.
+function M.gather(fns, ctx)
   local n = #fns
   local children = {}
+  local base
+  if ctx ~= nil then base = ctx(nil); ctx(base) end
   for i = 1, n do
-    local child = { co = co_create(fns[i]) }
+    local child = { co = co_create(fns[i]), ctx = base }
     children[i] = child
-    settle(child, co_resume(child.co))
+    resume(child, ctx)
   end
   while true do
     local ops, owner = {}, {}
@@ -102,12 +118,15 @@ function M.gather(fns)
     if child == nil then
       error("async.gather: resumed with an unknown operation", 2)
     end
-    settle(child, co_resume(child.co, unpack(r, 1, r.n)))
+    resume(child, ctx, unpack(r, 1, r.n))
   end
   local results = {}
   for i = 1, n do
     local child = children[i]
-    if child.err ~= nil then error(child.err, 0) end
+    if child.err ~= nil then
+      if ctx ~= nil then ctx(child.ctx) end
+      error(child.err, 0)
+    end
     results[i] = child.res
   end
   return results

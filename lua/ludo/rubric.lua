@@ -18,7 +18,29 @@
 -- and load_state_dict recurse into children; reset also clears last_score;
 -- child names must be strings without dots and must not shadow a method;
 -- waiting (async) is coroutine-based, so a call always returns the score
--- itself, never a coroutine.
+-- itself, never a coroutine; named_children and named_rubrics are
+-- iterators, `for name, r in rubric:named_rubrics() do ... end`, as
+-- OpenEnv's are generators; a forward must return a number, or nil for no
+-- score, and errors name the rubric that failed.
+--
+-- Errors. A call checks what forward returned: anything but a number or
+-- nil raises "forward (defined at env.lua:12) returned a string (...)".
+-- The outermost rubric call in progress (the root of a tree, as called by
+-- the runner or a test) catches every error raised below it and raises it
+-- again with the path of the rubric that failed, from the root:
+-- "rubric gate.correct (Correct): env.lua:14: attempt to ...", or "the
+-- root rubric (WeightedSum): ...". Error values that are not strings
+-- (ludo's error objects: a time or memory limit, a host failure with its
+-- code) pass unchanged. The rubric that failed is the innermost one whose
+-- call was in progress: a call records itself in `current` and puts the
+-- caller's back when it returns, so after an error `current` still names
+-- the innermost. Code that runs rubrics concurrently passes
+-- Rubric.call_context to ludo.async.gather (WeightedSum does), which keeps
+-- one `current` per child coroutine. A call stopped while waiting (a
+-- wall-clock limit, a cancelled call) never returns: the runner clears
+-- `current` before each step (Rubric.call_context(nil)), and reset()
+-- clears it too. The formatting lives in ludo.rubric_error, loaded only
+-- when an error is raised.
 --
 -- Layout. A rubric without children has its class as metatable (a method
 -- lookup is one table lookup). Its first child gives it its own metatable,
@@ -45,6 +67,7 @@
 local class = require("ludo.class")
 
 local transient = class.transient
+local mtype, pcall, error, type = math.type, pcall, error, type
 local Rubric = class.Object:extend("Rubric")
 
 -- Classes whose forward may wait (via ludo.async) set `async = true`.
@@ -102,26 +125,68 @@ function Rubric.__new(cls)
   return setmetatable({ _rb_hooks = false }, cls)
 end
 
+-- The innermost rubric call in progress, or nil (see "Errors" above).
+local current
+
+-- Rubric.call_context(v): makes `v` the innermost rubric call in progress
+-- and returns the previous one. ludo.async.gather(fns, Rubric.call_context)
+-- uses it to give each child coroutine its own; call_context(nil) forgets
+-- a call that was stopped without returning.
+function Rubric.call_context(v)
+  local old = current
+  current = v
+  return old
+end
+
+local function outermost(call, self, action, observation)
+  -- A rubric call while none is in progress: runs `call` (the rubric's
+  -- own) protected and names the rubric that failed in the errors raised
+  -- below it.
+  current = self
+  local ok, score = pcall(call, self, action, observation)
+  local failed = current
+  current = nil
+  if ok then return score end
+  if type(score) == "string" then
+    score = transient("ludo.rubric_error").message(self, failed, score)
+  end
+  error(score, 0)
+end
+
 local function caller(children_first)
   -- rubric(action, observation): see __call. A rubric with hooks has
   -- `_rb_hooks[5]`, ludo.rubric_tree's hooked call, which takes over
   -- before forward, or after it (`ran`) when forward added the first hook.
-  return function(self, action, observation)
+  local function call(self, action, observation)
+    local prev = current
+    if prev == nil then return outermost(call, self, action, observation) end
+    current = self
     local h = self._rb_hooks
-    if h then return h[5](self, action, observation, children_first) end
+    if h then
+      local score = h[5](self, action, observation, children_first)
+      current = prev
+      return score
+    end
     local score = self:forward(action, observation)
+    if mtype(score) == nil and score ~= nil then
+      transient("ludo.rubric_error").bad_score(self, score)
+    end
     h = self._rb_hooks
     if h then
-      return h[5](self, action, observation, children_first, true, score)
+      score = h[5](self, action, observation, children_first, true, score)
+    else
+      self.last_score = score
     end
-    self.last_score = score
+    current = prev
     return score
   end
+  return call
 end
 
 -- rubric(action, observation): runs pre-hooks hook(self, action, obs), then
 -- forward, stores last_score, runs post-hooks hook(self, action, obs, score)
--- and returns the score. The score is not clamped or checked.
+-- and returns the score. The score is not clamped; anything but a number or
+-- nil (no score) raises, naming the rubric (see "Errors" above).
 Rubric.__call = caller(false)
 
 -- The call order of OpenEnv's containers (Sequential, Gate, WeightedSum):
@@ -130,25 +195,17 @@ Rubric.__call = caller(false)
 -- their `__call`.
 Rubric.children_first_call = caller(true)
 
--- Returns all descendants as an array of {dotted_name, rubric} pairs,
--- depth-first pre-order ("code", "code.syntax", "style", ...). `prefix`
--- (optional) is put before every name, joined with a dot. (Internal: the
--- pairs are appended to `out` when given.)
-function Rubric:named_rubrics(prefix, out)
-  if prefix == nil then
-    prefix = ""
-  elseif type(prefix) ~= "string" then
-    transient("ludo.rubric_build").named_rubrics(prefix)
-  end
-  out = out or {}
-  local names, list = self._rb_map, self._rb_list
-  for i = 1, #list do
-    local child = list[i]
-    local full = prefix == "" and names[i] or prefix .. "." .. names[i]
-    out[#out + 1] = { full, child }
-    child:named_rubrics(full, out)
-  end
-  return out
+-- Returns an iterator over all descendants, depth-first pre-order, as
+-- (dotted name, rubric): "code", "code.syntax", "style", ...
+--   for name, r in rubric:named_rubrics() do print(name, r.last_score) end
+-- `prefix` (optional) is put before every name, joined with a dot. The
+-- tree is read when named_rubrics is called (changes made while iterating
+-- are not seen). Names are the children's names: the field names of
+-- `self.name = SomeRubric()`, the keys of WeightedSum, Sequential, Gate
+-- and RubricDict, or rubric_0, rubric_1, ... for positional children. (The
+-- work is done by ludo.rubric_build: a runner asks once per state.)
+function Rubric:named_rubrics(prefix)
+  return transient("ludo.rubric_build").named_rubrics(self, prefix)
 end
 
 -- Returns true when this rubric or any descendant may wait (its class has
@@ -171,8 +228,10 @@ end
 
 -- Clears per-episode state, recursively: clears last_score and resets
 -- every child. Subclasses with state override it and call
--- `Cls.super.reset(self)`.
+-- `Cls.super.reset(self)`. (It also forgets a rubric call that was stopped
+-- without returning, see "Errors" above.)
 function Rubric:reset()
+  current = nil
   rawset(self, "last_score", nil)
   local list = self._rb_list
   for i = 1, #list do list[i]:reset() end

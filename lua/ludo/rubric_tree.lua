@@ -87,6 +87,9 @@ hooked = function(self, action, observation, children_first, ran, score)
   if not ran then
     if not children_first then run_pre(self, action, observation) end
     score = self:forward(action, observation)
+    if math.type(score) == nil and score ~= nil then
+      class.transient("ludo.rubric_error").bad_score(self, score)
+    end
   end
   if children_first then run_pre(self, action, observation) end
   self.last_score = score
@@ -123,19 +126,24 @@ function T:children()
   return tmove(list, 1, #list, 1, {})
 end
 
--- Returns the immediate children as an array of {name, rubric} pairs:
---   for _, p in ipairs(r:named_children()) do print(p[1], p[2]) end
+-- Returns an iterator over the immediate children as (name, rubric), in
+-- registration order (read when named_children is called):
+--   for name, child in r:named_children() do print(name, child) end
 function T:named_children()
-  local names, list, out = self._rb_map, self._rb_list, {}
-  for i = 1, #list do out[i] = { names[i], list[i] } end
-  return out
+  local map, list = self._rb_map, self._rb_list
+  local names, objs, i = tmove(map, 1, #list, 1, {}), T.children(self), 0
+  return function()
+    i = i + 1
+    local r = objs[i]
+    if r ~= nil then return names[i], r end
+  end
 end
 
 -- Returns all descendant rubrics, depth-first pre-order (an array; the
 -- rubric itself is not included).
 function T:rubrics()
-  local out = self:named_rubrics()
-  for i = 1, #out do out[i] = out[i][2] end
+  local out = {}
+  for _, r in self:named_rubrics() do out[#out + 1] = r end
   return out
 end
 

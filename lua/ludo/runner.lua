@@ -15,7 +15,9 @@
 --     step, applies the transform, then the rubric, and returns the
 --     observation and the rubric's score. The C core writes the result:
 --     the score becomes `reward` unless the step set one, and every
---     rubric's last score is reported in metadata.rubrics.
+--     rubric's last score is reported in metadata.rubrics under its path
+--     (named_rubrics). An error in the rubric names the rubric that failed
+--     (ludo.rubric).
 --   state(): env.state() (if any) completed with episode_id and step_count.
 --   tools: with env.tools declared, a step action {"type":"list_tools"}
 --     or {"type":"call_tool","tool_name":..,"arguments":{..}} (OpenEnv's
@@ -31,7 +33,7 @@ local json = require("ludo.json")
 local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
-local check_action, check_reset, rubric, transform, raise
+local check_action, check_reset, rubric, transform, raise, settle
 local tool_checks, tool_runs, tools_json
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
@@ -60,8 +62,8 @@ end
 -- can hand out; `name` is the environment's default name (its folder).
 -- `checks` maps each tool's name to the C validator of its arguments and
 -- `list` is the JSON of the tool list (both nil without tools).
--- Returns the rubric's {name, rubric} pairs, from which the C core reports
--- scores.
+-- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
+-- order), from which the C core reports scores.
 function M.init(mod, action, reset, raiser, name, checks, list)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
@@ -74,11 +76,15 @@ function M.init(mod, action, reset, raiser, name, checks, list)
       tool_runs[type(k) == "string" and k or t.name] = t.run
     end
   end
+  local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then
-    return rubric:named_rubrics()
+    for path, r in rubric:named_rubrics() do
+      named[#named + 1] = { path, r }
+    end
+    settle = rubric.call_context
   end
-  return {}
+  return named
 end
 
 local function reset(opts)
@@ -239,7 +245,12 @@ local function step(action)
   if transform then
     obs = observation(transform(obs, action), "the transform")
   end
-  if rubric ~= nil then return obs, rubric(action, obs) end
+  if rubric ~= nil then
+    -- Forget a rubric call that a stopped step left in progress, so that
+    -- errors name the rubric that failed (see ludo.rubric).
+    if settle then settle(nil) end
+    return obs, rubric(action, obs)
+  end
   return obs
 end
 

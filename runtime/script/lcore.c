@@ -1,7 +1,9 @@
 /* core.c - the "ludo.core" module: host primitives of a session state
- * (time, sleep, log, call input, ids). The Lua face is lua/ludo/init.lua. */
+ * (time, sleep, log, call input, ids, where a function is defined). The
+ * Lua face is lua/ludo/init.lua. */
 #include <lauxlib.h>
 #include <math.h>
+#include <string.h>
 #include <uv.h>
 
 #include "base/clock.h"
@@ -125,12 +127,29 @@ static int ludo_l_core_memory(lua_State *L) {
   return 2;
 }
 
+/* ludo.core.where(f) -> "chunk:line" where the Lua function f is defined,
+ * or nil for a C function and for code compiled without debug information
+ * (ludo's own modules). The rubric library names a bad forward with it; a
+ * session has no debug library. */
+static int ludo_l_core_where(lua_State *L) {
+  lua_Debug ar;
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_settop(L, 1);
+  if (lua_getinfo(L, ">S", &ar) && ar.what[0] != 'C' && ar.linedefined > 0 &&
+      strcmp(ar.short_src, "?") != 0)
+    lua_pushfstring(L, "%s:%d", ar.short_src, ar.linedefined);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
 LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"now", ludo_l_core_now},     {"sleep", ludo_l_core_sleep},
       {"log", ludo_l_core_log},     {"input", ludo_l_core_input},
       {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
-      {"memory", ludo_l_core_memory}, {NULL, NULL}};
+      {"memory", ludo_l_core_memory}, {"where", ludo_l_core_where},
+      {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

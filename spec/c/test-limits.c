@@ -289,8 +289,12 @@ TEST_IMPL(limit_reward_types) {
   ASSERT_OK(ludo_session_step(s, J("{\"bad\":false}"), &out, &len));
   ASSERT_ERR(ludo_session_step(s, J("{\"bad\":true}"), &out, &len),
              LUDO_ESCRIPT);
-  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "must be a number or nil, "
-                                              "got string");
+  /* The rubric library names the rubric, the type and its forward. */
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
+                      "the root rubric (Judge): forward (defined at "
+                      "spec/fixtures/c/badrubric/env.lua:6) returned a "
+                      "string (\"good\"); a rubric must return a number, "
+                      "or nil for no score");
   ASSERT_OK(ludo_session_step(s, J("{\"bad\":false}"), &out, &len));
   ludo_session_close(s);
   test_rt_free(rt);

@@ -230,6 +230,96 @@ describe("environment API", function()
       end)
   end)
 
+  describe("rubric names and errors", function()
+    local ENV = FIX .. "rubric_names/env.lua"
+    local s
+
+    -- The line of the function definition `pattern` in the fixture.
+    local function line_of(pattern)
+      local n = 0
+      for l in io.lines(ENV) do
+        n = n + 1
+        if l:find(pattern, 1, true) then return n end
+      end
+      error("no " .. pattern .. " in " .. ENV)
+    end
+
+    local function step(mode)
+      return s:step(json.encode({ mode = mode }))
+    end
+
+    before_each(function()
+      local env = assert(rt:load(FIX .. "rubric_names"))
+      s = assert(env:open())
+      assert(s:reset())
+    end)
+
+    it("reports every score under its path, in tree order", function()
+      local text = assert(step("ok"))
+      local out = json.decode(text)
+      assert.are.same({ total = 0.875, answer = 0.875, ["answer.gate"] = 1.0,
+        ["answer.gate.correct"] = 1.0, ["answer.style"] = 0.5 },
+        out.metadata.rubrics)
+      assert.are.equal(0.875, out.reward)
+      assert.is_truthy(text:find('"rubrics":{"total":0.875,"answer":0.875,'
+        .. '"answer.gate":1.0,"answer.gate.correct":1.0,'
+        .. '"answer.style":0.5}', 1, true), text)
+    end)
+
+    it("a forward returning a string fails the step, naming the rubric, "
+      .. "the type and the forward's line", function()
+        local out, msg, code = step("string")
+        assert.is_nil(out)
+        assert.are.equal("ESCRIPT", code)
+        assert.are.equal("ESCRIPT: rubric answer.gate.correct (Correct): "
+          .. "forward (defined at " .. ENV .. ":"
+          .. line_of("function Correct.forward") .. ') returned a string '
+          .. '("yes"); a rubric must return a number, or nil for no score',
+          msg:match("^[^\n]*"))
+      end)
+
+    it("a child giving no score fails the Gate, naming the Gate",
+      function()
+        local out, msg, code = step("none")
+        assert.is_nil(out)
+        assert.are.equal("ESCRIPT", code)
+        assert.are.equal("ESCRIPT: rubric answer.gate (Gate): child correct "
+          .. "gave no score (nil); a Gate compares its child's score with "
+          .. "its threshold", msg:match("^[^\n]*"))
+      end)
+
+    it("an error inside a forward names the rubric and keeps its place",
+      function()
+        local out, msg, code = step("boom")
+        assert.is_nil(out)
+        assert.are.equal("ESCRIPT", code)
+        local want = "ESCRIPT: rubric answer.style (Style): " .. ENV .. ":"
+          .. (line_of("function Style.forward") + 3)
+          .. ": attempt to index a nil value (local 't')"
+        assert.are.equal(want, msg:sub(1, #want))
+        -- The session goes on.
+        assert.are.equal(0.875, decoded(step("ok")).reward)
+      end)
+
+    it("errors still name the rubric after a step stopped while it waited",
+      function()
+        local wrt = assert(host.runtime({ module_path = ".", prewarm = 0,
+          wall_limit_ms = 100 }))
+        local ws = assert(assert(wrt:load(FIX .. "rubric_names")):open())
+        assert(ws:reset())
+        local out, msg, code = ws:step(json.encode({ mode = "wait" }))
+        assert.is_nil(out)
+        assert.are.equal("ETIMEOUT", code, msg)
+        out, msg = ws:step(json.encode({ mode = "boom" }))
+        assert.is_nil(out)
+        assert.is_truthy(msg:find("ESCRIPT: rubric answer.style (Style): ",
+          1, true), msg)
+        assert.are.equal(0.875,
+          decoded(ws:step(json.encode({ mode = "ok" }))).reward)
+        wrt:close()
+      end)
+  end)
+
   describe("reset and state", function()
     local env
 

@@ -30,7 +30,9 @@ describe("rubrics.gate", function()
     local g = Gate(c, 0.2)
     assert.are.equal(c, g.rubric)
     assert.are.equal(c, g:get_rubric("rubric"))
-    assert.are.same({ { "rubric", c } }, g:named_children())
+    local names, children = util.collect(g:named_children())
+    assert.are.same({ "rubric" }, names)
+    assert.are.same({ c }, children)
   end)
 
   it("evaluates the child before its own pre-hooks", function()
@@ -41,9 +43,31 @@ describe("rubrics.gate", function()
     assert.are.same({ "c.forward", "gate.pre", "gate.post" }, log)
   end)
 
+  it("names its child from {name = rubric}", function()
+    local c = Const(0.5)
+    local g = Gate({ correct = c }, 0.5)
+    assert.are.same({ "correct" }, util.collect(g:named_children()))
+    assert.are.equal(c, g.correct)
+    assert.is_nil(g.rubric)
+    assert.are.equal(c, g:get_rubric("correct"))
+    assert.are.equal(0.5, g())
+    assert.are.equal(0.0, Gate { correct = c }())
+    assert.are.same({ threshold = 0.5, children = { correct = {
+      value = 0.5 } } }, g:state_dict())
+  end)
+
+  it("refuses other tables as its child", function()
+    local msg = "Gate: first argument must be a Rubric or {name = rubric}, "
+      .. "got another table"
+    assert.has_error(function() Gate({}) end, msg)
+    assert.has_error(function() Gate({ a = Const(1), b = Const(1) }) end, msg)
+    assert.has_error(function() Gate({ Const(1) }) end, msg)
+    assert.has_error(function() Gate({ a = 1 }) end, msg)
+  end)
+
   it("checks its arguments", function()
     assert.has_error(function() Gate(1) end,
-      "Gate: first argument must be a Rubric, got number")
+      "Gate: first argument must be a Rubric or {name = rubric}, got number")
     assert.has_error(function() Gate(Const(1), "high") end,
       "Gate: threshold must be a number, got string")
   end)

@@ -18,6 +18,14 @@ describe("rubrics.rubric_dict", function()
   it("adds a map in sorted key order", function()
     local d = RubricDict({ b = Const(1), a = Const(2), c = Const(3) })
     assert.are.same({ "a", "b", "c" }, d:keys())
+    assert.are.same({ "a", "b", "c" }, util.collect(d:named_rubrics()))
+  end)
+
+  it("refuses a table mixing pairs and keys", function()
+    assert.has_error(function()
+      RubricDict({ { "a", Const(1) }, b = Const(2) })
+    end, 'RubricDict: the table mixes {key, rubric} pairs and keys ("b"); '
+      .. "give one form")
   end)
 
   it("gets, checks and counts entries", function()
@@ -57,7 +65,7 @@ describe("rubrics.rubric_dict", function()
     local inner = Const(1)
     local d = RubricDict({ { "code", inner } })
     assert.are.equal(inner, d:get_rubric("code"))
-    assert.are.equal("code", d:named_rubrics()[1][1])
+    assert.are.equal("code", (d:named_rubrics()()))
   end)
 
   it("updates from pairs or a map", function()

@@ -18,8 +18,7 @@ describe("rubrics.rubric_list", function()
     local a, b, c = Const(1), Const(2), Const(3)
     assert.are.equal(l, l:append(a))
     l:extend({ b, c })
-    local names = {}
-    for i, p in ipairs(l:named_rubrics()) do names[i] = p[1] end
+    local names = util.collect(l:named_rubrics())
     assert.are.same({ "rubric_0", "rubric_1", "rubric_2" }, names)
     assert.are.equal(c, l.rubric_2)
     assert.are.equal(3, #l)
@@ -47,6 +46,12 @@ describe("rubrics.rubric_list", function()
       "RubricList.append: expected a Rubric, got number")
     assert.has_error(function() RubricList({ Const(1), "x" }) end)
     assert.has_error(function() RubricList():extend(Const(1)) end)
+    assert.has_error(function() RubricList({ a = Const(1) }) end,
+      'RubricList: expected an array of rubrics, got a table with the key '
+        .. '"a" (for rubrics by name use RubricDict)')
+    assert.has_error(function() RubricList():extend({ Const(1), b = 1 }) end,
+      'RubricList.extend: expected an array of rubrics, got a table with '
+        .. 'the key "b" (for rubrics by name use RubricDict)')
   end)
 
   it("resets and saves its items with the tree", function()

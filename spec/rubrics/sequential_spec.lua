@@ -43,8 +43,7 @@ describe("rubrics.sequential", function()
   it("names children rubric_0.. and indexes them 1-based", function()
     local a, b = Const(1), Const(2)
     local s = Sequential(a, b)
-    local names = {}
-    for i, p in ipairs(s:named_children()) do names[i] = p[1] end
+    local names = util.collect(s:named_children())
     assert.are.same({ "rubric_0", "rubric_1" }, names)
     assert.are.equal(a, s.rubric_0)
     assert.are.equal(a, s[1])
@@ -77,6 +76,50 @@ describe("rubrics.sequential", function()
       assert.are.same({ "c1.pre", "c1.forward", "c1.post", "c2.forward",
         "seq.pre", "seq.post" }, log)
     end)
+
+  describe("named children", function()
+    local HERE = "sequential_spec.lua:%d+: "
+
+    local function err_of(f)
+      local ok, err = pcall(f)
+      assert.is_false(ok, "no error")
+      return err
+    end
+
+    it("takes {name, rubric} records and runs them in that order",
+      function()
+        local log = {}
+        local s = Sequential { { "zeta", Traced("z", log, 1) },
+          { "alpha", Traced("a", log, 0.5) } }
+        assert.are.same({ "zeta", "alpha" },
+          util.collect(s:named_children()))
+        assert.are.equal(0.5, s())
+        assert.are.same({ "z.forward", "a.forward" }, log)
+        assert.are.equal(s[1], s.zeta)
+        local v = Sequential({ "only", Const(0.25) }, { "two", Const(0.5) })
+        assert.are.equal(0.5, v())
+        assert.are.same({ "only", "two" }, util.collect(v:named_children()))
+      end)
+
+    it("refuses a map: it has no order", function()
+      assert.matches(HERE .. "Sequential: a map of name = rubric has no "
+        .. "order; Sequential runs its children in order: pass an array of "
+        .. "{name, rubric} records instead$",
+        err_of(function() Sequential { a = Const(1), b = Const(1) } end))
+    end)
+
+    it("refuses mixed and malformed tables", function()
+      assert.matches(HERE .. "Sequential: the table of rubrics mixes "
+        .. 'positions %(1, 2, ...%) and names %("b"%)',
+        err_of(function() Sequential { Const(1), b = Const(1) } end))
+      assert.matches(HERE .. 'Sequential: item 1 %("a"%) must have exactly '
+        .. "the fields {name, rubric}$",
+        err_of(function() Sequential { { "a", Const(1), 0.5 } } end))
+      assert.matches(HERE .. "Sequential: argument 1 is not a Rubric %(got "
+        .. 'string%); for one named child write Sequential{{"a", rubric}}$',
+        err_of(function() Sequential({ "a", Const(1) }) end))
+    end)
+  end)
 
   it("stores last_score on itself and its children", function()
     local s = Sequential(Const(0.5), Const(0.25))

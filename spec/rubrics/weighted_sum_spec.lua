@@ -2,6 +2,7 @@
 -- concurrency of waiting children through ludo.async).
 local WeightedSum = require("rubrics.weighted_sum")
 local Sequential = require("rubrics.sequential")
+local Gate = require("rubrics.gate")
 local LLMJudge = require("rubrics.llm_judge")
 local async = require("ludo.async")
 local util = require("testutil")
@@ -162,5 +163,136 @@ describe("rubrics.weighted_sum", function()
       ws:load_state_dict({ weights = { 1.0 } })
     end, "Number of rubrics (2) must match number of weights (1)")
     assert.are.same({ 0.9, 0.1 }, ws:weights())
+  end)
+
+  describe("named children", function()
+    -- The position where an error must point: this file.
+    local HERE = "weighted_sum_spec.lua:%d+: "
+
+    local function err_of(f)
+      local ok, err = pcall(f)
+      assert.is_false(ok, "no error")
+      return err
+    end
+
+    it("takes names from a map, in sorted order, weights by name",
+      function()
+        local fmt, correct = Const(1), Const(0)
+        local ws = WeightedSum({ format = fmt, correct = correct },
+          { format = 0.2, correct = 0.8 })
+        assert.are.same({ "correct", "format" },
+          util.collect(ws:named_children()))
+        assert.are.equal(fmt, ws.format)
+        assert.are.equal(correct, ws.correct)
+        assert.are.equal(correct, ws[1])
+        assert.are.same({ 0.8, 0.2 }, ws:weights())
+        -- 1 * 0.2 (format) + 0 * 0.8 (correct): a weight with the wrong
+        -- rubric would give 0.8.
+        assert.are.equal(0.2, ws())
+        assert.are.same({ correct = { value = 0 }, format = { value = 1 } },
+          ws:state_dict().children)
+      end)
+
+    it("keeps {name, rubric, weight} records in the order written",
+      function()
+        local z, a = Const(1), Const(0)
+        local ws = WeightedSum { { "zeta", z, 0.25 }, { "alpha", a, 0.75 } }
+        assert.are.same({ "zeta", "alpha" },
+          util.collect(ws:named_children()))
+        assert.are.same({ 0.25, 0.75 }, ws:weights())
+        assert.are.equal(0.25, ws())
+        assert.are.equal(z, ws.zeta)
+        assert.are.equal(z, ws:get(1))
+      end)
+
+    it("gives dotted paths to nested named children", function()
+      local inner = Const(0.5)
+      local ws = WeightedSum({ gate = Gate({ correct = inner }, 0.25),
+        style = Const(1) }, { gate = 0.5, style = 0.5 })
+      local names, objs = util.collect(ws:named_rubrics())
+      assert.are.same({ "gate", "gate.correct", "style" }, names)
+      assert.are.equal(inner, objs[2])
+      assert.are.equal(inner, ws:get_rubric("gate.correct"))
+      assert.are.equal(0.75, ws())
+    end)
+
+    it("runs named async children concurrently, by name", function()
+      local ws = WeightedSum({ slow = judge("0.5", 3), fast = judge("1", 1) },
+        { slow = 0.5, fast = 0.5 })
+      local now, v = util.run_timed(function() return ws("a", "o") end)
+      assert.are.equal(3, now)
+      assert.are.equal(0.75, v)
+      assert.are.equal(1.0, ws.fast.last_score)
+    end)
+
+    it("refuses weights that do not pair with the map", function()
+      local function map() return { a = Const(1), b = Const(0) } end
+      assert.matches(HERE .. 'WeightedSum: no weight for rubric "b"$',
+        err_of(function() WeightedSum(map(), { a = 1 }) end))
+      assert.matches(HERE .. 'WeightedSum: the weight "c" has no rubric$',
+        err_of(function()
+          WeightedSum(map(), { a = 0.5, b = 0.5, c = 0 })
+        end))
+      assert.matches(HERE .. "WeightedSum: the rubrics are a map of name = "
+        .. "rubric, so the weights must be a map of name = weight, got an "
+        .. "array$",
+        err_of(function() WeightedSum(map(), { 0.5, 0.5 }) end))
+      assert.matches(HERE .. "WeightedSum: the rubrics are a map .* got nil$",
+        err_of(function() WeightedSum(map()) end))
+      assert.matches(HERE .. 'WeightedSum: the weight of "a" must be a '
+        .. "number, got string$",
+        err_of(function() WeightedSum(map(), { a = "1", b = 0 }) end))
+      assert.matches(HERE .. "Weights must sum to 1.0, got 0.9$",
+        err_of(function() WeightedSum(map(), { a = 0.5, b = 0.4 }) end))
+    end)
+
+    it("refuses bad records", function()
+      assert.matches(HERE .. "WeightedSum: the weights are in the {name, "
+        .. "rubric, weight} records; the second argument must be nil, got "
+        .. "table$", err_of(function()
+          WeightedSum({ { "a", Const(1), 1 } }, { 1 })
+        end))
+      assert.matches(HERE .. 'WeightedSum: item 1 %("a"%) must have exactly '
+        .. "the fields {name, rubric, weight}$",
+        err_of(function() WeightedSum { { "a", Const(1) } } end))
+      assert.matches(HERE .. 'WeightedSum: the weight of "a" must be a '
+        .. "number, got string$",
+        err_of(function() WeightedSum { { "a", Const(1), "1" } } end))
+      assert.matches(HERE .. 'WeightedSum: item 2 %("b"%): field 2 must be '
+        .. "a Rubric, got number$", err_of(function()
+          WeightedSum { { "a", Const(1), 0.5 }, { "b", 3, 0.5 } }
+        end))
+      assert.matches(HERE .. "WeightedSum: item 2 must be a {name, rubric, "
+        .. "weight} record like item 1, got a Rubric$", err_of(function()
+          WeightedSum { { "a", Const(1), 0.5 }, Const(1) }
+        end))
+      assert.matches(HERE .. "WeightedSum: item 1: the name %(field 1 of "
+        .. "{name, rubric, weight}%) must be a string, got number$",
+        err_of(function() WeightedSum { { 1, Const(1), 1 } } end))
+      assert.matches(HERE .. 'WeightedSum: the name "a" is given twice$',
+        err_of(function()
+          WeightedSum { { "a", Const(1), 0.5 }, { "a", Const(0), 0.5 } }
+        end))
+    end)
+
+    it("refuses names that cannot be paths or hide methods", function()
+      assert.matches(HERE .. 'WeightedSum: %w+: bad child rubric name "a.b"',
+        err_of(function() WeightedSum({ ["a.b"] = Const(1) },
+          { ["a.b"] = 1 }) end))
+      assert.matches(HERE .. 'WeightedSum: %w+: a child rubric named "len" '
+        .. "would hide the method len",
+        err_of(function() WeightedSum({ len = Const(1) }, { len = 1 }) end))
+      assert.matches(HERE .. "WeightedSum: the names of a map of rubrics "
+        .. "must be strings, got boolean$", err_of(function()
+          WeightedSum({ [true] = Const(1) }, { [true] = 1 })
+        end))
+    end)
+
+    it("refuses a table that mixes positions and names", function()
+      assert.matches(HERE .. "WeightedSum: the table of rubrics mixes "
+        .. 'positions %(1, 2, ...%) and names %("b"%)', err_of(function()
+          WeightedSum({ Const(1), b = Const(0) }, { 1 })
+        end))
+    end)
   end)
 end)

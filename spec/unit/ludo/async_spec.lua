@@ -113,6 +113,56 @@ describe("ludo.async", function()
       end, "first")
       assert.is_true(finished)
     end)
+
+    describe("with a context swap", function()
+      -- One variable that each child sets and must find again after its
+      -- waits, whatever the other children set meanwhile.
+      local value
+      local function ctx(v)
+        local old = value
+        value = v
+        return old
+      end
+
+      it("gives each child its own value across waits", function()
+        value = "caller"
+        local seen = {}
+        local function child(name, delay)
+          return function()
+            seen[name .. ".start"] = value
+            value = name
+            async.await(async.deferred(delay))
+            seen[name .. ".after"] = value
+          end
+        end
+        async.run(function()
+          async.gather({ child("a", 2), child("b", 1) }, ctx)
+          seen.caller = value
+        end)
+        assert.are.same({ ["a.start"] = "caller", ["b.start"] = "caller",
+          ["a.after"] = "a", ["b.after"] = "b", caller = "caller" }, seen)
+      end)
+
+      it("raises with the failed child's value in place", function()
+        value = "caller"
+        local ok, err = pcall(async.run, function()
+          async.gather({
+            function()
+              value = "a"
+              async.await(async.deferred(2))
+            end,
+            function()
+              value = "b"
+              async.await(async.deferred(1))
+              error("b failed", 0)
+            end,
+          }, ctx)
+        end)
+        assert.is_false(ok)
+        assert.are.equal("b failed", err)
+        assert.are.equal("b", value)
+      end)
+    end)
   end)
 
   describe("run", function()

@@ -155,9 +155,9 @@ describe("ludo.rubric", function()
     it("registers rubric fields in assignment order", function()
       local r = Code()
       local names = {}
-      for i, p in ipairs(r:named_children()) do
-        names[i] = p[1]
-        assert.are.equal(r[p[1]], p[2])
+      for name, child in r:named_children() do
+        names[#names + 1] = name
+        assert.are.equal(r[name], child)
       end
       assert.are.same({ "syntax", "tests", "style" }, names)
       assert.are.same({ r.syntax, r.tests, r.style }, r:children())
@@ -246,7 +246,7 @@ describe("ludo.rubric", function()
       function()
         local r = Code()
         local names = {}
-        for i, p in ipairs(r:named_rubrics()) do names[i] = p[1] end
+        for name in r:named_rubrics() do names[#names + 1] = name end
         assert.are.same({ "syntax", "tests", "tests.left", "tests.right",
           "style" }, names)
         local all = r:rubrics()
@@ -255,10 +255,38 @@ describe("ludo.rubric", function()
       end)
 
     it("prefixes names", function()
-      local names = {}
-      for i, p in ipairs(Code():named_rubrics("root")) do names[i] = p[1] end
+      local names = util.collect(Code():named_rubrics("root"))
       assert.are.equal("root.syntax", names[1])
       assert.are.equal("root.tests.left", names[3])
+    end)
+
+    it("iterates (name, rubric) in tree order, named after the fields",
+      function()
+        local r = Code()
+        local names, objs = util.collect(r:named_rubrics())
+        assert.are.same({ "syntax", "tests", "tests.left", "tests.right",
+          "style" }, names)
+        for i = 1, #names do
+          assert.are.equal(r:get_rubric(names[i]), objs[i])
+        end
+        assert.are.same({ "syntax", "tests", "style" },
+          util.collect(r:named_children()))
+        assert.are.same({}, util.collect(Const(1):named_rubrics()))
+      end)
+
+    it("reads the tree when called, not while iterating", function()
+      local r = Code()
+      local iter = r:named_rubrics()
+      r.extra = Const(2)
+      local names = util.collect(iter)
+      assert.are.equal(5, #names)
+      assert.are.equal("extra", util.collect(r:named_rubrics())[6])
+    end)
+
+    it("checks the prefix", function()
+      assert.are.equal("syntax", (Code():named_rubrics("")()))
+      assert.has_error(function() Code():named_rubrics(3) end,
+        "named_rubrics: prefix must be a string, got number")
     end)
 
     it("finds rubrics by dotted path", function()
@@ -279,10 +307,11 @@ describe("ludo.rubric", function()
 
     it("lets a runner read every last_score after a call", function()
       local r = Code()
-      local named = r:named_rubrics()
       r(nil, nil)
       local scores = {}
-      for _, p in ipairs(named) do scores[p[1]] = p[2].last_score end
+      for name, child in r:named_rubrics() do
+        scores[name] = child.last_score
+      end
       assert.are.same({ syntax = 1, tests = 0.75, ["tests.left"] = 0.25,
         ["tests.right"] = 0.5, style = 0.5 }, scores)
       assert.are.equal(1.25, r.last_score)
