@@ -90,6 +90,8 @@ struct ludo_session_s {
   size_t batch_index;
   int kind, status, done;
   int strict;                  /* check observations (set_strict) */
+  int nest_metadata;           /* results in OpenEnv's wire form: the
+                                  metadata in the observation too */
   int closing;                 /* no new calls; teardown under way */
   int close_requested;         /* close asked from inside its own Lua */
   int phase;                   /* LUDO__PH_*: what `task` does next */

@@ -115,6 +115,34 @@ static void check_observation(lua_State *L, ludo_session_t *s) {
                     s->kind == LUDO__CALL_RESET ? "reset" : "step", text);
 }
 
+/* OpenEnv's wire form since 2026-06 (OPENENV.md 1.3): the observation
+ * carries the metadata too. Copies the top-level metadata's text (from
+ * md_at to the end of b; "{}" when md_at is (size_t)-1, there being none)
+ * into the observation object that ends at obs_end. Returns 0, or -1 when
+ * b cannot grow. [-0, +0, m] */
+static int nest_metadata(lua_State *L, ludo__buf_t *b, size_t obs_end,
+                         size_t md_at) {
+  size_t mlen, add, at = obs_end - 1; /* the observation's '}' */
+  int empty = b->p[at - 1] == '{';
+  const char *m;
+  if (md_at == (size_t)-1) {
+    m = "{}";
+    mlen = 2;
+  } else {
+    m = lua_pushlstring(L, b->p + md_at, b->len - md_at); /* b may move */
+    mlen = b->len - md_at;
+  }
+  add = (empty ? 0 : 1) + 11 + mlen; /* [,]"metadata":M */
+  if (ludo__buf_reserve(b, add)) return -1;
+  memmove(b->p + at + add, b->p + at, b->len - at + 1);
+  if (!empty) b->p[at++] = ',';
+  memcpy(b->p + at, "\"metadata\":", 11);
+  memcpy(b->p + at + 11, m, mlen);
+  b->len += add;
+  if (md_at != (size_t)-1) lua_pop(L, 1);
+  return 0;
+}
+
 /* On the finished call thread (protected): writes the result JSON.
  * Stack: 1 = result (observation or state), 2 = the rubric's score (step
  * with a rubric), nil, or false for a tool's observation (list_tools,
@@ -125,6 +153,7 @@ static int encode_result(lua_State *L) {
   ludo__buf_t *b = &s->out;
   int tool_obs = lua_type(L, 2) == LUA_TBOOLEAN && !lua_toboolean(L, 2);
   int has_score = !lua_isnil(L, 2) && !tool_obs, md;
+  size_t obs_end, md_at = (size_t)-1; /* where metadata's text begins */
   if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
@@ -136,6 +165,7 @@ static int encode_result(lua_State *L) {
     check_observation(L, s);
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
+  obs_end = b->len;
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
   if (lua_rawget(L, 1) == LUA_TNIL && has_score) { /* the step set none */
@@ -164,15 +194,19 @@ static int encode_result(lua_State *L) {
     } else if (n == 0) {
       b->len = mark; /* an empty metadata object is left out */
       b->p[mark] = '\0';
-      if (ludo__buf_addc(b, '}')) goto nomem;
-      return 0;
+      goto close;
     }
     if (ludo__buf_addc(b, '}')) goto nomem;
+    md_at = mark + 12;
   } else if (has_score) {
+    size_t mark = b->len;
     if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
     encode_rubrics(L, s, 2);
     if (ludo__buf_addc(b, '}')) goto nomem;
+    md_at = mark + 12;
   }
+close:
+  if (s->nest_metadata && nest_metadata(L, b, obs_end, md_at)) goto nomem;
   if (ludo__buf_addc(b, '}')) goto nomem;
   return 0;
 nomem:

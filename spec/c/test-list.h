@@ -58,6 +58,8 @@
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
+  /* test-wire.c */                                                         \
+  X(wire_nested_metadata)                                                   \
   /* test-tools.c */                                                        \
   X(tools_listed_in_info)                                                   \
   X(tools_step_actions)                                                     \
