@@ -101,6 +101,36 @@ typedef struct ludo_options_s {
                               Default 0. Polls use their own budget. */
 } ludo_options_t;
 
+/* Options of an OpenEnv server (ludo_server_new). Initialise with
+ * ludo_server_options_init(); a field left 0 takes its default. */
+typedef struct ludo_server_options_s {
+  int production;              /* 1: OpenEnv's production mode, without
+                                  /reset, /step, /state */
+  unsigned max_sessions;       /* sessions open at once, of every kind
+                                  (WebSocket, HTTP, MCP): default 1024 */
+  uint32_t session_timeout_ms; /* a session with no reset, step or tool
+                                  call for this long is closed, and its
+                                  WebSocket too; 0: never */
+  uint32_t http_session_timeout_ms; /* the same for sessions made by
+                                  POST /reset or openenv/session/create,
+                                  which have no socket to end them:
+                                  default 300000 */
+  const char *token;           /* when set, every route but /health needs
+                                  "Authorization: Bearer <token>" */
+  int strict;                  /* check observations against the declared
+                                  schema (ludo_session_set_strict) */
+  size_t max_message_bytes;    /* a WebSocket message or a request body:
+                                  default 16 MiB */
+  size_t max_header_bytes;     /* a request's head: default 16 KiB */
+  uint32_t ping_interval_ms;   /* keepalive pings on WebSockets: default
+                                  20000; UINT32_MAX: none */
+  uint32_t pong_timeout_ms;    /* a pong must come within: default 20000 */
+  unsigned max_connections;    /* connections open at once: default
+                                  16384 */
+} ludo_server_options_t;
+
+typedef struct ludo_server_s ludo_server_t;
+
 /* Memory figures of a runtime. */
 typedef struct ludo_stats_s {
   size_t lua_bytes;      /* bytes held by the Lua states of sessions and

@@ -1,0 +1,490 @@
+/* routes.c - the HTTP routes of the server (docs/protocol.md): /health,
+ * /metadata, /schema, /openapi.json, /metrics, POST /mcp, and in
+ * simulation mode /reset, /step and /state on named or throwaway
+ * sessions. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SESSION_HEADER "X-Session-Id"
+
+static const char reset_schema[] =
+    "{\"additionalProperties\":true,\"properties\":{\"episode_id\":{"
+    "\"anyOf\":[{\"maxLength\":255,\"type\":\"string\"},{\"type\":\"null\"}"
+    "]},\"seed\":{\"anyOf\":[{\"minimum\":0,\"type\":\"integer\"},{\"type\":"
+    "\"null\"}]}},\"title\":\"ResetRequest\",\"type\":\"object\"}";
+
+void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
+                     const char *body, size_t len,
+                     const ludo__http_header_t *h, size_t n) {
+  ludo__http_header_t all[4];
+  size_t i, k = 0;
+  all[k].name = "Content-Type";
+  all[k++].value = "application/json";
+  for (i = 0; i < n && k < 4; i++) all[k++] = h[i];
+  atomic_fetch_add(&sv->shared->metrics.bytes_out, len);
+  if (status >= 500)
+    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_5XX);
+  else if (status >= 400)
+    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_4XX);
+  ludo__http_respond(req, status, all, k, body, len);
+}
+
+/* Answers the JSON of `v` (a new reference, taken). */
+static void respond_value(ludo__serve_t *sv, ludo__http_req_t *req,
+                          int status, json_t *v,
+                          const ludo__http_header_t *h, size_t n) {
+  char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  if (text == NULL) {
+    sv_respond_json(sv, req, 500, "{\"detail\":\"out of memory\"}", 27,
+                    NULL, 0);
+  } else {
+    sv_respond_json(sv, req, status, text, strlen(text), h, n);
+    free(text);
+  }
+  json_decref(v);
+}
+
+void sv_respond_detail(ludo__serve_t *sv, ludo__http_req_t *req, int status,
+                       const char *msg) {
+  respond_value(sv, req, status, json_pack("{s:s}", "detail", msg), NULL, 0);
+}
+
+/* ---- validation errors in pydantic's shape ------------------------------ */
+
+/* Appends the parts of a ludo path ("tags[0].x") to loc. */
+static void add_path(json_t *loc, const char *p, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    if (p[i] == '.') {
+      i++;
+      continue;
+    }
+    if (p[i] == '[') {
+      size_t j = i + 1;
+      while (j < n && p[j] != ']') j++;
+      json_array_append_new(loc, json_integer(strtoll(p + i + 1, NULL, 10)));
+      i = j + 1;
+      continue;
+    }
+    {
+      size_t j = i;
+      while (j < n && p[j] != '.' && p[j] != '[') j++;
+      json_array_append_new(loc, json_stringn(p + i, j - i));
+      i = j;
+    }
+  }
+}
+
+json_t *sv_validation_errors(const char *msg, size_t len,
+                             const char *prefix) {
+  json_t *loc = json_array(), *out;
+  const char *p = msg, *end = msg + len, *colon;
+  if (prefix) json_array_append_new(loc, json_string(prefix));
+  if (len > 9 && memcmp(p, "ESCHEMA: ", 9) == 0) p += 9;
+  /* "action.a.b: what": the path's first part names the value itself */
+  colon = memchr(p, ':', (size_t)(end - p));
+  if (colon != NULL && memchr(p, ' ', (size_t)(colon - p)) == NULL) {
+    const char *dot = p;
+    while (dot < colon && *dot != '.' && *dot != '[') dot++;
+    if (dot < colon) add_path(loc, dot, (size_t)(colon - dot));
+    p = colon + 1;
+    while (p < end && *p == ' ') p++;
+  }
+  out = json_pack("[{s:s,s:o,s:s%,s:n}]", "type", "value_error", "loc", loc,
+                  "msg", p, (size_t)(end - p), "input");
+  return out;
+}
+
+static void respond_422(ludo__serve_t *sv, ludo__http_req_t *req,
+                        json_t *errors) {
+  respond_value(sv, req, 422, json_pack("{s:o}", "detail", errors), NULL, 0);
+}
+
+/* One pydantic-style error entry. */
+static json_t *field_error(const char *type, const char *where,
+                           const char *msg, json_t *input) {
+  return json_pack("[{s:s,s:[s,s],s:s,s:o}]", "type", type, "loc", "body",
+                   where, "msg", msg, "input",
+                   input ? json_incref(input) : json_null());
+}
+
+/* ---- read-only routes ------------------------------------------------- */
+
+static void route_metadata(ludo__serve_t *sv, ludo__http_req_t *req) {
+  json_t *i = sv->info;
+  respond_value(sv, req, 200,
+                json_pack("{s:O,s:O,s:O,s:O,s:O,s:O}", "name",
+                          json_object_get(i, "name"), "description",
+                          json_object_get(i, "description"), "readme_content",
+                          json_object_get(i, "readme_content"), "version",
+                          json_object_get(i, "version"), "author",
+                          json_object_get(i, "author"), "documentation_url",
+                          json_object_get(i, "documentation_url")),
+                NULL, 0);
+}
+
+static void route_schema(ludo__serve_t *sv, ludo__http_req_t *req) {
+  json_t *i = sv->info;
+  json_t *reset = json_loads(reset_schema, 0, NULL);
+  respond_value(sv, req, 200,
+                json_pack("{s:O,s:O,s:O,s:o}", "action",
+                          json_object_get(i, "action"), "observation",
+                          json_object_get(i, "observation"), "state",
+                          json_object_get(i, "state"), "reset", reset),
+                NULL, 0);
+}
+
+static void add_path_item(json_t *paths, const char *path,
+                          const char *method, const char *summary) {
+  json_t *item = json_object_get(paths, path);
+  if (item == NULL) {
+    item = json_object();
+    json_object_set_new(paths, path, item);
+  }
+  json_object_set_new(
+      item, method,
+      json_pack("{s:s,s:{s:{s:s}}}", "summary", summary, "responses", "200",
+                "description", "Successful Response"));
+}
+
+static void route_openapi(ludo__serve_t *sv, ludo__http_req_t *req) {
+  json_t *paths = json_object();
+  add_path_item(paths, "/health", "get", "Health");
+  add_path_item(paths, "/metadata", "get", "Environment metadata");
+  add_path_item(paths, "/schema", "get", "Action, observation, state and "
+                "reset schemas");
+  add_path_item(paths, "/mcp", "post", "MCP JSON-RPC 2.0");
+  add_path_item(paths, "/metrics", "get", "Prometheus metrics");
+  if (!sv->o.production) {
+    add_path_item(paths, "/reset", "post", "Reset a session (named by "
+                  "X-Session-Id, else a new one)");
+    add_path_item(paths, "/step", "post", "Step a session (named by "
+                  "X-Session-Id, else a throwaway one)");
+    add_path_item(paths, "/state", "get", "State of a session (named by "
+                  "X-Session-Id, else a throwaway one)");
+  }
+  respond_value(sv, req, 200,
+                json_pack("{s:s,s:{s:s,s:s,s:O},s:o}", "openapi", "3.1.0",
+                          "info", "title", "OpenEnv Environment HTTP API",
+                          "version", "1.0.0", "description",
+                          json_object_get(sv->info, "description"), "paths",
+                          paths),
+                NULL, 0);
+}
+
+static void route_metrics(ludo__serve_t *sv, ludo__http_req_t *req) {
+  static const ludo__http_header_t h[] = {
+      {"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}};
+  ludo__buf_t b;
+  ludo__buf_init(&b, ludo__alloc_fn, &sv->core->heap);
+  if (ludo__metrics_render(&sv->shared->metrics, &b) != 0) {
+    ludo__buf_free(&b);
+    sv_respond_detail(sv, req, 500, "out of memory");
+    return;
+  }
+  ludo__http_respond(req, 200, h, 1, b.p, b.len);
+  ludo__buf_free(&b);
+}
+
+/* ---- simulation routes ------------------------------------------------ */
+
+/* The session id a request names: the X-Session-Id header, the body's
+ * session_id (when `body` is given; the field is removed), or the
+ * query's session_id. NULL when none. Copied into buf. */
+static const char *named_session(ludo__http_req_t *req, json_t *body,
+                                 char *buf, size_t n) {
+  const char *h = ludo__http_req_header(req, SESSION_HEADER), *q;
+  json_t *v;
+  if (h != NULL && *h) {
+    snprintf(buf, n, "%s", h);
+    if (body) json_object_del(body, "session_id");
+    return buf;
+  }
+  if (body && (v = json_object_get(body, "session_id")) != NULL &&
+      json_is_string(v)) {
+    snprintf(buf, n, "%s", json_string_value(v));
+    json_object_del(body, "session_id");
+    return buf;
+  }
+  q = ludo__http_req_query(req);
+  while (q && *q) {
+    const char *amp = strchr(q, '&');
+    size_t len = amp ? (size_t)(amp - q) : strlen(q);
+    if (len > 11 && memcmp(q, "session_id=", 11) == 0) {
+      snprintf(buf, n, "%.*s", (int)(len - 11), q + 11);
+      return buf;
+    }
+    q = amp ? amp + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* The body as a JSON object (an empty body: {}); NULL after answering
+ * 422 when it is not one. */
+static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req) {
+  size_t len;
+  const char *body = ludo__http_req_body(req, &len);
+  json_error_t err;
+  json_t *v;
+  if (len == 0) return json_object();
+  v = json_loadb(body, len, JSON_ALLOW_NUL, &err);
+  if (v == NULL) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "JSON decode error: %s", err.text);
+    respond_422(sv, req,
+                json_pack("[{s:s,s:[s,i],s:s,s:{}}]", "type", "json_invalid",
+                          "loc", "body", err.position, "msg", msg, "ctx"));
+    return NULL;
+  }
+  if (!json_is_object(v)) {
+    respond_422(sv, req, field_error("model_attributes_type", "body",
+                                     "Input should be a valid dictionary "
+                                     "or object to extract fields from",
+                                     NULL));
+    json_decref(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* The answer to a finished HTTP call (x->req may be gone). */
+static void http_done(sv_sess_t *x, int status, const char *data,
+                      size_t len) {
+  ludo__serve_t *sv = x->sv;
+  ludo__http_req_t *req = x->req;
+  ludo__http_header_t h[1];
+  size_t nh = 0;
+  x->req = NULL;
+  if (x->kind == SV_SESS_HTTP) {
+    h[0].name = SESSION_HEADER;
+    h[0].value = x->id;
+    nh = 1;
+  }
+  if (req != NULL) {
+    ludo__http_req_set_data(req, NULL);
+    if (status == 0) {
+      if (x->call == LUDO__CALL_RESET)
+        atomic_fetch_add(&sv->shared->metrics.resets, 1);
+      else if (x->call == LUDO__CALL_STEP)
+        ludo__metrics_step(&sv->shared->metrics, sv_now_us() - x->t0_us);
+      sv_respond_json(sv, req, 200, data, len, h, nh);
+    } else if (status == LUDO_ESCHEMA) {
+      respond_422(sv, req, sv_validation_errors(data, len, NULL));
+    } else if (status == LUDO_ETOOBIG) {
+      sv_respond_detail(sv, req, 413, data);
+    } else {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%.*s", (int)(len < 1000 ? len : 1000), data);
+      sv_respond_detail(sv, req, 500, msg);
+    }
+  }
+  if (x->kind == SV_SESS_EPHEMERAL) sv_sess_close(x);
+}
+
+/* Runs the pending call of a session that just opened. */
+static void opened_then_call(sv_sess_t *x, int status, const char *data,
+                             size_t len) {
+  int rc;
+  if (status != 0) {
+    if (x->req) {
+      ludo__http_req_set_data(x->req, NULL);
+      sv_respond_detail(x->sv, x->req, 500, "Environment factory failed to "
+                        "create instance.");
+      x->req = NULL;
+    }
+    return;
+  }
+  (void)data;
+  (void)len;
+  rc = sv_sess_call(x, x->call, x->pending, x->pending_len, http_done);
+  if (rc != 0) http_done(x, rc, "the call could not start", 24);
+}
+
+/* Starts call `kind` with `input` (taken) on the named session, or a new
+ * one of `kind_new` when `id` is NULL. */
+static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
+                           const char *id, int kind, int kind_new,
+                           char *input, size_t len) {
+  sv_sess_t *x;
+  int why, rc;
+  if (id != NULL) {
+    char msg[200];
+    x = sv_sess_find(sv, id);
+    if (x == NULL || x->opening) {
+      snprintf(msg, sizeof msg, "Unknown session_id: %.64s", id);
+      sv_respond_detail(sv, req, 404, msg);
+    } else if (x->ws != NULL) {
+      snprintf(msg, sizeof msg, "Session %s belongs to a WebSocket; send "
+               "its calls there", x->id);
+      sv_respond_detail(sv, req, 409, msg);
+    } else if (x->busy) {
+      snprintf(msg, sizeof msg, "Session %s is busy with another call",
+               x->id);
+      sv_respond_detail(sv, req, 409, msg);
+    } else {
+      x->req = req;
+      x->t0_us = sv_now_us();
+      ludo__http_req_set_data(req, x);
+      rc = sv_sess_call(x, kind, input, len, http_done);
+      if (rc != 0) {
+        x->req = NULL;
+        ludo__http_req_set_data(req, NULL);
+        sv_respond_detail(sv, req, 500, "the call could not start");
+      }
+    }
+    free(input);
+    return;
+  }
+  x = sv_sess_open(sv, kind_new, opened_then_call, &why);
+  if (x == NULL) {
+    char msg[200];
+    sv_capacity_text(sv, msg, sizeof msg);
+    sv_respond_detail(sv, req, why == LUDO_EBUSY ? 503 : 500,
+                      why == LUDO_EBUSY ? msg : "out of memory");
+    free(input);
+    return;
+  }
+  x->req = req;
+  x->call = kind;
+  x->t0_us = sv_now_us();
+  ludo__http_req_set_data(req, x);
+  x->pending = ludo__malloc(&sv->core->heap, len + 1);
+  if (x->pending == NULL) {
+    x->req = NULL;
+    ludo__http_req_set_data(req, NULL);
+    sv_sess_close(x);
+    sv_respond_detail(sv, req, 500, "out of memory");
+    free(input);
+    return;
+  }
+  memcpy(x->pending, input ? input : "", len);
+  x->pending[len] = '\0';
+  x->pending_len = len;
+  free(input);
+}
+
+/* ResetRequest's checks: seed an integer >= 0 or null, episode_id a
+ * string of at most 255 characters or null. */
+static json_t *reset_errors(json_t *body) {
+  json_t *seed = json_object_get(body, "seed");
+  json_t *eid = json_object_get(body, "episode_id");
+  if (seed && !json_is_null(seed) && !json_is_integer(seed))
+    return field_error("int_type", "seed", "Input should be a valid "
+                       "integer", seed);
+  if (seed && json_is_integer(seed) && json_integer_value(seed) < 0)
+    return field_error("greater_than_equal", "seed", "Input should be "
+                       "greater than or equal to 0", seed);
+  if (eid && !json_is_null(eid) && !json_is_string(eid))
+    return field_error("string_type", "episode_id", "Input should be a "
+                       "valid string", eid);
+  if (eid && json_is_string(eid) && json_string_length(eid) > 255)
+    return field_error("string_too_long", "episode_id", "String should "
+                       "have at most 255 characters", eid);
+  return NULL;
+}
+
+static void route_reset(ludo__serve_t *sv, ludo__http_req_t *req) {
+  json_t *body = body_object(sv, req), *errs;
+  char idbuf[64], *text;
+  const char *id;
+  if (body == NULL) return;
+  id = named_session(req, body, idbuf, sizeof idbuf);
+  if ((errs = reset_errors(body)) != NULL) {
+    respond_422(sv, req, errs);
+    json_decref(body);
+    return;
+  }
+  text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  run_on_session(sv, req, id, LUDO__CALL_RESET, SV_SESS_HTTP, text,
+                 text ? strlen(text) : 0);
+}
+
+static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
+  json_t *body = body_object(sv, req), *action, *t;
+  char idbuf[64], *text;
+  const char *id;
+  if (body == NULL) return;
+  id = named_session(req, body, idbuf, sizeof idbuf);
+  action = json_object_get(body, "action");
+  if (action == NULL) {
+    respond_422(sv, req, field_error("missing", "action", "Field required",
+                                     body));
+  } else if (!json_is_object(action)) {
+    respond_422(sv, req, field_error("dict_type", "action", "Input should "
+                                     "be a valid dictionary", action));
+  } else if ((t = json_object_get(body, "timeout_s")) != NULL &&
+             !json_is_null(t) &&
+             (!json_is_number(t) || json_number_value(t) <= 0)) {
+    respond_422(sv, req, field_error("greater_than", "timeout_s", "Input "
+                                     "should be greater than 0", t));
+  } else {
+    text = json_dumps(action, JSON_COMPACT);
+    run_on_session(sv, req, id, LUDO__CALL_STEP, SV_SESS_EPHEMERAL, text,
+                   text ? strlen(text) : 0);
+  }
+  json_decref(body);
+}
+
+static void route_state(ludo__serve_t *sv, ludo__http_req_t *req) {
+  char idbuf[64];
+  const char *id = named_session(req, NULL, idbuf, sizeof idbuf);
+  run_on_session(sv, req, id, LUDO__CALL_STATE, SV_SESS_EPHEMERAL, NULL, 0);
+}
+
+static void route_mcp(ludo__serve_t *sv, ludo__http_req_t *req) {
+  size_t len;
+  const char *body = ludo__http_req_body(req, &len);
+  sv_mcp_handle(sv, NULL, req, NULL, 0, body, len);
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+typedef struct {
+  const char *method, *path;
+  void (*fn)(ludo__serve_t *sv, ludo__http_req_t *req);
+  int simulation; /* only in simulation mode */
+} route_t;
+
+static void route_health(ludo__serve_t *sv, ludo__http_req_t *req) {
+  sv_respond_json(sv, req, 200, "{\"status\":\"healthy\"}", 20, NULL, 0);
+}
+
+static const route_t routes[] = {
+    {"GET", "/health", route_health, 0},
+    {"GET", "/metadata", route_metadata, 0},
+    {"GET", "/schema", route_schema, 0},
+    {"GET", "/openapi.json", route_openapi, 0},
+    {"GET", "/metrics", route_metrics, 0},
+    {"POST", "/mcp", route_mcp, 0},
+    {"POST", "/reset", route_reset, 1},
+    {"POST", "/step", route_step, 1},
+    {"GET", "/state", route_state, 1},
+};
+
+void sv_route(ludo__serve_t *sv, ludo__http_req_t *req) {
+  const char *method = ludo__http_req_method(req);
+  const char *path = ludo__http_req_path(req);
+  size_t i;
+  int path_found = 0;
+  int head = strcmp(method, "HEAD") == 0;
+  for (i = 0; i < sizeof routes / sizeof *routes; i++) {
+    const route_t *r = &routes[i];
+    if (strcmp(r->path, path) != 0) continue;
+    if (r->simulation && sv->o.production) continue;
+    path_found = 1;
+    if (strcmp(r->method, method) == 0 ||
+        (head && strcmp(r->method, "GET") == 0)) {
+      r->fn(sv, req);
+      return;
+    }
+  }
+  if (path_found)
+    sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}", 31,
+                    NULL, 0);
+  else
+    sv_respond_json(sv, req, 404, "{\"detail\":\"Not Found\"}", 22, NULL, 0);
+}

@@ -1,0 +1,445 @@
+/* serve.c - the server object (options, listening, closing), the first
+ * look at every request (authentication, upgrades), and the session
+ * records: capacity, ids, calls with their continuations, idle reaping. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_MAX_SESSIONS 1024
+#define DEFAULT_HTTP_SESSION_TIMEOUT_MS 300000
+#define DEFAULT_MAX_CONNECTIONS 16384
+
+void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
+  atomic_init(&sh->open, 0);
+  ludo__metrics_init(&sh->metrics);
+}
+
+uint64_t sv_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t sv_now_ms(ludo__serve_t *sv) { return uv_now(sv->core->loop); }
+
+void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n) {
+  snprintf(buf, n, "Server at capacity: %u/%u sessions active. Cannot "
+           "accept new connections.",
+           atomic_load(&sv->shared->open), sv->o.max_sessions);
+}
+
+/* ---- session records -------------------------------------------------- */
+
+static unsigned hash_id(const char *id) {
+  unsigned h = 2166136261u;
+  for (; *id; id++) h = (h ^ (unsigned char)*id) * 16777619u;
+  return h % SV_BUCKETS;
+}
+
+sv_sess_t *sv_sess_find(ludo__serve_t *sv, const char *id) {
+  sv_sess_t *x;
+  for (x = sv->buckets[hash_id(id)]; x; x = x->hnext)
+    if (!x->dead && strcmp(x->id, id) == 0) return x;
+  return NULL;
+}
+
+static void unhash(sv_sess_t *x) {
+  sv_sess_t **pp;
+  if (x->id[0] == '\0') return;
+  for (pp = &x->sv->buckets[hash_id(x->id)]; *pp; pp = &(*pp)->hnext) {
+    if (*pp == x) {
+      *pp = x->hnext;
+      break;
+    }
+  }
+}
+
+static void maybe_finish_close(ludo__serve_t *sv);
+
+/* Frees the record: the session is closed and no callback will come. */
+static void sess_free(sv_sess_t *x) {
+  ludo__serve_t *sv = x->sv;
+  unhash(x);
+  if (x->prev) x->prev->next = x->next;
+  else sv->sessions = x->next;
+  if (x->next) x->next->prev = x->prev;
+  sv->nsessions--;
+  atomic_fetch_sub(&sv->shared->open, 1);
+  atomic_fetch_add(&sv->shared->metrics.sessions_closed, 1);
+  atomic_fetch_sub(&sv->shared->metrics.sessions_open, 1);
+  if (x->rpc_id) json_decref(x->rpc_id);
+  ludo__free(&sv->core->heap, x->pending, x->pending_len + 1);
+  ludo__free(&sv->core->heap, x, sizeof *x);
+  if (sv->closing) maybe_finish_close(sv);
+}
+
+static void on_open(ludo_session_t *s, int status, void *ud) {
+  sv_sess_t *x = ud;
+  ludo__serve_t *sv = x->sv;
+  sv_done_fn done = x->done;
+  x->opening = 0;
+  if (status == 0) {
+    x->s = s;
+    snprintf(x->id, sizeof x->id, "%s", s->id);
+    x->hnext = sv->buckets[hash_id(x->id)];
+    sv->buckets[hash_id(x->id)] = x;
+    s->nest_metadata = 1;
+    s->strict = sv->o.strict != 0;
+  }
+  if (x->dead) { /* closed while opening */
+    if (s) ludo__session_close(s);
+    x->s = NULL;
+    sess_free(x);
+    return;
+  }
+  if (status != 0) {
+    const char *msg = "the environment could not open a session";
+    x->dead = 1;
+    if (done) done(x, status, msg, strlen(msg));
+    sess_free(x);
+    return;
+  }
+  if (done) done(x, 0, "", 0);
+}
+
+sv_sess_t *sv_sess_open(ludo__serve_t *sv, int kind, sv_done_fn done,
+                        int *why) {
+  sv_sess_t *x;
+  unsigned n;
+  if (sv->closing) {
+    *why = LUDO_ECLOSED;
+    return NULL;
+  }
+  n = atomic_fetch_add(&sv->shared->open, 1);
+  if (n >= sv->o.max_sessions) {
+    atomic_fetch_sub(&sv->shared->open, 1);
+    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_CAPACITY);
+    *why = LUDO_EBUSY;
+    return NULL;
+  }
+  x = ludo__calloc(&sv->core->heap, sizeof *x);
+  if (x == NULL) {
+    atomic_fetch_sub(&sv->shared->open, 1);
+    *why = LUDO_ENOMEM;
+    return NULL;
+  }
+  x->sv = sv;
+  x->kind = kind;
+  x->opening = 1;
+  x->done = done;
+  x->last_ms = sv_now_ms(sv);
+  x->next = sv->sessions;
+  if (sv->sessions) sv->sessions->prev = x;
+  sv->sessions = x;
+  sv->nsessions++;
+  atomic_fetch_add(&sv->shared->metrics.sessions_opened, 1);
+  atomic_fetch_add(&sv->shared->metrics.sessions_open, 1);
+  if (ludo__session_open_async(sv->env, on_open, x) != 0) {
+    x->opening = 0;
+    x->dead = 1;
+    sess_free(x);
+    *why = LUDO_ENOMEM;
+    return NULL;
+  }
+  return x;
+}
+
+static void on_call(ludo_session_t *s, int status, const char *data,
+                    size_t len, void *ud) {
+  sv_sess_t *x = ud;
+  sv_done_fn done = x->done;
+  (void)s;
+  x->busy = 0;
+  x->done = NULL;
+  if (status != 0) ludo__metrics_error(&x->sv->shared->metrics, status);
+  x->in_cb++;
+  if (done) done(x, status, data, len);
+  x->in_cb--;
+  if (x->dead && !x->busy && x->in_cb == 0 && x->in_close == 0) {
+    if (x->s) { /* closed from the continuation */
+      ludo_session_t *t = x->s;
+      x->s = NULL;
+      ludo__session_close(t);
+    }
+    sess_free(x);
+  }
+}
+
+int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
+                 sv_done_fn done) {
+  int rc;
+  if (x->dead || x->s == NULL) return LUDO_ECLOSED;
+  if (x->busy) return LUDO_EBUSY;
+  x->busy = 1;
+  x->call = kind;
+  x->done = done;
+  if (kind != LUDO__CALL_STATE) x->last_ms = sv_now_ms(x->sv);
+  rc = ludo__session_call(x->s, kind, json, len, on_call, x, NULL, NULL);
+  if (rc != 0) {
+    x->busy = 0;
+    x->done = NULL;
+  }
+  return rc;
+}
+
+void sv_sess_close(sv_sess_t *x) {
+  ludo_session_t *s;
+  if (x->dead) return;
+  x->dead = 1;
+  if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
+  x->ws = NULL;
+  if (x->opening) return; /* on_open frees it */
+  s = x->s;
+  x->s = NULL;
+  /* A call in flight ends with ECANCELED inside the close: its
+   * continuation runs (and sees x->dead). */
+  x->in_close++;
+  if (s) ludo__session_close(s);
+  x->in_close--;
+  if (x->busy || x->in_cb) return; /* on_call frees it */
+  sess_free(x);
+}
+
+unsigned ludo__serve_sessions(const ludo__serve_t *sv) {
+  return sv->nsessions;
+}
+
+/* ---- idle reaping ----------------------------------------------------- */
+
+static uint32_t timeout_of(ludo__serve_t *sv, const sv_sess_t *x) {
+  if (x->kind == SV_SESS_HTTP || x->kind == SV_SESS_MCP)
+    return sv->o.http_session_timeout_ms;
+  return sv->o.session_timeout_ms;
+}
+
+static void on_reap(uv_timer_t *t) {
+  ludo__serve_t *sv = t->data;
+  uint64_t now = sv_now_ms(sv);
+  sv_sess_t *x = sv->sessions, *next;
+  for (; x; x = next) {
+    uint32_t limit = timeout_of(sv, x);
+    next = x->next;
+    if (x->dead || x->opening || x->busy || limit == 0 ||
+        now - x->last_ms <= limit)
+      continue;
+    if (x->ws != NULL) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "Session %s was idle for more than %u s "
+               "and has been closed", x->id, (unsigned)(limit / 1000));
+      sv_ws_error(x->ws, "SESSION_ERROR", msg, NULL);
+      sv_ws_close(x->ws, 1000, "idle timeout");
+    } else {
+      sv_sess_close(x);
+    }
+  }
+}
+
+static void reaper_start(ludo__serve_t *sv) {
+  uint32_t a = sv->o.session_timeout_ms, b = sv->o.http_session_timeout_ms;
+  uint32_t m = a && (a < b || !b) ? a : b, every;
+  if (m == 0) return;
+  every = m / 4 < 1000 ? 1000 : m / 4;
+  if (every > 5000) every = 5000;
+  uv_timer_init(sv->core->loop, &sv->reaper);
+  ludo__core_handle_opened(sv->core);
+  sv->reaper.data = sv;
+  uv_timer_start(&sv->reaper, on_reap, every, every);
+  uv_unref((uv_handle_t *)&sv->reaper);
+  sv->reaper_on = 1;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+static int authorized(ludo__serve_t *sv, ludo__http_req_t *req) {
+  const char *h;
+  size_t n;
+  if (sv->token == NULL) return 1;
+  if (strcmp(ludo__http_req_path(req), "/health") == 0) return 1;
+  h = ludo__http_req_header(req, "Authorization");
+  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0) return 0;
+  h += 7;
+  while (*h == ' ') h++;
+  n = strlen(sv->token);
+  return strlen(h) == n && memcmp(h, sv->token, n) == 0;
+}
+
+static void on_request(void *ud, ludo__http_req_t *req) {
+  ludo__serve_t *sv = ud;
+  const char *path = ludo__http_req_path(req);
+  size_t len;
+  atomic_fetch_add(&sv->shared->metrics.http_requests, 1);
+  ludo__http_req_body(req, &len);
+  atomic_fetch_add(&sv->shared->metrics.bytes_in, len);
+  if (!authorized(sv, req)) {
+    static const ludo__http_header_t h[] = {
+        {"WWW-Authenticate", "Bearer"}};
+    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_4XX);
+    sv_respond_json(sv, req, 401, "{\"detail\":\"Unauthorized\"}", 25, h,
+                    1);
+    return;
+  }
+  if (ludo__http_req_upgrade(req) &&
+      strcmp(ludo__http_req_method(req), "GET") == 0 &&
+      (strcmp(path, "/ws") == 0 || strcmp(path, "/mcp") == 0)) {
+    sv_ws_accept(sv, req, path[1] == 'm');
+    return;
+  }
+  sv_route(sv, req);
+}
+
+/* A request the server held was dropped (its connection ended): the
+ * session call it waits for answers nobody. */
+static void on_abort(void *ud, ludo__http_req_t *req) {
+  sv_sess_t *x = ludo__http_req_data(req);
+  (void)ud;
+  if (x != NULL && x->req == req) x->req = NULL;
+}
+
+/* ---- the server ------------------------------------------------------- */
+
+static void fill_options(ludo_server_options_t *o,
+                         const ludo_server_options_t *in) {
+  ludo_server_options_init(o);
+  if (in == NULL) return;
+  *o = *in;
+  if (o->max_sessions == 0) o->max_sessions = DEFAULT_MAX_SESSIONS;
+  if (o->http_session_timeout_ms == 0)
+    o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
+  if (o->max_connections == 0) o->max_connections = DEFAULT_MAX_CONNECTIONS;
+}
+
+void ludo_server_options_init(ludo_server_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->max_sessions = DEFAULT_MAX_SESSIONS;
+  o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
+  o->max_connections = DEFAULT_MAX_CONNECTIONS;
+}
+
+int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
+                    ludo__serve_shared_t *shared, ludo__serve_t **out,
+                    const char **errmsg) {
+  ludo_runtime_t *rt = env->rt;
+  ludo__core_t *core = &rt->core;
+  ludo__serve_t *sv;
+  ludo__http_options_t ho;
+  ludo__http_handler_t h = {on_request, on_abort};
+  json_error_t jerr;
+  int rc;
+  *out = NULL;
+  *errmsg = "";
+  sv = ludo__calloc(&core->heap, sizeof *sv);
+  if (sv == NULL) return LUDO_ENOMEM;
+  sv->rt = rt;
+  sv->env = env;
+  sv->core = core;
+  fill_options(&sv->o, o);
+  if (sv->o.token != NULL && sv->o.token[0] != '\0') {
+    sv->token = ludo__strndup(&core->heap, sv->o.token,
+                              strlen(sv->o.token));
+    if (sv->token == NULL) goto nomem;
+  }
+  sv->o.token = NULL;
+  if (!env->concurrent && sv->o.max_sessions > 1) {
+    snprintf(sv->errmsg, sizeof sv->errmsg, "environment %s is not "
+             "concurrent (concurrent = false): it cannot serve %u sessions;"
+             " use max sessions 1", env->label ? env->label : env->name,
+             sv->o.max_sessions);
+    *errmsg = sv->errmsg;
+    ludo__serve_close(sv, NULL, NULL);
+    return LUDO_EINVAL;
+  }
+  ludo__serve_shared_init(&sv->own);
+  sv->shared = shared ? shared : &sv->own;
+  sv->info = json_loadb(env->info.p ? env->info.p : "{}", env->info.len, 0,
+                        &jerr);
+  if (sv->info == NULL) goto nomem;
+  ludo__http_options_init(&ho);
+  if (sv->o.max_message_bytes) ho.max_body_bytes = sv->o.max_message_bytes;
+  if (sv->o.max_header_bytes) ho.max_header_bytes = sv->o.max_header_bytes;
+  ho.max_connections = sv->o.max_connections;
+  ludo__ws_options_init(&sv->wso);
+  if (sv->o.max_message_bytes) sv->wso.max_message = sv->o.max_message_bytes;
+  if (sv->o.ping_interval_ms == UINT32_MAX)
+    sv->wso.ping_interval_ms = 0;
+  else if (sv->o.ping_interval_ms)
+    sv->wso.ping_interval_ms = sv->o.ping_interval_ms;
+  if (sv->o.pong_timeout_ms) sv->wso.pong_timeout_ms = sv->o.pong_timeout_ms;
+  rc = ludo__http_server_new(core, &ho, &h, sv, &sv->http);
+  if (rc != 0) goto nomem;
+  reaper_start(sv);
+  *out = sv;
+  return 0;
+nomem:
+  ludo__serve_close(sv, NULL, NULL);
+  return LUDO_ENOMEM;
+}
+
+int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
+  int rc = ludo__http_server_listen(sv->http, host, port);
+  if (rc != 0)
+    snprintf(sv->errmsg, sizeof sv->errmsg, "%s",
+             ludo__http_server_errmsg(sv->http));
+  return rc;
+}
+
+int ludo__serve_port(const ludo__serve_t *sv) {
+  return sv->http ? ludo__http_server_port(sv->http) : 0;
+}
+
+const char *ludo__serve_errmsg(const ludo__serve_t *sv) { return sv->errmsg; }
+
+static void serve_free(ludo__serve_t *sv) {
+  void (*cb)(void *) = sv->close_cb;
+  void *ud = sv->close_ud;
+  ludo__core_t *core = sv->core;
+  if (sv->info) json_decref(sv->info);
+  if (sv->token) ludo__free(&core->heap, sv->token, strlen(sv->token) + 1);
+  ludo__free(&core->heap, sv, sizeof *sv);
+  if (cb) cb(ud);
+}
+
+/* Frees the server once its HTTP server, timer and sessions are gone. */
+static void maybe_finish_close(ludo__serve_t *sv) {
+  if (sv->http_closed && sv->reaper_closed && sv->sessions == NULL &&
+      sv->clients == NULL)
+    serve_free(sv);
+}
+
+static void on_http_closed(void *ud) {
+  ludo__serve_t *sv = ud;
+  sv->http_closed = 1;
+  maybe_finish_close(sv);
+}
+
+static void on_reaper_closed(uv_handle_t *h) {
+  ludo__serve_t *sv = h->data;
+  ludo__core_handle_closed(sv->core);
+  sv->reaper_closed = 1;
+  maybe_finish_close(sv);
+}
+
+void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
+  sv_sess_t *x, *next;
+  if (sv == NULL || sv->closing) return;
+  sv->closing = 1;
+  sv->close_cb = cb;
+  sv->close_ud = ud;
+  sv_ws_close_all(sv);
+  for (x = sv->sessions; x; x = next) {
+    next = x->next;
+    if (x->ws == NULL) sv_sess_close(x);
+  }
+  if (sv->reaper_on) {
+    uv_close((uv_handle_t *)&sv->reaper, on_reaper_closed);
+  } else {
+    sv->reaper_closed = 1;
+  }
+  if (sv->http) {
+    ludo__http_server_close(sv->http, on_http_closed, sv);
+  } else {
+    sv->http_closed = 1;
+    maybe_finish_close(sv);
+  }
+}
