@@ -59,6 +59,9 @@
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
+  /* test-bytecode.c: trimmed debug information of library modules */     \
+  X(bytecode_trim_keeps_lines)                                               \
+  X(bytecode_trim_refuses_bad_chunks)                                        \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
