@@ -3,6 +3,7 @@
  * functions the host calls by name with JSON arguments and a JSON result.
  * `ludo run` drives its policies through them. */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -18,6 +19,9 @@ struct ludo_script_s {
   const char *fn;              /* function of the call in flight */
   ludo__buf_t out, err;
   int status, done;
+  int err_code;                /* the last failure: its code, */
+  char err_fn[64];             /* function (cut to fit), */
+  char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
 };
 
 /* Protected, at open: requires the module and keeps its value. */
@@ -87,6 +91,14 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
     ludo__buf_reset(&sc->err);
     if (msg == NULL || ludo__buf_add(&sc->err, msg, len))
       ludo__buf_reset(&sc->err);
+    sc->err_code = status;
+    snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
+    sc->err_where[0] = '\0';
+    /* A limit says where, and in which function of which module. */
+    if (status == LUDO_ETIMEOUT || status == LUDO_ENOMEM) {
+      memcpy(sc->err_where, sc->ps->st.where, sizeof sc->err_where);
+      ludo__buf_printf(&sc->err, " during %s.%s", sc->name, sc->fn);
+    }
   }
   sc->status = status;
   sc->done = 1;
@@ -151,6 +163,13 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
 
 const char *ludo__script_errmsg(const ludo_script_t *sc) {
   return sc->err.p ? sc->err.p : "";
+}
+
+void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e) {
+  e->code = sc->err_code;
+  e->message = ludo__script_errmsg(sc);
+  e->call = e->phase = sc->err_fn;
+  e->where = sc->err_where;
 }
 
 void ludo__script_free(ludo_script_t *sc) {
