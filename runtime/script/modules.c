@@ -278,6 +278,35 @@ void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
   lua_setglobal(L, "require");
 }
 
+void ludo__modules_require_direct(lua_State *L, const char *name) {
+  ludo__modules_t *m = modules_of(L);
+  if (is_internal(name))
+    ludo__error_raise(L, LUDO_ENOENT, "module '%s' is internal to the "
+                      "runtime", name);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* loaded */
+  if (lua_getfield(L, -1, name) != LUA_TNIL) {      /* loaded, value */
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, (void *)&loading);       /* loops show */
+  lua_setfield(L, -2, name);
+  if (m == NULL || !push_cmod(L, m, name)) {
+    if (m == NULL)
+      ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found", name);
+    ludo__modules_load(L, m, name);
+  }
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);                                /* loaded, value */
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  lua_remove(L, -2);
+}
+
 void ludo__modules_require(lua_State *L, const char *name) {
   lua_pushcfunction(L, l_require_internal);
   lua_pushstring(L, name);

@@ -76,4 +76,11 @@ void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
  * refuses and which are not kept in its loaded table. [-0, +1, e] */
 void ludo__modules_require(lua_State *L, const char *name);
 
+/* require() from C for a state that is thrown away when the module fails
+ * (a script's module at open): the module runs without the protected call
+ * require makes, so a failure leaves the stack where it happened (a
+ * memory error can then say where). Internal modules are refused.
+ * [-0, +1, e] */
+void ludo__modules_require_direct(lua_State *L, const char *name);
+
 #endif

@@ -28,6 +28,7 @@
   X(async_poll_interleaves)                                                  \
   X(async_run_interleaves)                                                   \
   X(async_sleep_lasts)                                                       \
+  X(async_script_waits)                                                      \
   X(async_ebusy)                                                             \
   X(async_chain_from_callback)                                               \
   X(async_close_in_flight)                                                   \
@@ -80,6 +81,17 @@
   X(limit_input_size)                                                        \
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
+  /* test-where.c: errors that say where and what */                       \
+  X(where_tracebacks)                                                        \
+  X(where_policy_traceback)                                                  \
+  X(where_debug_levels)                                                      \
+  X(where_cpu_budget_phases)                                                 \
+  X(where_instructions_phases)                                               \
+  X(where_memory_phases)                                                     \
+  X(where_wall_clock_phases)                                                 \
+  X(where_async_rubric)                                                      \
+  X(where_script_limits)                                                     \
+  X(where_load_limits)                                                       \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
   X(alloc_all_returned)                                                      \
