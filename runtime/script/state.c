@@ -582,35 +582,6 @@ static int wants_traceback(int code) {
   return code == LUDO_ESCRIPT || code == LUDO_EINVAL;
 }
 
-static int msgh(lua_State *L) {
-  int code = ludo__error_code(L, 1);
-  const char *msg;
-  if (code != 0) { /* a ludo error: the same, with the traceback added */
-    if (!wants_traceback(code)) return 1;
-    ludo__error_push_message(L, 1);
-    luaL_traceback(L, L, lua_tostring(L, -1), 1);
-    ludo__error_push(L, code, lua_tostring(L, -1), lua_rawlen(L, -1), 0);
-    return 1;
-  }
-  msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    msg = lua_pushfstring(L, "(error object is a %s value)",
-                          luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres) {
-  int base = lua_gettop(L) - nargs, rc;
-  lua_pushcfunction(L, msgh);
-  lua_insert(L, base);
-  rc = lua_pcall(L, nargs, nres, base);
-  lua_remove(L, base);
-  if (rc == LUA_OK) return 0;
-  return ludo__state_error(st, L, rc);
-}
-
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap);
 

@@ -148,12 +148,6 @@ void ludo__state_kill(ludo__state_t *st, int why);
 /* Ends the call's budget; restores the normal hook on thread `co`. */
 void ludo__state_disarm(ludo__state_t *st, lua_State *co);
 
-/* Protected call with a traceback message handler (STYLE rule 11): like
- * lua_pcall, but the error message gets a traceback and a memory error
- * becomes "ENOMEM: ...". Returns a LUDO_E* code (0 on success) and leaves
- * the error message on the stack on failure. [-(nargs+1), +(nres|1), -] */
-int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres);
-
 /* Like ludo__state_error, with thread `tb` (may be NULL; still intact
  * after a failed resume): a script error gets its traceback, a timeout or
  * memory error the place it stopped at (" (at env.lua:12)", from
