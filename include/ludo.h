@@ -33,7 +33,11 @@
  *
  * Errors: every function that can fail returns 0 or a negative LUDO_E* code.
  * ludo_err_name() and ludo_strerror() describe a code. Sessions also keep a
- * human-readable message for their last failure (ludo_session_errmsg()).
+ * human-readable message for their last failure (ludo_session_errmsg()),
+ * and the same failure in parts (ludo_session_error(): call, phase, and
+ * where a limit stopped the Lua). Tracebacks name file:line in every
+ * frame; LUDO_DEBUG sets how much debug information ludo's own Lua
+ * library keeps (docs/embedding.md).
  *
  * Ownership words used below: "borrowed until X" means the library owns the
  * memory and it stays valid until X; "copies" means the library keeps its own

@@ -69,7 +69,8 @@ static void deliver(ludo_session_t *s) {
 
 /* The part of a call whose Lua failed: the transform or the rubric when
  * ludo.runner says it was running one (runner.doing), else the call.
- * Reads two values: no allocation. */
+ * Reads two values on the state's main thread: no allocation.
+ * [-0, +0, -] */
 static const char *failed_phase(ludo_session_t *s) {
   lua_State *L = s->ps->st.L;
   lua_Integer doing = 0;
