@@ -122,6 +122,32 @@ check "ludo run leaves failed episodes out of the mean and says why" \
 check "ludo run --json writes floats in their shortest form" bash -c \
   "'$BUILD/ludo' run examples/echo --seed 1 --max-steps 3 --json \
    | grep -q '\"total_reward\":2.16,'"
+check "ludo run: an environment's error names its file:line, the \
+library's frames theirs" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua >/tmp/ludo-where.out 2>&1; \
+   grep -q 'ESCRIPT: spec/fixtures/c/where/env.lua:13: raised on purpose' \
+     /tmp/ludo-where.out && \
+   grep -q 'lua/ludo/runner.lua:[0-9][0-9]*: in ' /tmp/ludo-where.out && \
+   ! grep -q '?:-1' /tmp/ludo-where.out"
+check "ludo run: a policy's error names its file:line" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/raising_policy.lua 2>&1 | grep -q \
+   'ESCRIPT: spec/fixtures/cli/raising_policy.lua:4: this policy cannot'"
+check "ludo run: ETIMEOUT names the phase and the line" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 --cpu-budget 100 \
+   --policy spec/fixtures/cli/where_spin_policy.lua 2>&1 | grep -qF \
+   'ETIMEOUT: the call exceeded its CPU budget of 100 ms (at spec/fixtures/c/where/env.lua:6) during the rubric of step'"
+check "ludo run: LUDO_DEBUG=0 drops the library's lines, 1 keeps names" \
+  bash -c "LUDO_DEBUG=0 '$BUILD/ludo' run spec/fixtures/c/where \
+   --max-steps 2 --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q 'env.lua:13: raised' && ! LUDO_DEBUG=0 '$BUILD/ludo' run \
+   spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q 'lua/ludo/runner.lua:[0-9]' && LUDO_DEBUG=1 '$BUILD/ludo' run \
+   spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q \"in upvalue 'env_step'\""
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus

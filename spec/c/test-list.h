@@ -28,6 +28,7 @@
   X(async_poll_interleaves)                                                  \
   X(async_run_interleaves)                                                   \
   X(async_sleep_lasts)                                                       \
+  X(async_script_waits)                                                      \
   X(async_ebusy)                                                             \
   X(async_chain_from_callback)                                               \
   X(async_close_in_flight)                                                   \
@@ -72,6 +73,9 @@
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
+  /* test-bytecode.c: trimmed debug information of library modules */     \
+  X(bytecode_trim_keeps_lines)                                               \
+  X(bytecode_trim_refuses_bad_chunks)                                        \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
@@ -97,6 +101,17 @@
   X(limit_input_size)                                                        \
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
+  /* test-where.c: errors that say where and what */                       \
+  X(where_tracebacks)                                                        \
+  X(where_policy_traceback)                                                  \
+  X(where_debug_levels)                                                      \
+  X(where_cpu_budget_phases)                                                 \
+  X(where_instructions_phases)                                               \
+  X(where_memory_phases)                                                     \
+  X(where_wall_clock_phases)                                                 \
+  X(where_async_rubric)                                                      \
+  X(where_script_limits)                                                     \
+  X(where_load_limits)                                                       \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
   X(alloc_all_returned)                                                      \
