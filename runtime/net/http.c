@@ -334,8 +334,7 @@ static void fail(ludo__http_conn_t *hc, int status, const char *msg) {
   ludo__http_req_t *r;
   req_free(hc, hc->cur);
   hc->cur = NULL;
-  hc->stop = 1;
-  hc->in.len = hc->in_off = 0;
+  hc->stop = 1; /* parse_in drops what waits in `in` */
   if (hc->nc == NULL || hc->closing) return;
   ludo__net_conn_pause(hc->nc, LUDO__NET_PAUSE_INPUT, 1);
   timer(hc, 0);
@@ -413,13 +412,28 @@ static int trailer(ludo__http_conn_t *hc, size_t n) {
   return 0;
 }
 
+/* Ends the text of the current field value: without trailing whitespace
+ * (not part of the value, RFC 9110 section 5.5), NUL-terminated. */
+static int end_value(ludo__http_conn_t *hc) {
+  ludo__http_req_t *r = hc->cur;
+  if (hc->field == F_VALUE) {
+    size_t start = r->hdrs[r->nhdrs - 1].value;
+    while (r->text.len > start &&
+           (r->text.p[r->text.len - 1] == ' ' ||
+            r->text.p[r->text.len - 1] == '\t'))
+      r->text.len--;
+  }
+  if (ludo__buf_addc(&r->text, '\0') != 0)
+    return cb_fail(hc, 500, "out of memory");
+  return 0;
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t n) {
   ludo__http_conn_t *hc = HC(p);
   ludo__http_req_t *r = hc->cur;
   if (r->hdrs_done) return trailer(hc, n);
   if (hc->field != F_FIELD) {
-    if (ludo__buf_addc(&r->text, '\0') != 0)
-      return cb_fail(hc, 500, "out of memory");
+    if (end_value(hc) != 0) return -1;
     if (r->nhdrs == hc->o.max_headers)
       return cb_fail(hc, 431, "more header fields than the limit");
     if (r->nhdrs == r->hdrs_cap) {
@@ -454,8 +468,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n) {
 
 static int on_headers_complete(http_parser *p) {
   ludo__http_conn_t *hc = HC(p);
-  if (ludo__buf_addc(&hc->cur->text, '\0') != 0)
-    return cb_fail(hc, 500, "out of memory");
+  if (end_value(hc) != 0) return -1;
   hc->field = F_NONE;
   hc->cur->hdrs_done = 1;
   hc->event = EV_HEADERS;
@@ -668,7 +681,7 @@ static void parse_in(ludo__http_conn_t *hc) {
       break;
   }
   if (hc->switched || hc->dead) return;
-  if (hc->in_off == hc->in.len) {
+  if (hc->stop || hc->in_off == hc->in.len) {
     hc->in.len = hc->in_off = 0;
     if (hc->in.cap > hc->in_max) ludo__buf_free(&hc->in);
   } else if (hc->in_off > 0) {

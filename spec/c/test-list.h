@@ -83,7 +83,23 @@
   X(alloc_fault_injection)                                                   \
   X(pool_prewarm)                                                            \
   /* test-determinism.c */                                                   \
-  X(determinism_same_seed)
+  X(determinism_same_seed)                                                   \
+  /* test-http.c: HTTP/1.1 connections, byte scripts (runtime/net) */        \
+  X(http_request_fields)                                                     \
+  X(http_split_reads)                                                        \
+  X(http_response_bytes)                                                     \
+  X(http_respond_checks)                                                     \
+  X(http_pipelining)                                                         \
+  X(http_keep_alive)                                                         \
+  X(http_bad_requests)                                                       \
+  X(http_error_after_pipelined)                                              \
+  X(http_limits)                                                             \
+  X(http_expect_continue)                                                    \
+  X(http_timeouts)                                                           \
+  X(http_abort_pending)                                                      \
+  X(http_backpressure)                                                       \
+  X(http_input_bounded)                                                      \
+  X(http_alloc_failures)
 
 TEST_LIST(TEST_DECLARE)
 
