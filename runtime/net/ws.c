@@ -54,7 +54,11 @@ struct ludo__ws_s {
   size_t rdlen;
   ludo__buf_t in;              /* bytes that came before the switch */
   int state;                   /* WS_* */
-  int close_queued;            /* our close frame is queued or sent */
+  int close_queued;            /* our close was asked for */
+  int close_pending;           /* ... and waits to be queued in wslay */
+  int close_out;               /* its code */
+  char close_why[REASON_MAX + 1];
+  size_t close_why_len;
   int awaiting_pong;
   uint32_t ping_seq;
   int code;                    /* why the connection ends (code_set) */
@@ -264,23 +268,47 @@ static void settle(ludo__ws_t *ws) {
   }
 }
 
-/* Queues our close frame. Returns 0, LUDO_ECLOSED or LUDO_ENOMEM. */
+/* Queues our close frame in wslay once that keeps the order of what was
+ * sent: not inside a receive (messages sent from the message callback are
+ * still to be queued: wslay would put a control frame before them) and
+ * not before the switch. Messages go first, then the close. */
+static void send_close(ludo__ws_t *ws) {
+  int r;
+  if (!ws->close_pending || ws->in_recv || ws->nc == NULL ||
+      ws->state >= WS_DONE)
+    return;
+  ws->close_pending = 0;
+  pump(ws);
+  r = wslay_event_queue_close(ws->ev, (uint16_t)ws->close_out,
+                              (const uint8_t *)ws->close_why,
+                              ws->close_why_len);
+  if (r == WSLAY_ERR_NOMEM) {
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return;
+  }
+  pump(ws); /* r may say the peer's close came first: nothing to add */
+  settle(ws);
+}
+
+/* Starts our side of the closing handshake. Returns 0 or LUDO_ECLOSED. */
 static int start_close(ludo__ws_t *ws, int code, const char *reason,
                        size_t len) {
-  int r;
-  if (ws->close_queued || ws->state >= WS_CLOSING) return LUDO_ECLOSED;
-  r = wslay_event_queue_close(ws->ev, (uint16_t)code, (const uint8_t *)reason,
-                              len);
-  if (r == WSLAY_ERR_NOMEM) return LUDO_ENOMEM;
-  if (r != 0) return LUDO_ECLOSED;
+  if (ws->close_queued || ws->state >= WS_CLOSING ||
+      wslay_event_get_close_received(ws->ev))
+    return LUDO_ECLOSED;
   ws->close_queued = 1;
+  ws->close_pending = 1;
+  ws->close_out = code;
+  memcpy(ws->close_why, reason, len);
+  ws->close_why[len] = '\0';
+  ws->close_why_len = len;
   set_code(ws, code, reason, len);
   if (ws->state == WS_OPEN) {
     ws->state = WS_CLOSING;
     arm(ws);
   }
-  pump(ws);
-  settle(ws);
+  send_close(ws);
   return 0;
 }
 
@@ -309,6 +337,7 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
   /* Anything from the peer shows it is alive. */
   ws->awaiting_pong = 0;
   pump(ws);
+  send_close(ws);
   settle(ws);
   if (ws->state == WS_OPEN) arm(ws);
 }
@@ -448,6 +477,7 @@ static void on_switch(void *ud, ludo__net_conn_t *nc, const char *rest,
     ludo__core_post(ws->core, &ws->task);
   }
   pump(ws); /* what was sent or closed before the switch */
+  send_close(ws);
   arm(ws);
   leave(ws);
 }

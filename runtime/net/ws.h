@@ -104,9 +104,11 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len);
 
 /* Starts the closing handshake with `code` (1000-1003, 1007-1014 or
  * 3000-4999) and `reason` (NULL or UTF-8 of at most 123 bytes, copied).
- * The close callback comes when the peer answered or close_timeout_ms
- * passed. Returns 0, LUDO_EINVAL (a code or reason not allowed),
- * LUDO_ECLOSED (closing already) or LUDO_ENOMEM. */
+ * The close frame follows the messages sent before it (also those sent
+ * from the message callback this is called from). The close callback
+ * comes when the peer answered or close_timeout_ms passed. Returns 0,
+ * LUDO_EINVAL (a code or reason not allowed) or LUDO_ECLOSED (a close
+ * frame was sent or received already). */
 int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason);
 
 /* Bytes waiting to be sent (queued messages and unsent frames). */

@@ -99,7 +99,23 @@
   X(http_abort_pending)                                                      \
   X(http_backpressure)                                                       \
   X(http_input_bounded)                                                      \
-  X(http_alloc_failures)
+  X(http_alloc_failures)                                                     \
+  /* test-ws.c: WebSocket connections, byte scripts (runtime/net) */        \
+  X(ws_accept_key)                                                           \
+  X(ws_handshake)                                                            \
+  X(ws_handshake_refused)                                                    \
+  X(ws_masked_text)                                                          \
+  X(ws_fragments_and_ping)                                                   \
+  X(ws_unmasked_frame)                                                       \
+  X(ws_invalid_utf8)                                                         \
+  X(ws_message_too_big)                                                      \
+  X(ws_bad_frames)                                                           \
+  X(ws_close_from_peer)                                                      \
+  X(ws_close_from_server)                                                    \
+  X(ws_keepalive)                                                            \
+  X(ws_send_queue)                                                           \
+  X(ws_upgrade_pipelined)                                                    \
+  X(ws_gone_before_switch)
 
 TEST_LIST(TEST_DECLARE)
 
