@@ -8,8 +8,21 @@
 
 /* ---- a core ----------------------------------------------------------- */
 
+/* Keeps the last log line in test_log (see helpers.h). */
+static void net_log(void *ud, ludo_log_level_t level, const char *who,
+                    const char *msg, size_t len) {
+  test_log_t *l = ud;
+  size_t n = len < sizeof l->last - 1 ? len : sizeof l->last - 1;
+  l->lines++;
+  l->last_level = (int)level;
+  memcpy(l->last, msg, n);
+  l->last[n] = '\0';
+  snprintf(l->last_who, sizeof l->last_who, "%s", who ? who : "");
+}
+
 void net_core_init(ludo__core_t *c) {
-  if (ludo__core_init(c, test_alloc_fn, &test_heap, NULL, NULL, NULL, NULL))
+  if (ludo__core_init(c, test_alloc_fn, &test_heap, net_log, &test_log, NULL,
+                      NULL))
     FAIL("ludo__core_init failed");
 }
 

@@ -18,7 +18,8 @@
 
 /* ---- a core ----------------------------------------------------------- */
 
-/* Sets up `c` on its own loop with the counting allocator (test_heap). */
+/* Sets up `c` on its own loop with the counting allocator (test_heap);
+ * its log lines go to test_log. */
 void net_core_init(ludo__core_t *c);
 
 /* Runs what the core's queue holds (posted tasks), without blocking. */

@@ -115,7 +115,14 @@
   X(ws_keepalive)                                                            \
   X(ws_send_queue)                                                           \
   X(ws_upgrade_pipelined)                                                    \
-  X(ws_gone_before_switch)
+  X(ws_gone_before_switch)                                                   \
+  /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
+  X(net_socket_http)                                                         \
+  X(net_socket_ws_echo)                                                      \
+  X(net_socket_slow_client)                                                  \
+  X(net_socket_connection_limit)                                             \
+  X(net_socket_server_close)                                                 \
+  X(net_listen_errors)
 
 TEST_LIST(TEST_DECLARE)
 
