@@ -149,7 +149,9 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind"
   for t in echo_reset_step_state core_borrowed_loop \
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
-           reenter_close_self batch_async alloc_fault_injection; do
+           reenter_close_self batch_async alloc_fault_injection \
+           http_abort_pending ws_upgrade_pipelined net_socket_ws_echo \
+           net_socket_server_close; do
     check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \

@@ -13,6 +13,7 @@
  * what they keep before the read callback returns. */
 #include "net/server.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -304,6 +305,20 @@ int ludo__http_server_new(ludo__core_t *core, const ludo__http_options_t *o,
   return 0;
 }
 
+/* A write to a socket the peer closed raises SIGPIPE, which ends the
+ * process by default (libuv writes with write(2), not send(2) with
+ * MSG_NOSIGNAL): ignored, unless the host set its own disposition. */
+static void ignore_sigpipe(void) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) != 0) return;
+  if (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL) {
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL);
+  }
+}
+
 int ludo__http_server_listen(ludo__http_server_t *s, const char *host,
                              int port) {
   struct sockaddr_storage ss;
@@ -339,6 +354,7 @@ int ludo__http_server_listen(ludo__http_server_t *s, const char *host,
                   ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
                   : ntohs(((struct sockaddr_in *)&ss)->sin_port);
   s->listening = 1;
+  ignore_sigpipe();
   return 0;
 }
 

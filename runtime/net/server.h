@@ -7,7 +7,11 @@
  * "localhost"), so listening needs no resolver.
  *
  * Every handle is counted on the core (ludo__core_handle_opened/closed);
- * close the server, and let its close complete, before closing the core. */
+ * close the server, and let its close complete, before closing the core.
+ *
+ * Listening sets SIGPIPE to be ignored when its disposition is still the
+ * default (a write to a connection the peer closed would end the process;
+ * the write fails with EPIPE instead); a host's own handler is kept. */
 #ifndef LUDO_NET_SERVER_H
 #define LUDO_NET_SERVER_H
 
@@ -27,7 +31,8 @@ int ludo__http_server_new(ludo__core_t *core, const ludo__http_options_t *o,
                           ludo__http_server_t **out);
 
 /* Binds `host` ("127.0.0.1", "::", "0.0.0.0", "localhost") and `port` (0:
- * any free port) and starts accepting. Returns 0, LUDO_EINVAL (a host
+ * any free port) and starts accepting (and ignores SIGPIPE, see above).
+ * Returns 0, LUDO_EINVAL (a host
  * that is not a numeric address, a port out of range, listening
  * already) or LUDO_EIO (bind or listen failed: the address is in use,
  * say); ludo__http_server_errmsg() then says what happened. */

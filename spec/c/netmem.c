@@ -20,11 +20,13 @@ static void net_log(void *ud, ludo_log_level_t level, const char *who,
   snprintf(l->last_who, sizeof l->last_who, "%s", who ? who : "");
 }
 
-void net_core_init(ludo__core_t *c) {
-  if (ludo__core_init(c, test_alloc_fn, &test_heap, net_log, &test_log, NULL,
+void net_core_init_on(ludo__core_t *c, uv_loop_t *loop) {
+  if (ludo__core_init(c, test_alloc_fn, &test_heap, net_log, &test_log, loop,
                       NULL))
     FAIL("ludo__core_init failed");
 }
+
+void net_core_init(ludo__core_t *c) { net_core_init_on(c, NULL); }
 
 void net_core_pump(ludo__core_t *c) { ludo__core_poll(c, 0); }
 

@@ -22,6 +22,9 @@
  * its log lines go to test_log. */
 void net_core_init(ludo__core_t *c);
 
+/* The same on a loop of the host's (`loop`, borrowed). */
+void net_core_init_on(ludo__core_t *c, uv_loop_t *loop);
+
 /* Runs what the core's queue holds (posted tasks), without blocking. */
 void net_core_pump(ludo__core_t *c);
 

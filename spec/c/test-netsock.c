@@ -5,6 +5,7 @@
  * connection limit, the server closing under open connections, and
  * listen errors. Every test ends with the server and the core closed and
  * every byte returned. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,8 @@ static void cli_start(cli_t *c, uv_loop_t *loop, int port) {
 
 typedef struct srv_s {
   ludo__core_t core;
+  uv_loop_t host;        /* the host's loop, when `borrowed` */
+  int borrowed;
   ludo__http_server_t *server;
   int port;
   int closed;            /* the close callback ran */
@@ -181,13 +184,26 @@ static void on_abort(void *ud, ludo__http_req_t *req) {
 
 static const ludo__http_handler_t handler = {on_request, on_abort};
 
-static void srv_start(srv_t *s, const ludo__http_options_t *o) {
+/* A server listening on a free loopback port, on the core's own loop or
+ * (borrowed 1) on a loop of the host's. */
+static void srv_start_on(srv_t *s, const ludo__http_options_t *o,
+                         int borrowed) {
   memset(s, 0, sizeof *s);
-  net_core_init(&s->core);
+  s->borrowed = borrowed;
+  if (borrowed) {
+    ASSERT_OK(uv_loop_init(&s->host));
+    net_core_init_on(&s->core, &s->host);
+  } else {
+    net_core_init(&s->core);
+  }
   ASSERT_OK(ludo__http_server_new(&s->core, o, &handler, s, &s->server));
   ASSERT_OK(ludo__http_server_listen(s->server, "127.0.0.1", 0));
   s->port = ludo__http_server_port(s->server);
   ASSERT_GT(s->port, 0);
+}
+
+static void srv_start(srv_t *s, const ludo__http_options_t *o) {
+  srv_start_on(s, o, 0);
 }
 
 /* Runs the loop until it has nothing left (the test closed everything),
@@ -196,6 +212,18 @@ static void srv_start(srv_t *s, const ludo__http_options_t *o) {
 static void srv__finish(const char *file, int line, srv_t *s) {
   uv_run(s->core.loop, UV_RUN_DEFAULT);
   if (!s->closed) test__fail(file, line, "the server did not close");
+  if (s->borrowed) {
+    /* The host runs its loop once more for ludo's last close callbacks;
+     * then the loop must hold no handle of ludo's. */
+    ludo__core_close(&s->core);
+    uv_run(&s->host, UV_RUN_DEFAULT);
+    if (uv_loop_close(&s->host) != 0)
+      test__fail(file, line, "handles left on the host's loop");
+    if (test_heap.live != 0 || test_heap.blocks != 0)
+      test__fail(file, line, "%zu bytes in %zu blocks still live",
+                 test_heap.live, test_heap.blocks);
+    return;
+  }
   net_core__free(file, line, &s->core);
 }
 
@@ -323,12 +351,14 @@ static void wc_data(cli_t *c) {
   if (wslay_event_send(w->ev) != 0) FAIL("the client's wslay_event_send");
 }
 
+/* On a loop of the host's (the core borrows it). */
 TEST_IMPL(net_socket_ws_echo) {
   struct wslay_event_callbacks cb = {wc_recv, wc_send, wc_mask, NULL,
                                      NULL,    NULL,    wc_msg};
   srv_t s;
   wscli_t w;
-  srv_start(&s, NULL);
+  srv_start_on(&s, NULL, 1);
+  ASSERT_PTR_EQ(s.core.loop, &s.host);
   s.close_server_on_ws_close = 1;
   memset(&w, 0, sizeof w);
   if (wslay_event_context_client_init(&w.ev, &cb, &w) != 0)
@@ -480,9 +510,16 @@ TEST_IMPL(net_socket_server_close) {
   wslay_event_context_free(ws_cli.ev);
 }
 
+static void host_sigpipe(int sig) { (void)sig; }
+
+/* Listen errors; SIGPIPE ignored unless the host handles it. */
 TEST_IMPL(net_listen_errors) {
+  struct sigaction sa;
   srv_t s, t;
+  signal(SIGPIPE, host_sigpipe);
   srv_start(&s, NULL);
+  ASSERT_OK(sigaction(SIGPIPE, NULL, &sa));
+  ASSERT_TRUE(sa.sa_handler == host_sigpipe); /* the host's is kept */
   memset(&t, 0, sizeof t);
   net_core_init(&t.core);
   ASSERT_OK(ludo__http_server_new(&t.core, NULL, &handler, &t, &t.server));
@@ -496,6 +533,11 @@ TEST_IMPL(net_listen_errors) {
              LUDO_EINVAL);
   ASSERT_EQ(ludo__http_server_port(t.server), 0);
   ASSERT_ERR(ludo__http_server_listen(s.server, "127.0.0.1", 0), LUDO_EINVAL);
+  signal(SIGPIPE, SIG_DFL);
+  ASSERT_OK(ludo__http_server_listen(t.server, "localhost", 0));
+  ASSERT_GT(ludo__http_server_port(t.server), 0);
+  ASSERT_OK(sigaction(SIGPIPE, NULL, &sa));
+  ASSERT_TRUE(sa.sa_handler == SIG_IGN); /* the default would kill */
   ludo__http_server_close(t.server, server_closed, &t);
   uv_run(t.core.loop, UV_RUN_DEFAULT);
   ASSERT_TRUE(t.closed);
