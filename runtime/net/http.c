@@ -312,6 +312,7 @@ static void write_answers(ludo__http_conn_t *hc) {
       hc->nc = NULL;
       ludo__core_unpost(hc->core, &hc->resume);
       ludo__net_conn_set_proto(nc, NULL, NULL);
+      ludo__net_conn_pause(nc, LUDO__NET_PAUSE_INPUT, 0);
       fn(ud, nc, hc->in.p ? hc->in.p + hc->in_off : "",
          hc->in.len - hc->in_off);
       return;
@@ -608,8 +609,10 @@ static void dispatch(ludo__http_conn_t *hc, ludo__http_req_t *r) {
   r->state = RQ_WAITING;
   enqueue(hc, r);
   hc->waiting++;
-  if (!r->keep_alive) hc->stop = 1;
-  if (r->upgrade) hc->upgrade_pending = 1;
+  if (r->upgrade)
+    hc->upgrade_pending = 1; /* keeps what follows for the new protocol */
+  else if (!r->keep_alive)
+    hc->stop = 1;
   timer(hc, 0);
   call_request(hc, r);
 }

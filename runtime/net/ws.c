@@ -347,14 +347,8 @@ static void task_fn(ludo__task_t *t) {
   ludo__buf_t in = ws->in;
   enter(ws);
   ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
+  /* Bytes read while this task waited were appended to these. */
   if (in.len) feed(ws, in.p, in.len);
-  /* Bytes read while this task waited were appended after these. */
-  if (ws->in.len) {
-    ludo__buf_t more = ws->in;
-    ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
-    feed(ws, more.p, more.len);
-    ludo__buf_free(&more);
-  }
   ludo__buf_free(&in);
   leave(ws);
 }

@@ -116,6 +116,7 @@
   X(ws_send_queue)                                                           \
   X(ws_upgrade_pipelined)                                                    \
   X(ws_gone_before_switch)                                                   \
+  X(ws_upgrade_input_bounded)                                                \
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \

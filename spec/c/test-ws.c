@@ -720,3 +720,37 @@ TEST_IMPL(ws_gone_before_switch) {
   }
   net_core_free(&core);
 }
+
+/* Frames sent right after a handshake that waits (a request before it is
+ * held) are kept, bounded: reading stops while they pile up, and starts
+ * again once the WebSocket has taken them. */
+TEST_IMPL(ws_upgrade_input_bounded) {
+  ludo__core_t core;
+  mem_t m;
+  wsrec_t w;
+  char *script, payload[1000];
+  size_t n;
+  int i;
+  net_core_init(&core);
+  memset(&w, 0, sizeof w);
+  conn_on(&m, &core, &w);
+  script = malloc(80 * 1024);
+  n = (size_t)snprintf(script, 1024, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n%s",
+                       net_ws_upgrade);
+  memset(payload, 'z', sizeof payload);
+  for (i = 0; i < 70; i++)
+    n += net_client_frame(script + n, 1, 2, payload, sizeof payload);
+  mem_feed(&m, script, n);
+  ASSERT_OK(w.accept_rc);
+  ASSERT_EQ(m.paused, 1);
+  ASSERT_OK(ludo__http_respond(w.held[0], 200, NULL, 0, NULL, 0));
+  ASSERT_EQ(m.paused, 0);
+  net_core_pump(&core);
+  ASSERT_EQ(w.messages, 70);
+  ASSERT_UINT_EQ(w.last_len, 1000);
+  free(script);
+  ludo__net_conn_eof(&m.conn);
+  mem_finish(&m);
+  mem_free(&m);
+  net_core_free(&core);
+}
