@@ -35,7 +35,7 @@ static int valid_key(const char *key) {
   return base64_decode_final(&ctx) && n == 16;
 }
 
-int ludo__ws_handshake_check(const ludo__http_req_t *req, const char **why) {
+int ludo__handshake_check(const ludo__http_req_t *req, const char **why) {
   const char *v;
   if (strcmp(ludo__http_req_method(req), "GET") != 0) {
     *why = "a WebSocket handshake must use GET";
@@ -68,7 +68,7 @@ int ludo__ws_handshake_check(const ludo__http_req_t *req, const char **why) {
   return 0;
 }
 
-void ludo__ws_accept_key(const char *key, char *out) {
+void ludo__handshake_accept_key(const char *key, char *out) {
   struct sha1_ctx ctx;
   uint8_t digest[SHA1_DIGEST_SIZE];
   sha1_init(&ctx);
@@ -76,5 +76,5 @@ void ludo__ws_accept_key(const char *key, char *out) {
   sha1_update(&ctx, sizeof ws_guid - 1, (const uint8_t *)ws_guid);
   sha1_digest(&ctx, sizeof digest, digest);
   base64_encode_raw(out, sizeof digest, digest);
-  out[LUDO__WS_ACCEPT_LEN] = '\0';
+  out[LUDO__HANDSHAKE_ACCEPT_LEN] = '\0';
 }

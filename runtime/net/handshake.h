@@ -9,7 +9,7 @@
 #include "net/http.h"
 
 /* Length of a Sec-WebSocket-Accept value (base64 of a SHA-1 digest). */
-#define LUDO__WS_ACCEPT_LEN 28
+#define LUDO__HANDSHAKE_ACCEPT_LEN 28
 
 /* Checks `req` as an opening handshake: method GET, HTTP/1.1 or later, an
  * Upgrade field naming "websocket" and a Connection field naming
@@ -18,11 +18,11 @@
  * refuse the request with: 400, or 426 when only the version is wrong
  * (the response then carries "Sec-WebSocket-Version: 13"); *why is then a
  * static sentence saying what is wrong. */
-int ludo__ws_handshake_check(const ludo__http_req_t *req, const char **why);
+int ludo__handshake_check(const ludo__http_req_t *req, const char **why);
 
 /* Writes the Sec-WebSocket-Accept value for `key` (a checked
- * Sec-WebSocket-Key) into `out`: LUDO__WS_ACCEPT_LEN characters and a
+ * Sec-WebSocket-Key) into `out`: LUDO__HANDSHAKE_ACCEPT_LEN characters and a
  * NUL. Never fails. */
-void ludo__ws_accept_key(const char *key, char *out);
+void ludo__handshake_accept_key(const char *key, char *out);
 
 #endif

@@ -340,7 +340,7 @@ static void fail(ludo__http_conn_t *hc, int status, const char *msg) {
   ludo__net_conn_pause(hc->nc, LUDO__NET_PAUSE_INPUT, 1);
   timer(hc, 0);
   r = req_new(hc);
-  if (r == NULL || ludo__http_error_write(&r->answer, status, msg) != 0) {
+  if (r == NULL || ludo__response_error(&r->answer, status, msg) != 0) {
     req_free(hc, r);
     close_conn(hc, 1);
     return;
@@ -859,15 +859,15 @@ int ludo__http_respond(ludo__http_req_t *req, int status,
   if (req->state == RQ_ABORTED || hc->dead || hc->closing || hc->nc == NULL)
     return LUDO_ECLOSED;
   if (req->state != RQ_WAITING) return LUDO_EINVAL;
-  rc = ludo__http_head_check(status, h, n, len);
+  rc = ludo__response_check(status, h, n, len);
   if (rc != 0) return rc;
   req->close_after = !req->keep_alive || req->upgrade;
   if (req->close_after)
-    flags |= LUDO__HTTP_HEAD_CLOSE;
+    flags |= LUDO__RESPONSE_CLOSE;
   else if (req->version == 10)
-    flags |= LUDO__HTTP_HEAD_KEEP;
-  if (status == 204 || status == 304) flags |= LUDO__HTTP_HEAD_NO_LENGTH;
-  if (ludo__http_head_write(&req->answer, status, h, n, len, flags) != 0 ||
+    flags |= LUDO__RESPONSE_KEEP;
+  if (status == 204 || status == 304) flags |= LUDO__RESPONSE_NO_LENGTH;
+  if (ludo__response_head(&req->answer, status, h, n, len, flags) != 0 ||
       (!req->head && len > 0 && ludo__buf_add(&req->answer, body, len))) {
     ludo__buf_free(&req->answer);
     return LUDO_ENOMEM;

@@ -7,7 +7,7 @@
 #include <strings.h>
 #include <time.h>
 
-const char *ludo__http_reason(int status) {
+const char *ludo__response_reason(int status) {
   switch (status) {
 #define LUDO__REASON(num, name, string) \
   case num:                             \
@@ -19,7 +19,7 @@ const char *ludo__http_reason(int status) {
   }
 }
 
-size_t ludo__http_date(char *out, int64_t t) {
+size_t ludo__response_date(char *out, int64_t t) {
   static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed",
                                   "Thu", "Fri", "Sat"};
   static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr",
@@ -72,8 +72,8 @@ static int owned(const char *name) {
   return 0;
 }
 
-int ludo__http_head_check(int status, const ludo__http_header_t *h, size_t n,
-                          size_t body_len) {
+int ludo__response_check(int status, const ludo__http_header_t *h, size_t n,
+                         size_t body_len) {
   size_t i;
   if (status < 200 || status > 599) return LUDO_EINVAL;
   if ((status == 204 || status == 304) && body_len > 0) return LUDO_EINVAL;
@@ -85,14 +85,14 @@ int ludo__http_head_check(int status, const ludo__http_header_t *h, size_t n,
   return 0;
 }
 
-int ludo__http_head_write(ludo__buf_t *b, int status,
-                          const ludo__http_header_t *h, size_t n,
-                          size_t body_len, unsigned flags) {
+int ludo__response_head(ludo__buf_t *b, int status,
+                        const ludo__http_header_t *h, size_t n,
+                        size_t body_len, unsigned flags) {
   size_t i;
   int has_date = 0;
   char date[32];
   if (ludo__buf_printf(b, "HTTP/1.1 %d %s\r\n", status,
-                       ludo__http_reason(status)) != 0)
+                       ludo__response_reason(status)) != 0)
     return LUDO_ENOMEM;
   for (i = 0; i < n; i++) {
     if (strcasecmp(h[i].name, "date") == 0) has_date = 1;
@@ -101,27 +101,27 @@ int ludo__http_head_write(ludo__buf_t *b, int status,
       return LUDO_ENOMEM;
   }
   if (!has_date) {
-    ludo__http_date(date, (int64_t)time(NULL));
+    ludo__response_date(date, (int64_t)time(NULL));
     if (ludo__buf_printf(b, "Date: %s\r\n", date) != 0) return LUDO_ENOMEM;
   }
-  if (!(flags & LUDO__HTTP_HEAD_NO_LENGTH) &&
+  if (!(flags & LUDO__RESPONSE_NO_LENGTH) &&
       ludo__buf_printf(b, "Content-Length: %zu\r\n", body_len) != 0)
     return LUDO_ENOMEM;
-  if ((flags & LUDO__HTTP_HEAD_CLOSE) &&
+  if ((flags & LUDO__RESPONSE_CLOSE) &&
       ludo__buf_adds(b, "Connection: close\r\n") != 0)
     return LUDO_ENOMEM;
-  else if (!(flags & LUDO__HTTP_HEAD_CLOSE) && (flags & LUDO__HTTP_HEAD_KEEP) &&
+  else if (!(flags & LUDO__RESPONSE_CLOSE) && (flags & LUDO__RESPONSE_KEEP) &&
            ludo__buf_adds(b, "Connection: keep-alive\r\n") != 0)
     return LUDO_ENOMEM;
   return ludo__buf_add(b, "\r\n", 2) == 0 ? 0 : LUDO_ENOMEM;
 }
 
-int ludo__http_error_write(ludo__buf_t *b, int status, const char *msg) {
+int ludo__response_error(ludo__buf_t *b, int status, const char *msg) {
   static const ludo__http_header_t type = {"Content-Type",
                                            "text/plain; charset=utf-8"};
-  const char *reason = ludo__http_reason(status);
+  const char *reason = ludo__response_reason(status);
   size_t len = strlen(reason) + 2 + strlen(msg) + 1;
-  if (ludo__http_head_write(b, status, &type, 1, len, LUDO__HTTP_HEAD_CLOSE))
+  if (ludo__response_head(b, status, &type, 1, len, LUDO__RESPONSE_CLOSE))
     return LUDO_ENOMEM;
   return ludo__buf_printf(b, "%s: %s\n", reason, msg) == 0 ? 0 : LUDO_ENOMEM;
 }

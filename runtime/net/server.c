@@ -29,7 +29,7 @@ typedef struct sock_s {
   uv_timer_t timer;
   uv_shutdown_t shut;
   ludo__net_conn_t conn;
-  ludo__http_server_t *srv;
+  ludo__server_t *srv;
   struct sock_s *prev, *next;
   int handles;                 /* open handles of this sock */
   int shutting;                /* uv_shutdown requested */
@@ -42,7 +42,7 @@ typedef struct wreq_s {
   size_t len, cap;
 } wreq_t;
 
-struct ludo__http_server_s {
+struct ludo__server_s {
   ludo__core_t *core;
   ludo__http_options_t o;
   ludo__http_handler_t h;
@@ -55,7 +55,7 @@ struct ludo__http_server_s {
   unsigned nsocks;
   unsigned refusing;           /* refused connections still closing */
   int closing;
-  ludo__http_server_close_cb close_cb;
+  ludo__server_close_cb close_cb;
   void *close_ud;
   int rbuf_busy;
   char errmsg[256];
@@ -69,8 +69,8 @@ static const ludo__net_sink_t sock_sink;
 /* ---- the server's end ------------------------------------------------- */
 
 /* Frees the server once the listener and every sock are closed. */
-static void maybe_finish(ludo__http_server_t *s) {
-  ludo__http_server_close_cb cb;
+static void maybe_finish(ludo__server_t *s) {
+  ludo__server_close_cb cb;
   void *ud;
   if (!s->closing || s->listener_open || s->nsocks > 0 || s->refusing > 0)
     return;
@@ -84,7 +84,7 @@ static void maybe_finish(ludo__http_server_t *s) {
 
 static void sock_handle_closed(uv_handle_t *h) {
   sock_t *k = h->data;
-  ludo__http_server_t *s = k->srv;
+  ludo__server_t *s = k->srv;
   ludo__core_handle_closed(s->core);
   if (--k->handles > 0) return;
   if (k->prev)
@@ -148,7 +148,7 @@ static void sink_write(ludo__net_conn_t *c, char *p, size_t len,
 
 static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
   sock_t *k = h->data;
-  ludo__http_server_t *s = k->srv;
+  ludo__server_t *s = k->srv;
   (void)want;
   if (!s->rbuf_busy) {
     s->rbuf_busy = 1;
@@ -162,7 +162,7 @@ static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   sock_t *k = st->data;
-  ludo__http_server_t *s = k->srv;
+  ludo__server_t *s = k->srv;
   if (n > 0)
     ludo__net_conn_read(&k->conn, buf->base, (size_t)n);
   else if (n == UV_EOF)
@@ -222,7 +222,7 @@ static const ludo__net_sink_t sock_sink = {sink_write, sink_pause,
 /* ---- accepting -------------------------------------------------------- */
 
 static void refused_closed(uv_handle_t *h) {
-  ludo__http_server_t *s = h->data;
+  ludo__server_t *s = h->data;
   ludo__core_handle_closed(s->core);
   ludo__free(&s->core->heap, h, sizeof(uv_tcp_t));
   s->refusing--;
@@ -230,7 +230,7 @@ static void refused_closed(uv_handle_t *h) {
 }
 
 static void on_connection(uv_stream_t *l, int status) {
-  ludo__http_server_t *s = l->data;
+  ludo__server_t *s = l->data;
   ludo__core_t *core = s->core;
   ludo__http_conn_t *hc;
   sock_t *k;
@@ -285,10 +285,10 @@ static void on_connection(uv_stream_t *l, int status) {
 
 /* ---- the API ---------------------------------------------------------- */
 
-int ludo__http_server_new(ludo__core_t *core, const ludo__http_options_t *o,
-                          const ludo__http_handler_t *h, void *ud,
-                          ludo__http_server_t **out) {
-  ludo__http_server_t *s;
+int ludo__server_new(ludo__core_t *core, const ludo__http_options_t *o,
+                     const ludo__http_handler_t *h, void *ud,
+                     ludo__server_t **out) {
+  ludo__server_t *s;
   *out = NULL;
   if (h == NULL || h->request == NULL) return LUDO_EINVAL;
   s = ludo__calloc(&core->heap, sizeof *s);
@@ -319,8 +319,7 @@ static void ignore_sigpipe(void) {
   }
 }
 
-int ludo__http_server_listen(ludo__http_server_t *s, const char *host,
-                             int port) {
+int ludo__server_listen(ludo__server_t *s, const char *host, int port) {
   struct sockaddr_storage ss;
   int namelen = sizeof ss, rc;
   const char *ip = host;
@@ -358,25 +357,25 @@ int ludo__http_server_listen(ludo__http_server_t *s, const char *host,
   return 0;
 }
 
-int ludo__http_server_port(const ludo__http_server_t *s) { return s->port; }
+int ludo__server_port(const ludo__server_t *s) { return s->port; }
 
-const char *ludo__http_server_errmsg(const ludo__http_server_t *s) {
+const char *ludo__server_errmsg(const ludo__server_t *s) {
   return s->errmsg;
 }
 
-unsigned ludo__http_server_connections(const ludo__http_server_t *s) {
+unsigned ludo__server_connections(const ludo__server_t *s) {
   return s->nsocks;
 }
 
 static void listener_closed(uv_handle_t *h) {
-  ludo__http_server_t *s = h->data;
+  ludo__server_t *s = h->data;
   ludo__core_handle_closed(s->core);
   s->listener_open = 0;
   maybe_finish(s);
 }
 
-void ludo__http_server_close(ludo__http_server_t *s,
-                             ludo__http_server_close_cb cb, void *ud) {
+void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
+                        void *ud) {
   sock_t *k, *next;
   if (s->closing) return;
   s->closing = 1;

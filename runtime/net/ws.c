@@ -497,12 +497,12 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
   ludo__core_t *core;
   ludo__ws_t *ws;
   const char *why;
-  char head[160], accept[LUDO__WS_ACCEPT_LEN + 1];
+  char head[160], accept[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
   int status, rc, n;
   *out = NULL;
   if (req == NULL || cb == NULL || cb->message == NULL || cb->close == NULL)
     return LUDO_EINVAL;
-  status = ludo__ws_handshake_check(req, &why);
+  status = ludo__handshake_check(req, &why);
   if (status != 0) {
     rc = refuse(req, status, why);
     return rc == 0 ? LUDO_EINVAL : rc;
@@ -523,8 +523,8 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
     return LUDO_ENOMEM;
   }
   wslay_event_config_set_max_recv_msg_length(ws->ev, ws->o.max_message);
-  ludo__ws_accept_key(ludo__http_req_header(req, "sec-websocket-key"),
-                      accept);
+  ludo__handshake_accept_key(ludo__http_req_header(req, "sec-websocket-key"),
+                             accept);
   n = snprintf(head, sizeof head,
                "HTTP/1.1 101 Switching Protocols\r\n"
                "Upgrade: websocket\r\n"

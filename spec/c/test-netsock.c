@@ -110,7 +110,7 @@ typedef struct srv_s {
   ludo__core_t core;
   uv_loop_t host;        /* the host's loop, when `borrowed` */
   int borrowed;
-  ludo__http_server_t *server;
+  ludo__server_t *server;
   int port;
   int closed;            /* the close callback ran */
   int requests;
@@ -145,7 +145,7 @@ static void ws_close(void *ud, ludo__ws_t *ws, int code, const char *reason,
   snprintf(s->ws_reason, sizeof s->ws_reason, "%.*s", (int)n, reason);
   s->ws = NULL;
   if (s->close_server_on_ws_close)
-    ludo__http_server_close(s->server, server_closed, s);
+    ludo__server_close(s->server, server_closed, s);
 }
 
 static const ludo__ws_callbacks_t ws_cbs = {ws_message, ws_close, NULL};
@@ -196,9 +196,9 @@ static void srv_start_on(srv_t *s, const ludo__http_options_t *o,
   } else {
     net_core_init(&s->core);
   }
-  ASSERT_OK(ludo__http_server_new(&s->core, o, &handler, s, &s->server));
-  ASSERT_OK(ludo__http_server_listen(s->server, "127.0.0.1", 0));
-  s->port = ludo__http_server_port(s->server);
+  ASSERT_OK(ludo__server_new(&s->core, o, &handler, s, &s->server));
+  ASSERT_OK(ludo__server_listen(s->server, "127.0.0.1", 0));
+  s->port = ludo__server_port(s->server);
   ASSERT_GT(s->port, 0);
 }
 
@@ -233,7 +233,7 @@ static srv_t *the_srv;
 
 static void close_all_on_eof(cli_t *c) {
   cli_close(c);
-  ludo__http_server_close(the_srv->server, server_closed, the_srv);
+  ludo__server_close(the_srv->server, server_closed, the_srv);
 }
 
 TEST_IMPL(net_socket_http) {
@@ -412,7 +412,7 @@ static int second_port;
 static void second_eof(cli_t *c) {
   cli_close(c);
   cli_close(&first);
-  ludo__http_server_close(the_srv->server, server_closed, the_srv);
+  ludo__server_close(the_srv->server, server_closed, the_srv);
 }
 
 static void first_data(cli_t *c) {
@@ -458,8 +458,8 @@ static void maybe_close_server(void) {
   if (the_srv->held != NULL && ws_cli.open && the_srv->ws != NULL &&
       !close_asked) {
     close_asked = 1;
-    ASSERT_EQ(ludo__http_server_connections(the_srv->server), 2);
-    ludo__http_server_close(the_srv->server, server_closed, the_srv);
+    ASSERT_EQ(ludo__server_connections(the_srv->server), 2);
+    ludo__server_close(the_srv->server, server_closed, the_srv);
   }
 }
 
@@ -522,26 +522,24 @@ TEST_IMPL(net_listen_errors) {
   ASSERT_TRUE(sa.sa_handler == host_sigpipe); /* the host's is kept */
   memset(&t, 0, sizeof t);
   net_core_init(&t.core);
-  ASSERT_OK(ludo__http_server_new(&t.core, NULL, &handler, &t, &t.server));
-  ASSERT_ERR(ludo__http_server_listen(t.server, "127.0.0.1", s.port),
-             LUDO_EIO);
-  ASSERT_STR_CONTAINS(ludo__http_server_errmsg(t.server), "in use");
-  ASSERT_ERR(ludo__http_server_listen(t.server, "example.com", 0),
+  ASSERT_OK(ludo__server_new(&t.core, NULL, &handler, &t, &t.server));
+  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", s.port), LUDO_EIO);
+  ASSERT_STR_CONTAINS(ludo__server_errmsg(t.server), "in use");
+  ASSERT_ERR(ludo__server_listen(t.server, "example.com", 0), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo__server_errmsg(t.server), "numeric");
+  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", 70000),
              LUDO_EINVAL);
-  ASSERT_STR_CONTAINS(ludo__http_server_errmsg(t.server), "numeric");
-  ASSERT_ERR(ludo__http_server_listen(t.server, "127.0.0.1", 70000),
-             LUDO_EINVAL);
-  ASSERT_EQ(ludo__http_server_port(t.server), 0);
-  ASSERT_ERR(ludo__http_server_listen(s.server, "127.0.0.1", 0), LUDO_EINVAL);
+  ASSERT_EQ(ludo__server_port(t.server), 0);
+  ASSERT_ERR(ludo__server_listen(s.server, "127.0.0.1", 0), LUDO_EINVAL);
   signal(SIGPIPE, SIG_DFL);
-  ASSERT_OK(ludo__http_server_listen(t.server, "localhost", 0));
-  ASSERT_GT(ludo__http_server_port(t.server), 0);
+  ASSERT_OK(ludo__server_listen(t.server, "localhost", 0));
+  ASSERT_GT(ludo__server_port(t.server), 0);
   ASSERT_OK(sigaction(SIGPIPE, NULL, &sa));
   ASSERT_TRUE(sa.sa_handler == SIG_IGN); /* the default would kill */
-  ludo__http_server_close(t.server, server_closed, &t);
+  ludo__server_close(t.server, server_closed, &t);
   uv_run(t.core.loop, UV_RUN_DEFAULT);
   ASSERT_TRUE(t.closed);
   ludo__core_close(&t.core);
-  ludo__http_server_close(s.server, server_closed, &s);
+  ludo__server_close(s.server, server_closed, &s);
   srv_finish(&s);
 }

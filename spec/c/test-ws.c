@@ -148,11 +148,11 @@ static void expect_fail(mem_t *m, wsrec_t *w, int code) {
 }
 
 TEST_IMPL(ws_accept_key) {
-  char out[LUDO__WS_ACCEPT_LEN + 1];
+  char out[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
   /* RFC 6455 section 1.3. */
-  ludo__ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
+  ludo__handshake_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
   ASSERT_STR_EQ(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
-  ludo__ws_accept_key("x3JJHMbDL1EzLkh9GBhXDw==", out);
+  ludo__handshake_accept_key("x3JJHMbDL1EzLkh9GBhXDw==", out);
   ASSERT_STR_EQ(out, "HSmrc0sMlYUkAGmm5OPpG2HaGWk=");
 }
 
