@@ -14,7 +14,7 @@
 /* What ludo__response_head adds besides the caller's fields. */
 #define LUDO__RESPONSE_CLOSE 1u     /* "Connection: close" */
 #define LUDO__RESPONSE_KEEP 2u      /* "Connection: keep-alive" (an
-                                        HTTP/1.0 client staying) */
+                                       HTTP/1.0 client staying) */
 #define LUDO__RESPONSE_NO_LENGTH 4u /* no Content-Length (1xx, 204, 304) */
 
 /* Checks what a handler gives for a response: `status` in 200-599, `n`
