@@ -23,6 +23,18 @@ static int has_token(const char *v, const char *token) {
   return 0;
 }
 
+/* 1 when a field named `name` (any of them: a list may be split over
+ * several fields) holds `token`. */
+static int field_has_token(const ludo__http_req_t *req, const char *name,
+                           const char *token) {
+  size_t i, n = ludo__http_req_nheaders(req);
+  for (i = 0; i < n; i++) {
+    ludo__http_header_t h = ludo__http_req_header_at(req, i);
+    if (strcasecmp(h.name, name) == 0 && has_token(h.value, token)) return 1;
+  }
+  return 0;
+}
+
 /* 1 when `key` is the base64 of exactly 16 bytes (24 characters ending
  * in "=="). */
 static int valid_key(const char *key) {
@@ -45,13 +57,11 @@ int ludo__handshake_check(const ludo__http_req_t *req, const char **why) {
     *why = "a WebSocket handshake needs HTTP/1.1";
     return 400;
   }
-  v = ludo__http_req_header(req, "upgrade");
-  if (v == NULL || !has_token(v, "websocket")) {
+  if (!field_has_token(req, "upgrade", "websocket")) {
     *why = "the Upgrade header field must name websocket";
     return 400;
   }
-  v = ludo__http_req_header(req, "connection");
-  if (v == NULL || !has_token(v, "upgrade")) {
+  if (!field_has_token(req, "connection", "upgrade")) {
     *why = "the Connection header field must name upgrade";
     return 400;
   }

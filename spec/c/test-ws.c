@@ -174,6 +174,18 @@ TEST_IMPL(ws_handshake) {
   ASSERT_EQ(w.closes, 1);
   ASSERT_EQ(w.close_code, 1006);
   mem_free(&m);
+  /* Tokens in any case, lists split over several fields. */
+  memset(&w, 0, sizeof w);
+  conn_on(&m, &core, &w);
+  MEM_FEED(&m, "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: WebSocket\r\n"
+               "Connection: keep-alive\r\nConnection: UPGRADE\r\n"
+               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               "Sec-WebSocket-Version: 13\r\n\r\n");
+  ASSERT_OK(w.accept_rc);
+  ASSERT_STR_EQ(mem_take(&m, NULL), accepted);
+  ludo__net_conn_eof(&m.conn);
+  mem_finish(&m);
+  mem_free(&m);
   net_core_free(&core);
 }
 
