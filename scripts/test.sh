@@ -185,7 +185,9 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind"
   for t in echo_reset_step_state core_borrowed_loop \
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
-           reenter_close_self batch_async alloc_fault_injection; do
+           reenter_close_self batch_async alloc_fault_injection \
+           http_abort_pending ws_upgrade_pipelined net_socket_ws_echo \
+           net_socket_server_close; do
     check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \
@@ -209,7 +211,7 @@ fi
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"
   if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
-    for t in json schema step re; do
+    for t in json schema step re net; do
       check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
         fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
     done

@@ -118,7 +118,47 @@
   X(alloc_fault_injection)                                                   \
   X(pool_prewarm)                                                            \
   /* test-determinism.c */                                                   \
-  X(determinism_same_seed)
+  X(determinism_same_seed)                                                   \
+  /* test-http.c: HTTP/1.1 connections, byte scripts (runtime/net) */        \
+  X(http_request_fields)                                                     \
+  X(http_split_reads)                                                        \
+  X(http_response_bytes)                                                     \
+  X(http_respond_checks)                                                     \
+  X(http_pipelining)                                                         \
+  X(http_keep_alive)                                                         \
+  X(http_bad_requests)                                                       \
+  X(http_error_after_pipelined)                                              \
+  X(http_limits)                                                             \
+  X(http_expect_continue)                                                    \
+  X(http_timeouts)                                                           \
+  X(http_abort_pending)                                                      \
+  X(http_backpressure)                                                       \
+  X(http_input_bounded)                                                      \
+  X(http_alloc_failures)                                                     \
+  /* test-ws.c: WebSocket connections, byte scripts (runtime/net) */        \
+  X(ws_accept_key)                                                           \
+  X(ws_handshake)                                                            \
+  X(ws_handshake_refused)                                                    \
+  X(ws_masked_text)                                                          \
+  X(ws_fragments_and_ping)                                                   \
+  X(ws_unmasked_frame)                                                       \
+  X(ws_invalid_utf8)                                                         \
+  X(ws_message_too_big)                                                      \
+  X(ws_bad_frames)                                                           \
+  X(ws_close_from_peer)                                                      \
+  X(ws_close_from_server)                                                    \
+  X(ws_keepalive)                                                            \
+  X(ws_send_queue)                                                           \
+  X(ws_upgrade_pipelined)                                                    \
+  X(ws_gone_before_switch)                                                   \
+  X(ws_upgrade_input_bounded)                                                \
+  /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
+  X(net_socket_http)                                                         \
+  X(net_socket_ws_echo)                                                      \
+  X(net_socket_slow_client)                                                  \
+  X(net_socket_connection_limit)                                             \
+  X(net_socket_server_close)                                                 \
+  X(net_listen_errors)
 
 TEST_LIST(TEST_DECLARE)
 
