@@ -16,17 +16,21 @@
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
-PKGS     := lua5.4 libuv jansson libpcre2-8
+PKGS     := lua5.4 libuv jansson libpcre2-8 nettle
 OPT      ?= -O2
 SAN      ?=
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# runtime/net: http-parser parses HTTP/1.1 and wslay frames WebSocket
+# (DESIGN.md: no hand-written protocol parsers); nettle gives the SHA-1
+# and base64 of the WebSocket handshake. The first two ship no .pc file.
+NET_LIBS   := -lhttp_parser -lwslay
 
 CFLAGS_ALL := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror \
   -Wno-unused-parameter -fvisibility=hidden -D_GNU_SOURCE \
   -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
+LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
 # Programs (ludo, tests, bench, examples) link Lua statically: Debian's
 # lua5.4 source with ludo's patches (scripts/lua-build.sh and
 # scripts/patches/: Debian's 5.4.4 lets a __concat metamethod corrupt the
@@ -36,7 +40,7 @@ LUA_A    := $(LUA_DIR)/liblua.a
 PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
-              runtime/env/*.c runtime/bind/*.c runtime/*.c))
+              runtime/env/*.c runtime/net/*.c runtime/bind/*.c runtime/*.c))
 CLI_SRC  := $(sort $(wildcard runtime/cli/*.c))
 LUA_SRC  := $(sort $(wildcard lua/ludo/*.lua lua/ludo/*/*.lua rubrics/*.lua \
               features/*.lua))
@@ -159,7 +163,7 @@ $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a $(LUA_A)
 # Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
 # coverage in build-fuzz/, each spec/fuzz/fuzz_<name>.c links against it.
 FUZZ_BUILD   := build-fuzz
-FUZZ_NAMES   := json schema step re pattern
+FUZZ_NAMES   := json schema step re pattern net
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

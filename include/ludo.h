@@ -33,7 +33,11 @@
  *
  * Errors: every function that can fail returns 0 or a negative LUDO_E* code.
  * ludo_err_name() and ludo_strerror() describe a code. Sessions also keep a
- * human-readable message for their last failure (ludo_session_errmsg()).
+ * human-readable message for their last failure (ludo_session_errmsg()),
+ * and the same failure in parts (ludo_session_error(): call, phase, and
+ * where a limit stopped the Lua). Tracebacks name file:line in every
+ * frame; LUDO_DEBUG sets how much debug information ludo's own Lua
+ * library keeps (docs/embedding.md).
  *
  * Ownership words used below: "borrowed until X" means the library owns the
  * memory and it stays valid until X; "copies" means the library keeps its own
@@ -267,6 +271,17 @@ LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on);
  * Borrowed until the next call on the session. Never NULL. */
 LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s);
 
+/* The session's last failed call in parts (see ludo_error_t): its code,
+ * message, call, phase (e.g. "rubric" of a "step") and, for a CPU budget,
+ * wall-clock limit or memory cap, where its Lua was stopped. The same
+ * failure as ludo_session_errmsg(); a limit's message ends with the same
+ * facts: "ETIMEOUT: the call exceeded its CPU budget of 50 ms (at
+ * examples/x/env.lua:12) during the rubric of step". Fills *err (its
+ * strings borrowed until the next call on the session or its close).
+ * Returns 0 or LUDO_EINVAL (NULL argument). */
+LUDO_EXTERN int ludo_session_error(const ludo_session_t *s,
+                                   ludo_error_t *err);
+
 /* Blocking calls. `json`/`len` is the input: reset options
  * ({"seed":1,"episode_id":"e1",...}, or NULL/empty for none), the action for
  * step, nothing for state (pass NULL, 0). On success out/out_len receive
@@ -355,8 +370,16 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
                                  const char *args_json, size_t len,
                                  const char **out, size_t *out_len);
 
-/* Message of the script's last failed call. Never NULL. */
+/* Message of the script's last failed call. Never NULL. A CPU budget,
+ * wall-clock limit or memory cap says where the Lua was and in which
+ * function: "ETIMEOUT: ... (at mypolicy.lua:7) during ludo.policy.act". */
 LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc);
+
+/* The script's last failed call in parts (see ludo_error_t; `call` and
+ * `phase` are the function's name). Fills *err (borrowed until the next
+ * call or ludo_script_free). Returns 0 or LUDO_EINVAL. */
+LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
+                                  ludo_error_t *err);
 
 /* Frees a script. Accepts NULL. Not from inside its own call. */
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);

@@ -170,6 +170,27 @@ typedef struct ludo_env_options_s {
   size_t nmodules;
 } ludo_env_options_t;
 
+/* The last failed call of a session or a script, in parts
+ * (ludo_session_error, ludo_script_error). Every string is borrowed until
+ * the next call on the session or script, or its close; none is NULL. */
+typedef struct ludo_error_s {
+  int code;             /* LUDO_E* code; 0 when no call has failed yet */
+  const char *message;  /* the message, as ludo_session_errmsg() */
+  const char *call;     /* the call that failed: "reset", "step",
+                           "state", "close"; for a script, the name of
+                           the function called */
+  const char *phase;    /* the part of it that was running: the call
+                           itself, or "transform" or "rubric" (a session's
+                           transform or rubric, in reset or step) */
+  const char *where;    /* for LUDO_ETIMEOUT and LUDO_ENOMEM: where the
+                           Lua was when the limit stopped it,
+                           "examples/x/env.lua:12"; when that is in ludo's
+                           own library, also the innermost place in other
+                           code, "lua/ludo/async.lua:40, from
+                           examples/x/env.lua:12". "" when unknown or for
+                           other codes */
+} ludo_error_t;
+
 /* Completion callback of a non-blocking call. `status` is 0 or a negative
  * code; on success `data` is the result JSON, on failure the error message.
  * `data` is borrowed until the callback returns. The callback may start the

@@ -167,6 +167,13 @@ LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s) {
   return s->err.p ? s->err.p : "";
 }
 
+LUDO_EXTERN int ludo_session_error(const ludo_session_t *s,
+                                   ludo_error_t *err) {
+  if (s == NULL || err == NULL) return LUDO_EINVAL;
+  ludo__session_error(s, err);
+  return 0;
+}
+
 LUDO_EXTERN int ludo_session_reset(ludo_session_t *s, const char *json,
                                    size_t len, const char **out,
                                    size_t *out_len) {
@@ -270,6 +277,13 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
 
 LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc) {
   return sc ? ludo__script_errmsg(sc) : "EINVAL: no script";
+}
+
+LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
+                                  ludo_error_t *err) {
+  if (sc == NULL || err == NULL) return LUDO_EINVAL;
+  ludo__script_error(sc, err);
+  return 0;
 }
 
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Checks the layering of runtime/ (DESIGN.md): a file includes only headers
 # of its own layer or of layers below it, the public header ludo.h is used
-# only by the API (runtime/ludo.c) and its clients (bind/, cli/), and the
-# project's headers include each other without cycles. Prints one line per
-# violation and exits 1 when there is any.
+# only by the API (runtime/ludo.c) and its clients (bind/, cli/), the
+# transport of runtime/net stays generic (below), and the project's headers
+# include each other without cycles. Prints one line per violation and
+# exits 1 when there is any.
 set -u
 cd "$(dirname "$0")/.."
 status=0
@@ -38,6 +39,25 @@ for f in $(find runtime -name '*.[ch]' | sort); do
           status=1
         fi ;;
     esac
+  done < <(sed -n 's/^#include "\(.*\)"/\1/p' "$f")
+done
+# The transport of runtime/net (byte stream, HTTP/1.1, WebSocket, TCP
+# server) knows no Lua, sessions or OpenEnv: it uses base/, core/ and its
+# own headers only, so the protocol layers above it (OpenEnv routes, MCP)
+# build on it, never the other way round.
+TRANSPORT="conn http response ws handshake server"
+for f in $(find runtime/net -name '*.[ch]' 2>/dev/null | sort); do
+  stem=$(basename "$f"); stem=${stem%.*}
+  case " $TRANSPORT " in *" $stem "*) ;; *) continue ;; esac
+  while read -r inc; do
+    dep=$(echo "$inc" | cut -d/ -f1)
+    istem=$(basename "$inc"); istem=${istem%.h}
+    case "$dep" in
+      base|core|ludo_defs.h) continue ;;
+      net) case " $TRANSPORT " in *" $istem "*) continue ;; esac ;;
+    esac
+    echo "layering: $f is net's transport and may not use $inc"
+    status=1
   done < <(sed -n 's/^#include "\(.*\)"/\1/p' "$f")
 done
 # Cycles among headers: tsort reports them.

@@ -4,11 +4,14 @@
 set -eu
 
 # Exactly what the build and the tests use: the C toolchain, Lua 5.4 with
-# busted and luacheck, libuv, jansson (schemas), pcre2 (ludo.re), and clang
-# with its sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of
-# make test), valgrind (lifecycle tests under memcheck).
+# busted and luacheck, libuv, jansson (schemas), pcre2 (ludo.re),
+# http-parser and wslay (runtime/net: HTTP/1.1 parsing, WebSocket framing),
+# nettle (SHA-1 and base64 of the WebSocket handshake), and clang with its
+# sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of make
+# test), valgrind (lifecycle tests under memcheck).
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
-libpcre2-dev lua-busted lua-check clang libclang-rt-dev valgrind"
+libpcre2-dev libhttp-parser-dev libwslay-dev nettle-dev lua-busted lua-check clang
+libclang-rt-dev valgrind"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

@@ -122,6 +122,32 @@ check "ludo run leaves failed episodes out of the mean and says why" \
 check "ludo run --json writes floats in their shortest form" bash -c \
   "'$BUILD/ludo' run examples/echo --seed 1 --max-steps 3 --json \
    | grep -q '\"total_reward\":2.16,'"
+check "ludo run: an environment's error names its file:line, the \
+library's frames theirs" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua >/tmp/ludo-where.out 2>&1; \
+   grep -q 'ESCRIPT: spec/fixtures/c/where/env.lua:13: raised on purpose' \
+     /tmp/ludo-where.out && \
+   grep -q 'lua/ludo/runner.lua:[0-9][0-9]*: in ' /tmp/ludo-where.out && \
+   ! grep -q '?:-1' /tmp/ludo-where.out"
+check "ludo run: a policy's error names its file:line" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/raising_policy.lua 2>&1 | grep -q \
+   'ESCRIPT: spec/fixtures/cli/raising_policy.lua:4: this policy cannot'"
+check "ludo run: ETIMEOUT names the phase and the line" bash -c \
+  "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 --cpu-budget 100 \
+   --policy spec/fixtures/cli/where_spin_policy.lua 2>&1 | grep -qF \
+   'ETIMEOUT: the call exceeded its CPU budget of 100 ms (at spec/fixtures/c/where/env.lua:6) during the rubric of step'"
+check "ludo run: LUDO_DEBUG=0 drops the library's lines, 1 keeps names" \
+  bash -c "LUDO_DEBUG=0 '$BUILD/ludo' run spec/fixtures/c/where \
+   --max-steps 2 --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q 'env.lua:13: raised' && ! LUDO_DEBUG=0 '$BUILD/ludo' run \
+   spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q 'lua/ludo/runner.lua:[0-9]' && LUDO_DEBUG=1 '$BUILD/ludo' run \
+   spec/fixtures/c/where --max-steps 2 \
+   --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
+   | grep -q \"in upvalue 'env_step'\""
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus
@@ -159,7 +185,9 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
   echo "== valgrind"
   for t in echo_reset_step_state core_borrowed_loop \
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
-           reenter_close_self batch_async alloc_fault_injection; do
+           reenter_close_self batch_async alloc_fault_injection \
+           http_abort_pending ws_upgrade_pipelined net_socket_ws_echo \
+           net_socket_server_close; do
     check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \
@@ -183,7 +211,7 @@ fi
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"
   if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
-    for t in json schema step re; do
+    for t in json schema step re net; do
       check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
         fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
     done

@@ -147,7 +147,9 @@ local function outermost(call, self, action, observation)
   local failed = current
   current = nil
   if ok then return score end
-  if type(score) == "string" then
+  -- A memory error goes on as it is: the core knows it by its text and
+  -- by the cap having refused memory in this call.
+  if type(score) == "string" and score ~= "not enough memory" then
     score = transient("ludo.rubric_error").message(self, failed, score)
   end
   error(score, 0)

@@ -38,6 +38,12 @@ local tool_checks, tool_runs, tools_json
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
+-- What the call is running, for the C core's error messages ("... during
+-- the rubric of step"): 0 the environment's own code, 1 the transform,
+-- 2 the rubric. The core reads doing[1] when a call fails.
+local doing = { 0 }
+M.doing = doing
+
 -- Raises unless `obs` is an observation table; nil means an empty one.
 -- The message names the environment: a CLI or a server may run several.
 local function observation(obs, what)
@@ -98,9 +104,16 @@ local function reset(opts)
   end
   episode_id = (eid ~= nil and eid ~= null) and eid or core.uuid()
   step_count = 0
-  if type(rubric) == "table" and rubric.reset then rubric:reset() end
+  if type(rubric) == "table" and rubric.reset then
+    doing[1] = 2
+    rubric:reset()
+    doing[1] = 0
+  end
   local obs = env_reset and observation(env_reset(opts), "reset") or {}
-  if transform then obs = observation(transform(obs), "the transform") end
+  if transform then
+    doing[1] = 1
+    obs = observation(transform(obs), "the transform")
+  end
   return obs
 end
 
@@ -243,12 +256,14 @@ local function step(action)
   end
   step_count = step_count + 1
   if transform then
+    doing[1] = 1
     obs = observation(transform(obs, action), "the transform")
   end
   if rubric ~= nil then
     -- Forget a rubric call that a stopped step left in progress, so that
     -- errors name the rubric that failed (see ludo.rubric).
     if settle then settle(nil) end
+    doing[1] = 2
     return obs, rubric(action, obs)
   end
   return obs
@@ -270,6 +285,7 @@ end
 -- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool) in the
 -- session's coroutine.
 function M.dispatch(kind)
+  doing[1] = 0
   if kind == 2 then return step(input()) end
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end

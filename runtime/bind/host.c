@@ -7,6 +7,7 @@
  *   local s = assert(env:open())
  *   local obs = assert(s:reset('{"seed": 1}'))
  *   local out, err, code = s:step('{"message": "hi"}')
+ *   local e = s:error() -- {code, message, call, phase, where} or nil
  *
  * Failures return nil, message, code-name ("ESCHEMA"). Built only on
  * ludo.h: this file is a client of the API like any embedding program. */
@@ -362,6 +363,30 @@ static int s_memory(lua_State *L) {
   return 1;
 }
 
+/* s:error() -> {code, message, call, phase, where} of the session's last
+ * failed call (ludo_session_error; code is the name, "ETIMEOUT"), or nil
+ * when no call has failed. */
+static int s_error(lua_State *L) {
+  session_box_t *sb = check_session(L, 1);
+  ludo_error_t e;
+  if (ludo_session_error(sb->s, &e) != 0 || e.code == 0) {
+    lua_pushnil(L);
+    return 1;
+  }
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, ludo_err_name(e.code));
+  lua_setfield(L, -2, "code");
+  lua_pushstring(L, e.message);
+  lua_setfield(L, -2, "message");
+  lua_pushstring(L, e.call);
+  lua_setfield(L, -2, "call");
+  lua_pushstring(L, e.phase);
+  lua_setfield(L, -2, "phase");
+  lua_pushstring(L, e.where);
+  lua_setfield(L, -2, "where");
+  return 1;
+}
+
 static int check_cberror(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, "ludo.host.cberror") != LUA_TNIL) {
     lua_pushnil(L);
@@ -415,7 +440,8 @@ LUDO_EXTERN int luaopen_ludo_host(lua_State *L) {
       {"state", s_state},         {"reset_async", s_reset_async},
       {"step_async", s_step_async}, {"state_async", s_state_async},
       {"close", s_close},         {"id", s_id},
-      {"memory", s_memory},       {NULL, NULL}};
+      {"memory", s_memory},       {"error", s_error},
+      {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"runtime", ludo_l_host_runtime},
                                    {NULL, NULL}};
   newmeta(L, RT_MT, rt_m, rt_gc);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "core/bytecode.h"
 #include "core/error.h"
 
 static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
@@ -16,13 +17,22 @@ static int cc_setup(lua_State *C) {
   return 0;
 }
 
+int ludo__codecache_debug_level(const char *env) {
+  if (env == NULL) return LUDO__DEBUG_LINES;
+  if (strcmp(env, "0") == 0 || strcmp(env, "none") == 0)
+    return LUDO__DEBUG_NONE;
+  if (strcmp(env, "1") == 0 || strcmp(env, "full") == 0)
+    return LUDO__DEBUG_FULL;
+  return LUDO__DEBUG_LINES;
+}
+
 int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
                          const char *path) {
   const char *p, *q;
   cc->heap = heap;
   cc->roots = NULL;
   cc->nroots = 0;
-  cc->strip = getenv("LUDO_DEBUG") == NULL || *getenv("LUDO_DEBUG") == '0';
+  cc->debug = ludo__codecache_debug_level(getenv("LUDO_DEBUG"));
   cc->C = lua_newstate(ludo__alloc_fn, heap);
   if (cc->C == NULL) return LUDO_ENOMEM;
   lua_pushcfunction(cc->C, cc_setup);
@@ -67,9 +77,27 @@ static int dump_writer(lua_State *L, const void *p, size_t sz, void *ud) {
 typedef struct {
   const char *key, *chunk, *src;
   size_t keylen, srclen;
-  ludo__buf_t *bc;
-  int strip;
+  ludo__buf_t *bc, *tmp;
+  int debug;            /* LUDO__DEBUG_* */
 } compile_req_t;
+
+/* Writes the compiled function on top of C into r->bc with the debug
+ * information r->debug keeps. Returns 0 or -1 (no memory). */
+static int dump_function(lua_State *C, compile_req_t *r) {
+  int rc;
+  if (r->debug != LUDO__DEBUG_LINES)
+    return lua_dump(C, dump_writer, r->bc, r->debug == LUDO__DEBUG_NONE)
+               ? -1 : 0;
+  /* Lines only: the whole dump, trimmed. A chunk the trimmer does not
+   * know (another Lua) keeps everything: lines matter more than bytes. */
+  if (lua_dump(C, dump_writer, r->tmp, 0) != 0) return -1;
+  rc = ludo__bytecode_trim(r->tmp->p, r->tmp->len, 0, r->bc);
+  if (rc == LUDO_EINVAL) {
+    ludo__buf_reset(r->bc);
+    rc = ludo__buf_add(r->bc, r->tmp->p, r->tmp->len);
+  }
+  return rc == 0 ? 0 : -1;
+}
 
 /* In C (protected): compiles src, stores {bytecode, chunkname} under key.
  * On a syntax error returns the message. [-0, +1, e] */
@@ -77,7 +105,7 @@ static int cc_compile(lua_State *C) {
   compile_req_t *r = lua_touserdata(C, 1);
   if (luaL_loadbufferx(C, r->src, r->srclen, r->chunk, "t") != LUA_OK)
     return 1; /* the message */
-  if (lua_dump(C, dump_writer, r->bc, r->strip) != 0)
+  if (dump_function(C, r) != 0)
     return luaL_error(C, "ENOMEM: cannot keep compiled code");
   lua_pop(C, 1);
   lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
@@ -142,22 +170,25 @@ int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
  * error. [-0, +1, e] */
 void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
                    size_t keylen, const char *chunk, const char *src,
-                   size_t srclen, int strip) {
-  ludo__buf_t bc;
+                   size_t srclen, int lib) {
+  ludo__buf_t bc, tmp;
   compile_req_t r;
   int rc;
   ludo__buf_init(&bc, ludo__alloc_fn, cc->heap);
+  ludo__buf_init(&tmp, ludo__alloc_fn, cc->heap);
   r.key = key;
   r.keylen = keylen;
   r.chunk = chunk;
   r.src = src;
   r.srclen = srclen;
   r.bc = &bc;
-  r.strip = strip && cc->strip;
+  r.tmp = &tmp;
+  r.debug = lib ? cc->debug : LUDO__DEBUG_FULL;
   lua_pushcfunction(cc->C, cc_compile);
   lua_pushlightuserdata(cc->C, &r);
   rc = lua_pcall(cc->C, 1, 1, 0);
   ludo__buf_free(&bc);
+  ludo__buf_free(&tmp);
   if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
     size_t len = 0;
     const char *msg = lua_tolstring(cc->C, -1, &len);

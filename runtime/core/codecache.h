@@ -18,8 +18,21 @@ typedef struct ludo__codecache_s {
   lua_State *C;        /* plain state holding bytecode strings */
   char **roots;        /* module path roots (owned copies) */
   size_t nroots;
-  int strip;           /* strip debug info of library modules */
+  int debug;           /* debug information kept in library modules:
+                          LUDO__DEBUG_* */
 } ludo__codecache_t;
+
+/* How much debug information library modules keep (LUDO_DEBUG). */
+enum {
+  LUDO__DEBUG_NONE = 0,  /* none: errors in them read "?:-1" */
+  LUDO__DEBUG_LINES = 1, /* source names and lines (the default) */
+  LUDO__DEBUG_FULL = 2   /* everything, local and upvalue names too */
+};
+
+/* The level the environment asks for: LUDO_DEBUG unset or "lines":
+ * LINES; "0" or "none": NONE; "1" or "full": FULL; anything else:
+ * LINES. */
+int ludo__codecache_debug_level(const char *env);
 
 /* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
  * Returns 0 or LUDO_ENOMEM. */
@@ -32,12 +45,13 @@ void ludo__codecache_free(ludo__codecache_t *cc);
 int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc,
                            const char *key, size_t keylen);
 
-/* Compiles `src` (text only) under `key` with chunk name `chunk`, stripped
- * of debug information when `strip` and the cache strips, and loads it
- * into L. Raises "ELOAD: <syntax error>". [-0, +1, e] */
+/* Compiles `src` (text only) under `key` with chunk name `chunk` and loads
+ * it into L. A library module (`lib`) keeps the debug information the
+ * cache's level allows; other code keeps all of it. Raises "ELOAD:
+ * <syntax error>". [-0, +1, e] */
 void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc,
                          const char *key, size_t keylen, const char *chunk,
-                         const char *src, size_t srclen, int strip);
+                         const char *src, size_t srclen, int lib);
 
 /* Makes `alias` name the entry of `key` too (no-op when key is absent). */
 void ludo__codecache_alias(ludo__codecache_t *cc, const char *alias,

@@ -127,6 +127,8 @@ static int build_protected(lua_State *L) {
   ludo__modules_require(L, "ludo.runner"); /* runner */
   lua_getfield(L, -1, "dispatch");
   r->ps->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "doing");
+  r->ps->doing_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "init");             /* runner, init */
   ludo__modules_loadfile(L, &env->modules, env->file);
   lua_pushstring(L, env->name);

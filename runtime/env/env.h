@@ -25,6 +25,7 @@ typedef struct ludo__pstate_s {
   int dispatch_ref;
   int named_ref;               /* the rubric's {name, rubric} pairs */
   int encode_ref;              /* the result encoder closure */
+  int doing_ref;               /* ludo.runner's `doing`: what a call runs */
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 
@@ -82,6 +83,10 @@ struct ludo_session_s {
   void *data;
   ludo__buf_t out;             /* last result JSON */
   ludo__buf_t err;             /* last error message */
+  int err_code;                /* ...its code, */
+  const char *err_call;        /* call ("step"), */
+  const char *err_phase;       /* phase ("rubric"; static strings) */
+  char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
   ludo__buf_t in;              /* input copy of a non-blocking call */
   const char *input;           /* the call's input: s->in.p, or the
                                   caller's bytes for a blocking call */
@@ -192,6 +197,9 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
 int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                       size_t len, const char **out, size_t *out_len);
 const char *ludo__script_errmsg(const ludo_script_t *sc);
+void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e);
+/* The parts of the session's last failure (session.c). */
+void ludo__session_error(const ludo_session_t *s, ludo_error_t *e);
 void ludo__script_free(ludo_script_t *sc);
 
 /* The runtime (runtime.c). */

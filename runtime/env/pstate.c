@@ -17,6 +17,7 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
   *out = NULL;
   if (ps == NULL) return LUDO_ENOMEM;
   ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
+  ps->doing_ref = LUA_NOREF;
   ps->st.heap = &rt->core.heap;
   ps->st.cap = rt->opts.memory_cap;
   ps->st.total = &rt->lua_live;
@@ -50,13 +51,18 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
 }
 
 /* Sets the runtime's message for a failed run: failures other than the
- * limits become `as` (e.g. ELOAD), whatever raised them. */
+ * limits become `as` (e.g. ELOAD), whatever raised them; a limit says
+ * that it hit while loading. */
 static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
                       const char *as) {
   const char *msg = lua_tostring(L, -1);
   size_t n = strlen(as);
   if (msg == NULL) msg = "unknown error";
-  if (rc == LUDO_ENOMEM || rc == LUDO_ETIMEOUT || rc == LUDO_EBUSY) {
+  if (rc == LUDO_ENOMEM || rc == LUDO_ETIMEOUT) {
+    ludo__runtime_seterr(rt, "%s during load", msg);
+    return rc;
+  }
+  if (rc == LUDO_EBUSY) {
     ludo__runtime_seterr(rt, "%s", msg);
     return rc;
   }
@@ -68,25 +74,47 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
   return ludo__err_code(as, n);
 }
 
+/* The run happens on the state's call thread, not under lua_pcall on the
+ * main one: after a failure the thread's stack is still there, so a
+ * memory error can say where it happened (a pcall unwinds before anyone
+ * can look, and calls no handler for memory errors). A failed run leaves
+ * the thread dead; the state is thrown away then. */
 int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
                      lua_CFunction fn, void *ud, const char *as) {
-  lua_State *L = ps->st.L;
-  int rc;
-  lua_pushcfunction(L, fn);
-  lua_pushlightuserdata(L, ud);
+  lua_State *L = ps->st.L, *co = ps->sched.co;
+  int rc, nres = 0;
+  lua_settop(co, 0);
+  lua_pushcfunction(co, fn);
+  lua_pushlightuserdata(co, ud);
   ludo__state_arm(&ps->st, ps->sched.budget_ns, ps->sched.max_instr);
-  rc = ludo__state_run_begin(&ps->st, L, 0);
+  rc = ludo__state_run_begin(&ps->st, co, 0);
   if (rc == 0) {
     rt->core.lua_depth++;
-    rc = ludo__state_pcall(&ps->st, L, 1, 0);
+    rc = lua_resume(co, NULL, 1, &nres);
     rt->core.lua_depth--;
     ludo__state_run_end(&ps->st);
+    if (rc == LUA_YIELD) { /* fn never yields; nothing else can here */
+      lua_pushliteral(L, "ESCRIPT: a module yielded while loading");
+      rc = LUDO_ESCRIPT;
+    } else if (rc != LUA_OK) {
+      if (lua_checkstack(L, 4)) {
+        lua_xmove(co, L, 1);
+        rc = ludo__state_error_tb(&ps->st, L, rc, co);
+      } else {
+        lua_pushliteral(L, "ENOMEM: out of memory");
+        rc = LUDO_ENOMEM;
+      }
+    }
   } else {
-    lua_pop(L, 2);
     lua_pushliteral(L, "EBUSY: Lua runs nest too deeply");
   }
-  ludo__state_disarm(&ps->st, NULL);
-  if (rc != 0) rc = run_failed(rt, L, rc, as);
+  ludo__state_disarm(&ps->st, co);
+  /* A dead thread's stack is left as it is: emptying it would run its
+   * pending __close handlers, outside any budget. */
+  if (rc != 0)
+    rc = run_failed(rt, L, rc, as);
+  else
+    lua_settop(co, 0);
   lua_settop(L, 0);
   return rc;
 }

@@ -3,6 +3,7 @@
  * functions the host calls by name with JSON arguments and a JSON result.
  * `ludo run` drives its policies through them. */
 #include <lauxlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -18,19 +19,32 @@ struct ludo_script_s {
   const char *fn;              /* function of the call in flight */
   ludo__buf_t out, err;
   int status, done;
+  int runnable;                /* the call waited and can go on */
+  int err_code;                /* the last failure: its code, */
+  char err_fn[64];             /* function (cut to fit), */
+  char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
 };
 
 /* Protected, at open: requires the module and keeps its value. */
 static int script_init(lua_State *L) {
   ludo_script_t *sc = lua_touserdata(L, 1);
   ludo__json_setup(L);
-  ludo__modules_require(L, sc->name);
+  ludo__modules_require_direct(L, sc->name);
   sc->mod_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;
 }
 
+/* After the function returned (also after waits): its first result. */
+static int script_call_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  return 1;
+}
+
 /* The call, in the call thread: module[fn](args...) where args is the
- * decoded JSON array of the input; returns its first result. */
+ * decoded JSON array of the input; returns its first result. The function
+ * may wait (ludo.sleep): it is called with a continuation, so the call
+ * thread can yield across this C function. */
 static int script_call(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo_script_t *sc = st->owner;
@@ -52,8 +66,8 @@ static int script_call(lua_State *L) {
     for (i = 1; i <= n; i++) lua_rawgeti(L, 3, i);
     lua_remove(L, 3);
   }
-  lua_call(L, (int)n, 1);
-  return 1;
+  lua_callk(L, (int)n, 1, 0, script_call_k);
+  return script_call_k(L, LUA_OK, 0);
 }
 
 /* Protected, on the finished call thread: encodes the result. */
@@ -87,9 +101,24 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
     ludo__buf_reset(&sc->err);
     if (msg == NULL || ludo__buf_add(&sc->err, msg, len))
       ludo__buf_reset(&sc->err);
+    sc->err_code = status;
+    snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
+    sc->err_where[0] = '\0';
+    /* A limit says where, and in which function of which module. */
+    if (status == LUDO_ETIMEOUT || status == LUDO_ENOMEM) {
+      memcpy(sc->err_where, sc->ps->st.where, sizeof sc->err_where);
+      ludo__buf_printf(&sc->err, " during %s.%s", sc->name, sc->fn);
+    }
   }
   sc->status = status;
   sc->done = 1;
+}
+
+/* The call waited and can go on: ludo__script_call resumes it. */
+static void script_wake(ludo__sched_t *s, void *ud) {
+  ludo_script_t *sc = ud;
+  (void)s;
+  sc->runnable = 1;
 }
 
 int ludo__script_open(ludo_runtime_t *rt, const char *module,
@@ -122,6 +151,8 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   }
   lua_pushcfunction(sc->ps->st.L, script_call);
   sc->ps->dispatch_ref = luaL_ref(sc->ps->st.L, LUA_REGISTRYINDEX);
+  sc->ps->sched.wake = script_wake;
+  sc->ps->sched.wake_ud = sc;
   *out = sc;
   return 0;
 }
@@ -137,11 +168,20 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
     return LUDO_ETOOBIG;
   sc->fn = fn;
   sc->done = 0;
+  sc->runnable = 0;
   rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
                          json, json ? len : 0, script_done, sc);
   if (rc != 0) return rc;
+  /* The loop runs while the call waits; its completions wake it. */
   rt->blocking++;
-  while (!sc->done) ludo__core_run_once(&rt->core);
+  while (!sc->done) {
+    if (sc->runnable) {
+      sc->runnable = 0;
+      ludo__sched_continue(&sc->ps->sched);
+      continue;
+    }
+    ludo__core_run_once(&rt->core);
+  }
   rt->blocking--;
   if (sc->status != 0) return sc->status;
   *out = sc->out.p ? sc->out.p : "null";
@@ -151,6 +191,13 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
 
 const char *ludo__script_errmsg(const ludo_script_t *sc) {
   return sc->err.p ? sc->err.p : "";
+}
+
+void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e) {
+  e->code = sc->err_code;
+  e->message = ludo__script_errmsg(sc);
+  e->call = e->phase = sc->err_fn;
+  e->where = sc->err_where;
 }
 
 void ludo__script_free(ludo_script_t *sc) {

@@ -12,14 +12,35 @@
 /* CPU budget of an environment's close(): cleanup gets a small one. */
 #define CLOSE_BUDGET_NS LUDO__CLEANUP_BUDGET_NS
 
-static void set_err(ludo_session_t *s, const char *msg, size_t len) {
+/* The calls by kind (LUDO__CALL_*), as errors name them. */
+static const char *call_name(int kind) {
+  static const char *const names[] = {"?",     "reset", "step",
+                                      "state", "close", "tool call"};
+  return kind >= 1 && kind <= 5 ? names[kind] : "?";
+}
+
+/* Records the failure of a call of `kind`: its code and message; the
+ * phase is the call's until on_done knows better. */
+static void set_err(ludo_session_t *s, int kind, int code, const char *msg,
+                    size_t len) {
   ludo__buf_reset(&s->err);
   if (ludo__buf_add(&s->err, msg, len)) ludo__buf_reset(&s->err);
+  s->err_code = code;
+  s->err_call = s->err_phase = call_name(kind);
+  s->err_where[0] = '\0';
+}
+
+void ludo__session_error(const ludo_session_t *s, ludo_error_t *e) {
+  e->code = s->err_code;
+  e->message = s->err.p ? s->err.p : "";
+  e->call = s->err_call ? s->err_call : "";
+  e->phase = s->err_phase ? s->err_phase : "";
+  e->where = s->err_where;
 }
 
 /* Ends the session's call with `rc` and `msg` without running it. */
 static void fail_call(ludo_session_t *s, int rc, const char *msg) {
-  set_err(s, msg, strlen(msg));
+  set_err(s, s->kind, rc, msg, strlen(msg));
   s->status = rc;
   s->done = 1;
 }
@@ -46,20 +67,42 @@ static void deliver(ludo_session_t *s) {
   c->in_callback--;
 }
 
-/* Adds the phase of the call to a limit's message: "... during step". */
+/* The part of a call whose Lua failed: the transform or the rubric when
+ * ludo.runner says it was running one (runner.doing), else the call.
+ * Reads two values on the state's main thread: no allocation.
+ * [-0, +0, -] */
+static const char *failed_phase(ludo_session_t *s) {
+  lua_State *L = s->ps->st.L;
+  lua_Integer doing = 0;
+  if (s->ps->doing_ref != LUA_NOREF && lua_checkstack(L, 2)) {
+    if (lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->doing_ref) == LUA_TTABLE) {
+      lua_rawgeti(L, -1, 1);
+      doing = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  return doing == 1 ? "transform" : doing == 2 ? "rubric"
+                                               : call_name(s->kind);
+}
+
+/* A limit's message says in which phase the call was: "... during step",
+ * "... during the rubric of step". */
 static void note_phase(ludo_session_t *s) {
-  static const char *const phases[] = {"?",     "reset", "step",
-                                       "state", "close", "tool call"};
-  const char *phase = s->kind >= 1 && s->kind <= 5 ? phases[s->kind] : "?";
-  ludo__buf_adds(&s->err, " during ");
-  ludo__buf_adds(&s->err, phase);
+  if (s->err_phase != s->err_call)
+    ludo__buf_printf(&s->err, " during the %s of %s", s->err_phase,
+                     s->err_call);
+  else
+    ludo__buf_printf(&s->err, " during %s", s->err_call);
 }
 
 static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   ludo_session_t *s = ud;
   ludo_runtime_t *rt = s->env->rt;
+  const char *phase = NULL; /* the Lua failed: the runner knows where */
   (void)sc;
   ludo__buf_reset(&s->out);
+  if (status != 0 && status != LUDO_EBUSY) phase = failed_phase(s);
   if (status == 0 && s->kind != LUDO__CALL_CLOSE) {
     /* The result is written under the call's CPU budget, into a buffer
      * counted against the session's memory cap. */
@@ -87,8 +130,18 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
       msg = "ESCRIPT: unknown error";
       len = strlen(msg);
     }
-    set_err(s, msg, len);
-    if (status == LUDO_ETIMEOUT || status == LUDO_ENOMEM) note_phase(s);
+    set_err(s, s->kind, status, msg, len);
+    if (phase != NULL) s->err_phase = phase;
+    if (status == LUDO_ETIMEOUT || status == LUDO_ENOMEM) {
+      const ludo__state_t *st = &s->ps->st;
+      memcpy(s->err_where, st->where, sizeof s->err_where);
+      note_phase(s);
+    }
+    /* Nobody waits for the result of a module's close(): its failure
+     * goes to the log. */
+    if (s->kind == LUDO__CALL_CLOSE)
+      ludo__log(&rt->core.log, LUDO_LOG_WARN, s->id, "close: %s",
+                s->err.p ? s->err.p : "");
   }
   s->status = status;
   s->done = 1;
@@ -312,7 +365,7 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
                      : kind == LUDO__CALL_TOOL ? "tool call"
                                                : "action",
                      len, max);
-    set_err(s, msg, (size_t)n);
+    set_err(s, kind, LUDO_ETOOBIG, msg, (size_t)n);
     return LUDO_ETOOBIG;
   }
   if (blocking) {

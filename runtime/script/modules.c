@@ -49,9 +49,12 @@ static int push_buf(lua_State *L) {
   return 1;
 }
 
-/* Tries one candidate file. On success compiles/loads it. */
+/* Tries one candidate file. On success compiles/loads it. A library
+ * module (`lib`: found under a root of the module path) is named by its
+ * path below the root, "=lua/ludo/rubric.lua", whichever root holds it;
+ * other files by their path, "@examples/echo/env.lua". */
 static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
-                    const char *path, int strip) {
+                    const char *path, const char *rel, int lib) {
   ludo__buf_t src;
   int rc;
   ludo__buf_init(&src, ludo__alloc_fn, m->cache->heap);
@@ -72,12 +75,12 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
   rc = lua_pcall(L, 1, 1, 0);
   ludo__buf_free(&src);
   if (rc != LUA_OK) lua_error(L);
-  lua_pushfstring(L, "@%s", path); /* src, chunk */
+  lua_pushfstring(L, "%c%s", lib ? '=' : '@', lib ? rel : path);
   {
     size_t n;
     const char *s = lua_tolstring(L, -2, &n);
     const char *chunk = lua_tostring(L, -1);
-    ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n, strip);
+    ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n, lib);
   }
   lua_replace(L, -3);
   lua_pop(L, 1);
@@ -87,14 +90,14 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
 void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path) {
   if (ludo__codecache_lookup(L, m->cache, path, strlen(path))) return;
-  if (!try_file(L, m, NULL, path, 0))
+  if (!try_file(L, m, NULL, path, NULL, 0))
     ludo__error_raise(L, LUDO_ENOENT, "cannot read %s", path);
 }
 
 void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   ludo__codecache_t *cc = m->cache;
   luaL_Buffer tried;
-  char rel[512], path[4096], key[4200];
+  char rel[512], lib[600], path[4096], key[4200];
   size_t i, n;
   const ludo__embedded_t *e;
   int keylen;
@@ -110,26 +113,35 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   for (i = 0, n = strlen(name); i <= n; i++)
     rel[i] = name[i] == '.' ? '/' : name[i];
   luaL_buffinit(L, &tried);
-#define TRY(strip, ...)                                       \
-  do {                                                        \
-    snprintf(path, sizeof path, __VA_ARGS__);                 \
-    if (try_file(L, m, &tried, path, strip)) goto found;      \
+  /* TRY: a file of the environment's folder. TRY_LIB: a library module,
+   * named by its path below the root (in lib). */
+#define TRY(...)                                                        \
+  do {                                                                  \
+    snprintf(path, sizeof path, __VA_ARGS__);                           \
+    if (try_file(L, m, &tried, path, NULL, 0)) goto found;              \
+  } while (0)
+#define TRY_LIB(...)                                                    \
+  do {                                                                  \
+    snprintf(lib, sizeof lib, __VA_ARGS__);                             \
+    snprintf(path, sizeof path, "%s/%s", cc->roots[i], lib);            \
+    if (try_file(L, m, &tried, path, lib, 1)) goto found;               \
   } while (0)
   if (m->dir) {
-    TRY(0, "%s/%s.lua", m->dir, rel);
-    TRY(0, "%s/%s/init.lua", m->dir, rel);
+    TRY("%s/%s.lua", m->dir, rel);
+    TRY("%s/%s/init.lua", m->dir, rel);
   }
   for (i = 0; i < cc->nroots; i++) {
-    TRY(1, "%s/lua/%s.lua", cc->roots[i], rel);
-    TRY(1, "%s/lua/%s/init.lua", cc->roots[i], rel);
+    TRY_LIB("lua/%s.lua", rel);
+    TRY_LIB("lua/%s/init.lua", rel);
     if (strncmp(name, "rubrics.", 8) == 0 || strncmp(name, "features.", 9) == 0)
-      TRY(1, "%s/%s.lua", cc->roots[i], rel);
+      TRY_LIB("%s.lua", rel);
   }
+#undef TRY_LIB
 #undef TRY
   for (e = ludo__embedded; e->name; e++) {
     if (strcmp(e->name, name) == 0) {
       char chunk[600];
-      snprintf(chunk, sizeof chunk, "@%s", e->path);
+      snprintf(chunk, sizeof chunk, "=%s", e->path);
       luaL_pushresult(&tried);
       lua_pop(L, 1);
       ludo__codecache_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len, 1);
@@ -264,6 +276,35 @@ void ludo__modules_install(lua_State *L, ludo__modules_t *m) {
   lua_setglobal(L, "package");
   lua_pushcfunction(L, l_require);
   lua_setglobal(L, "require");
+}
+
+void ludo__modules_require_direct(lua_State *L, const char *name) {
+  ludo__modules_t *m = modules_of(L);
+  if (is_internal(name))
+    ludo__error_raise(L, LUDO_ENOENT, "module '%s' is internal to the "
+                      "runtime", name);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED); /* loaded */
+  if (lua_getfield(L, -1, name) != LUA_TNIL) {      /* loaded, value */
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, (void *)&loading);       /* loops show */
+  lua_setfield(L, -2, name);
+  if (m == NULL || !push_cmod(L, m, name)) {
+    if (m == NULL)
+      ludo__error_raise(L, LUDO_ENOENT, "module '%s' not found", name);
+    ludo__modules_load(L, m, name);
+  }
+  lua_pushstring(L, name);
+  lua_call(L, 1, 1);                                /* loaded, value */
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushboolean(L, 1);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
+  lua_remove(L, -2);
 }
 
 void ludo__modules_require(lua_State *L, const char *name) {

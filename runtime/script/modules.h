@@ -13,10 +13,17 @@
  *   6. the copies embedded in the binary at build time.
  * Names use dots for folders; only [A-Za-z0-9_.-] are accepted and ".."
  * never is. Each resolved module is compiled once per runtime (text only)
- * and kept as bytecode; states load the bytecode. Library modules (from
- * the roots or embedded) are kept without debug information, which makes
- * every session state about a third smaller; set LUDO_DEBUG=1 to keep it.
- * Environment modules always keep theirs. */
+ * and kept as bytecode; states load the bytecode.
+ *
+ * Chunk names say where code comes from in errors and tracebacks: files
+ * of the environment (and any file loaded by path) are "@<path>", so they
+ * read "examples/echo/env.lua:12:"; library modules (from the roots or
+ * embedded) are "=<path below the root>", reading "lua/ludo/rubric.lua:40:"
+ * whichever copy was loaded (the '=' also tells library frames apart from
+ * the user's). Library modules keep their source name and line
+ * information but not the names of locals and upvalues, which would make
+ * every session state about 10 % larger; LUDO_DEBUG=1 keeps everything,
+ * LUDO_DEBUG=0 nothing (codecache.h). Environment modules keep all. */
 #ifndef LUDO_SCRIPT_MODULES_H
 #define LUDO_SCRIPT_MODULES_H
 
@@ -68,5 +75,12 @@ void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
  * internal modules (ludo.runner, ludo.envinfo), which a session's require
  * refuses and which are not kept in its loaded table. [-0, +1, e] */
 void ludo__modules_require(lua_State *L, const char *name);
+
+/* require() from C for a state that is thrown away when the module fails
+ * (a script's module at open): the module runs without the protected call
+ * require makes, so a failure leaves the stack where it happened (a
+ * memory error can then say where). Internal modules are refused.
+ * [-0, +1, e] */
+void ludo__modules_require_direct(lua_State *L, const char *name);
 
 #endif

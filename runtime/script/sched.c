@@ -108,9 +108,13 @@ static void finish(ludo__sched_t *s, int status);
 /* The call waited past its wall-clock limit. */
 static void wall_fired(uv_timer_t *t) {
   ludo__sched_t *s = t->data;
+  char text[96];
   if (!s->in_call || !(s->waiting || s->runnable) || s->resuming) return;
-  lua_pushfstring(s->co, "ETIMEOUT: the call exceeded its wall-clock limit "
-                  "of %I ms", (lua_Integer)(s->wall_ns / 1000000u));
+  snprintf(text, sizeof text, "ETIMEOUT: the call exceeded its wall-clock "
+           "limit of %llu ms", (unsigned long long)(s->wall_ns / 1000000u));
+  /* Where it waits (or was sliced): the suspended thread's stack. */
+  ludo__state_locate(s->st, s->co);
+  ludo__state_push_limit(s->st, s->co, text);
   finish(s, LUDO_ETIMEOUT);
 }
 

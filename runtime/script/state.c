@@ -37,7 +37,15 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   }
   if (nsize > osize) {
     /* Growth-only refusal: shrinking and freeing always succeed. */
-    if (st->cap != 0 && st->used + (nsize - osize) > st->cap) return NULL;
+    if (st->cap != 0 && st->used + (nsize - osize) > st->cap) {
+      /* Where the Lua was: the error may be caught and raised again
+       * elsewhere (a pcall), and its place is this one. Reading the
+       * stack allocates nothing. */
+      if (st->refused++ == 0 && st->armed && st->depth > 0 &&
+          st->depth <= LUDO__CHAIN_MAX)
+        ludo__state_locate(st, st->chain[st->depth - 1]);
+      return NULL;
+    }
     if (st->fail_after >= 0 && st->fail_after-- == 0) return NULL;
   }
   p = ludo__arena_realloc(&st->arena, ptr, osize, nsize);
@@ -105,10 +113,12 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
      * pcall or xpcall catches the error, the next instruction raises it
      * again. */
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
-    if (st->killed == LUDO__KILL_CLOSED)
+    if (st->killed == LUDO__KILL_CLOSED) {
       lua_pushliteral(L, "ECANCELED: the session was closed");
-    else
+    } else {
+      ludo__state_locate(st, L); /* the first time: where it ran */
       lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+    }
     lua_error(L);
   }
   if (st->yield_wanted) try_yield(L, st);
@@ -478,6 +488,8 @@ void ludo__state_close(ludo__state_t *st) {
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
                      uint64_t max_instr) {
   st->armed = 1;
+  st->refused = 0;
+  st->where[0] = '\0';
   st->log_bytes = 0;
   st->killed = 0;
   st->budget_ns = budget_ns;
@@ -547,10 +559,12 @@ int ludo__state_check(lua_State *L) {
           st->budget_ns)
     ludo__state_kill(st, LUDO__KILL_BUDGET);
   if (!st->killed) return 0;
-  if (st->killed == LUDO__KILL_CLOSED)
+  if (st->killed == LUDO__KILL_CLOSED) {
     lua_pushliteral(L, "ECANCELED: the session was closed");
-  else
+  } else {
+    ludo__state_locate(st, L);
     lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+  }
   return 1;
 }
 
@@ -580,35 +594,6 @@ static int wants_traceback(int code) {
   return code == LUDO_ESCRIPT || code == LUDO_EINVAL;
 }
 
-static int msgh(lua_State *L) {
-  int code = ludo__error_code(L, 1);
-  const char *msg;
-  if (code != 0) { /* a ludo error: the same, with the traceback added */
-    if (!wants_traceback(code)) return 1;
-    ludo__error_push_message(L, 1);
-    luaL_traceback(L, L, lua_tostring(L, -1), 1);
-    ludo__error_push(L, code, lua_tostring(L, -1), lua_rawlen(L, -1), 0);
-    return 1;
-  }
-  msg = lua_tostring(L, 1);
-  if (msg == NULL) {
-    msg = lua_pushfstring(L, "(error object is a %s value)",
-                          luaL_typename(L, 1));
-  }
-  luaL_traceback(L, L, msg, 1);
-  return 1;
-}
-
-int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres) {
-  int base = lua_gettop(L) - nargs, rc;
-  lua_pushcfunction(L, msgh);
-  lua_insert(L, base);
-  rc = lua_pcall(L, nargs, nres, base);
-  lua_remove(L, base);
-  if (rc == LUA_OK) return 0;
-  return ludo__state_error(st, L, rc);
-}
-
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap);
 
@@ -622,15 +607,30 @@ typedef struct {
   lua_State *tb;
 } err_req_t;
 
-/* Appends " (at chunk:line)", where thread tb last ran Lua, to the
- * message on top. [-1, +1, m] */
-static void add_where(lua_State *L, lua_State *tb) {
+/* Writes "source:line" of frame `ar` at out + *len. */
+static void put_frame(char *out, size_t n, size_t *len, const char *pre,
+                      const lua_Debug *ar) {
+  int k;
+  if (*len >= n) return;
+  k = snprintf(out + *len, n - *len, "%s%s:%d", pre, ar->short_src,
+               ar->currentline);
+  if (k > 0) *len = *len + (size_t)k < n ? *len + (size_t)k : n - 1;
+}
+
+void ludo__state_locate(ludo__state_t *st, lua_State *L) {
   lua_Debug ar;
-  int level;
-  for (level = 0; lua_getstack(tb, level, &ar); level++) {
-    if (lua_getinfo(tb, "Sl", &ar) && ar.currentline > 0) {
-      lua_pushfstring(L, " (at %s:%d)", ar.short_src, ar.currentline);
-      lua_concat(L, 2);
+  size_t len = 0;
+  int level, found = 0;
+  if (st->where[0] != '\0') return;
+  for (level = 0; lua_getstack(L, level, &ar); level++) {
+    /* "S" and "l" read the function's own fields: no allocation. */
+    if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+    if (!found) {
+      put_frame(st->where, sizeof st->where, &len, "", &ar);
+      found = 1;
+      if (ar.source[0] != '=') return; /* not the library's */
+    } else if (ar.source[0] != '=') {
+      put_frame(st->where, sizeof st->where, &len, ", from ", &ar);
       return;
     }
   }
@@ -650,14 +650,55 @@ static void redact_top(lua_State *L) {
   lua_remove(L, -2);
 }
 
+typedef struct {
+  ludo__state_t *st;
+  const char *text;
+} limit_req_t;
+
+static int push_limit_p(lua_State *L) {
+  limit_req_t *r = lua_touserdata(L, 1);
+  if (r->st->where[0] != '\0')
+    lua_pushfstring(L, "%s (at %s)", r->text, r->st->where);
+  else
+    lua_pushstring(L, r->text);
+  return 1;
+}
+
+void ludo__state_push_limit(ludo__state_t *st, lua_State *L,
+                            const char *text) {
+  lua_State *M = st->L;
+  size_t cap = st->cap;
+  limit_req_t r;
+  int rc = LUA_ERRMEM;
+  r.st = st;
+  r.text = text;
+  st->cap = 0;
+  if (lua_checkstack(M, 3) && lua_checkstack(L, 1)) {
+    lua_pushcfunction(M, push_limit_p);
+    lua_pushlightuserdata(M, &r);
+    rc = lua_pcall(M, 1, 1, 0);
+    if (rc != LUA_OK) lua_pop(M, 1);
+  }
+  st->cap = cap;
+  if (rc == LUA_OK)
+    lua_xmove(M, L, 1);
+  else
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &timeout_key);
+}
+
 static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
   r->code = state_error(r->st, L, r->status, r->cap);
-  /* A limit says where the call was when it was stopped. */
-  if ((r->code == LUDO_ETIMEOUT || r->code == LUDO_ENOMEM) && r->tb != NULL)
-    add_where(L, r->tb);
-  else if (wants_traceback(r->code) && r->tb != NULL &&
+  /* A limit says where the call was when it was stopped: where the hook
+   * or a budget check stopped it, or where the thread died. */
+  if (r->code == LUDO_ETIMEOUT || r->code == LUDO_ENOMEM) {
+    if (r->tb != NULL) ludo__state_locate(r->st, r->tb);
+    if (r->st->where[0] != '\0') {
+      lua_pushfstring(L, " (at %s)", r->st->where);
+      lua_concat(L, 2);
+    }
+  } else if (wants_traceback(r->code) && r->tb != NULL &&
            r->status == LUA_ERRRUN) {
     luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
     lua_remove(L, -2);
@@ -722,7 +763,14 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
                          "ms", (lua_Integer)(st->budget_ns / 1000000));
     return LUDO_ETIMEOUT;
   }
-  if (status == LUA_ERRMEM) {
+  /* A memory error that Lua code caught (a pcall in ludo's library or
+   * the script's) and raised again is still one, when the cap did refuse
+   * memory in this call; the text alone, which a script can write, is
+   * not enough. */
+  if (status == LUA_ERRMEM ||
+      (status == LUA_ERRRUN && st->refused != 0 &&
+       lua_type(L, -1) == LUA_TSTRING &&
+       strcmp(lua_tostring(L, -1), "not enough memory") == 0)) {
     lua_pop(L, 1);
     lua_pushfstring(L, "ENOMEM: the session's memory limit of %I bytes was "
                        "reached", (lua_Integer)cap);

@@ -30,6 +30,10 @@ struct ludo__modules_s;
 /* Instructions between two checks of the budget. */
 #define LUDO__HOOK_COUNT 1000
 
+/* Room for where a call was stopped: two "source:line" (LUA_IDSIZE each)
+ * and the words between them. */
+#define LUDO__WHERE_MAX 160
+
 typedef struct ludo__state_s {
   lua_State *L;
   ludo__alloc_t *heap;        /* runtime allocator (parent); borrowed */
@@ -37,6 +41,7 @@ typedef struct ludo__state_s {
   size_t used;                /* bytes held by this state */
   size_t cap;                 /* refuse growth past this; 0 = no cap */
   size_t peak;
+  unsigned refused;          /* growths refused at the cap in this call */
   size_t *total;              /* also counted here when not NULL */
   long fail_after;            /* tests: fail the Nth allocation (<0 off) */
   int gc_pause;               /* the collector's pause (%); 0: Lua's */
@@ -60,6 +65,8 @@ typedef struct ludo__state_s {
   uint64_t used_ns;           /* running time used so far in this call */
   uint64_t run_start_ns;      /* start of the current running stretch */
   uint64_t instr;             /* instructions counted in this call */
+  char where[LUDO__WHERE_MAX]; /* where a limit stopped the call, see
+                                  ludo__state_locate; "" when none */
 
   const ludo__log_t *log;     /* borrowed */
   size_t log_bytes;           /* log bytes written by the current call */
@@ -89,6 +96,22 @@ void ludo__state_close(ludo__state_t *st);
 /* The ludo__state_t of any thread of a sandboxed state, or NULL when L is
  * not a ludo state. [-0, +0, -] */
 ludo__state_t *ludo__state_of(lua_State *L);
+
+/* Records in st->where where thread L is, unless the call already has a
+ * place: "source:line" of its innermost Lua frame that has a line, and
+ * when that frame is ludo's library (a "=" chunk, see modules.h),
+ * ", from source:line" of the innermost frame of other code, e.g.
+ * "lua/ludo/async.lua:40, from examples/sleepy/env.lua:12". Allocates
+ * nothing: safe in hooks and at the memory cap. [-0, +0, -] */
+void ludo__state_locate(ludo__state_t *st, lua_State *L);
+
+/* Pushes onto `L` (any thread of st's state, even a suspended one) the
+ * message `text` of a limit the call ran into, followed by where it was
+ * stopped (" (at ...)", when st->where holds a place). Made on the main
+ * thread under a protected call with the cap lifted; falls back to the
+ * message made when the state was opened. [-0, +1, -] */
+void ludo__state_push_limit(ludo__state_t *st, lua_State *L,
+                            const char *text);
 
 /* Starts the budget of a new call. */
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
@@ -126,15 +149,10 @@ void ludo__state_kill(ludo__state_t *st, int why);
 /* Ends the call's budget; restores the normal hook on thread `co`. */
 void ludo__state_disarm(ludo__state_t *st, lua_State *co);
 
-/* Protected call with a traceback message handler (STYLE rule 11): like
- * lua_pcall, but the error message gets a traceback and a memory error
- * becomes "ENOMEM: ...". Returns a LUDO_E* code (0 on success) and leaves
- * the error message on the stack on failure. [-(nargs+1), +(nres|1), -] */
-int ludo__state_pcall(ludo__state_t *st, lua_State *L, int nargs, int nres);
-
 /* Like ludo__state_error, with thread `tb` (may be NULL; still intact
  * after a failed resume): a script error gets its traceback, a timeout or
- * memory error the place it stopped at (" (at env.lua:12)"). [-1, +1, -] */
+ * memory error the place it stopped at (" (at env.lua:12)", from
+ * st->where, or where `tb` stopped; see ludo__state_locate). [-1, +1, -] */
 int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
                          lua_State *tb);
 

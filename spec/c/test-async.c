@@ -245,6 +245,26 @@ TEST_IMPL(async_sleep_lasts) {
   test_rt_free(rt);
 }
 
+/* A script's function may wait (ludo.sleep) like a session's call: its
+ * call thread yields across ludo's own C frame. */
+TEST_IMPL(async_script_waits) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_script_t *sc;
+  const char *out;
+  size_t len;
+  json_t *r;
+  ASSERT_OK(ludo_script_open(rt, "wscript", "spec/fixtures/c/where", &sc));
+  ASSERT_OK(ludo_script_call(sc, "nap", J("[1,\"two\"]"), &out, &len));
+  r = JPARSE(out, len);
+  ASSERT_EQ(JINT(r, "a"), 1);
+  ASSERT_STR_EQ(JSTR(r, "b"), "two");
+  /* Twice: the call thread is fine after a wait. */
+  ASSERT_OK(ludo_script_call(sc, "nap", J("[3]"), &out, &len));
+  ASSERT_EQ(JINT(JPARSE(out, len), "a"), 3);
+  ludo_script_free(sc);
+  test_rt_free(rt);
+}
+
 /* One call per session at a time: EBUSY for any second call, whose
  * callback never runs. */
 TEST_IMPL(async_ebusy) {

@@ -28,6 +28,7 @@
   X(async_poll_interleaves)                                                  \
   X(async_run_interleaves)                                                   \
   X(async_sleep_lasts)                                                       \
+  X(async_script_waits)                                                      \
   X(async_ebusy)                                                             \
   X(async_chain_from_callback)                                               \
   X(async_close_in_flight)                                                   \
@@ -74,6 +75,9 @@
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
+  /* test-bytecode.c: trimmed debug information of library modules */     \
+  X(bytecode_trim_keeps_lines)                                               \
+  X(bytecode_trim_refuses_bad_chunks)                                        \
   /* test-host.c: host-registered functions */                               \
   X(host_function_ud_and_session)                                            \
   X(host_function_error)                                                     \
@@ -99,13 +103,64 @@
   X(limit_input_size)                                                        \
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
+  /* test-where.c: errors that say where and what */                       \
+  X(where_tracebacks)                                                        \
+  X(where_policy_traceback)                                                  \
+  X(where_debug_levels)                                                      \
+  X(where_cpu_budget_phases)                                                 \
+  X(where_instructions_phases)                                               \
+  X(where_memory_phases)                                                     \
+  X(where_wall_clock_phases)                                                 \
+  X(where_async_rubric)                                                      \
+  X(where_script_limits)                                                     \
+  X(where_load_limits)                                                       \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
   X(alloc_all_returned)                                                      \
   X(alloc_fault_injection)                                                   \
   X(pool_prewarm)                                                            \
   /* test-determinism.c */                                                   \
-  X(determinism_same_seed)
+  X(determinism_same_seed)                                                   \
+  /* test-http.c: HTTP/1.1 connections, byte scripts (runtime/net) */        \
+  X(http_request_fields)                                                     \
+  X(http_split_reads)                                                        \
+  X(http_response_bytes)                                                     \
+  X(http_respond_checks)                                                     \
+  X(http_pipelining)                                                         \
+  X(http_keep_alive)                                                         \
+  X(http_bad_requests)                                                       \
+  X(http_error_after_pipelined)                                              \
+  X(http_limits)                                                             \
+  X(http_expect_continue)                                                    \
+  X(http_timeouts)                                                           \
+  X(http_abort_pending)                                                      \
+  X(http_backpressure)                                                       \
+  X(http_input_bounded)                                                      \
+  X(http_alloc_failures)                                                     \
+  /* test-ws.c: WebSocket connections, byte scripts (runtime/net) */        \
+  X(ws_accept_key)                                                           \
+  X(ws_handshake)                                                            \
+  X(ws_handshake_refused)                                                    \
+  X(ws_masked_text)                                                          \
+  X(ws_fragments_and_ping)                                                   \
+  X(ws_unmasked_frame)                                                       \
+  X(ws_invalid_utf8)                                                         \
+  X(ws_message_too_big)                                                      \
+  X(ws_bad_frames)                                                           \
+  X(ws_close_from_peer)                                                      \
+  X(ws_close_from_server)                                                    \
+  X(ws_keepalive)                                                            \
+  X(ws_send_queue)                                                           \
+  X(ws_upgrade_pipelined)                                                    \
+  X(ws_gone_before_switch)                                                   \
+  X(ws_upgrade_input_bounded)                                                \
+  /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
+  X(net_socket_http)                                                         \
+  X(net_socket_ws_echo)                                                      \
+  X(net_socket_slow_client)                                                  \
+  X(net_socket_connection_limit)                                             \
+  X(net_socket_server_close)                                                 \
+  X(net_listen_errors)
 
 TEST_LIST(TEST_DECLARE)
 

@@ -1,0 +1,389 @@
+/* server.c - the TCP listener and the socket transport of connections
+ * (see server.h).
+ *
+ * One accepted connection is a `sock_t`: its uv_tcp_t, its uv_timer_t
+ * (the conn's one timer) and its ludo__net_conn_t. Writes are uv_write
+ * requests that own their block until the write callback; a graceful
+ * close is uv_shutdown (sent after the pending writes) while reading goes
+ * on, and the handles are closed when the conn asks for an abort (the
+ * peer closed too, or the linger time passed). The sock is freed once
+ * both handles are closed, after ludo__net_conn_closed().
+ *
+ * Reads go into one buffer per server: the conn and its protocols copy
+ * what they keep before the read callback returns. */
+#include "net/server.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "net/conn.h"
+
+#define READ_BUF ((size_t)64 << 10)
+#define BACKLOG 511
+
+typedef struct sock_s {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  uv_shutdown_t shut;
+  ludo__net_conn_t conn;
+  ludo__server_t *srv;
+  struct sock_s *prev, *next;
+  int handles;                 /* open handles of this sock */
+  int shutting;                /* uv_shutdown requested */
+  int closing;                 /* uv_close requested */
+} sock_t;
+
+typedef struct wreq_s {
+  uv_write_t req;
+  char *p;
+  size_t len, cap;
+} wreq_t;
+
+struct ludo__server_s {
+  ludo__core_t *core;
+  ludo__http_options_t o;
+  ludo__http_handler_t h;
+  void *ud;
+  uv_tcp_t listener;
+  int listener_open;           /* the listener handle is not closed yet */
+  int listening;
+  int port;
+  sock_t *socks;
+  unsigned nsocks;
+  unsigned refusing;           /* refused connections still closing */
+  int closing;
+  ludo__server_close_cb close_cb;
+  void *close_ud;
+  int rbuf_busy;
+  char errmsg[256];
+  char rbuf[READ_BUF];
+};
+
+static const ludo__net_sink_t sock_sink;
+
+#define SOCK(c) ((sock_t *)(c)->sink_data)
+
+/* ---- the server's end ------------------------------------------------- */
+
+/* Frees the server once the listener and every sock are closed. */
+static void maybe_finish(ludo__server_t *s) {
+  ludo__server_close_cb cb;
+  void *ud;
+  if (!s->closing || s->listener_open || s->nsocks > 0 || s->refusing > 0)
+    return;
+  cb = s->close_cb;
+  ud = s->close_ud;
+  ludo__free(&s->core->heap, s, sizeof *s);
+  if (cb) cb(ud);
+}
+
+/* ---- a sock's handles ------------------------------------------------- */
+
+static void sock_handle_closed(uv_handle_t *h) {
+  sock_t *k = h->data;
+  ludo__server_t *s = k->srv;
+  ludo__core_handle_closed(s->core);
+  if (--k->handles > 0) return;
+  if (k->prev)
+    k->prev->next = k->next;
+  else
+    s->socks = k->next;
+  if (k->next) k->next->prev = k->prev;
+  s->nsocks--;
+  ludo__net_conn_closed(&k->conn);
+  ludo__free(&s->core->heap, k, sizeof *k);
+  maybe_finish(s);
+}
+
+static void sock_close(sock_t *k) {
+  if (k->closing) return;
+  k->closing = 1;
+  uv_close((uv_handle_t *)&k->tcp, sock_handle_closed);
+  uv_close((uv_handle_t *)&k->timer, sock_handle_closed);
+}
+
+/* ---- the sink --------------------------------------------------------- */
+
+static void on_written(uv_write_t *req, int status) {
+  wreq_t *w = (wreq_t *)req;
+  sock_t *k = req->data;
+  size_t len = w->len;
+  ludo__net_conn_free_block(&k->conn, w->p, w->cap);
+  ludo__free(&k->srv->core->heap, w, sizeof *w);
+  if (status == 0)
+    ludo__net_conn_written(&k->conn, len);
+  else if (status != UV_ECANCELED)
+    ludo__net_conn_error(&k->conn);
+}
+
+static void sink_write(ludo__net_conn_t *c, char *p, size_t len,
+                       size_t cap) {
+  sock_t *k = SOCK(c);
+  wreq_t *w;
+  uv_buf_t b;
+  if (k->closing || k->shutting) {
+    ludo__net_conn_free_block(c, p, cap);
+    return;
+  }
+  w = ludo__malloc(&k->srv->core->heap, sizeof *w);
+  if (w == NULL) {
+    ludo__net_conn_free_block(c, p, cap);
+    sock_close(k);
+    return;
+  }
+  w->p = p;
+  w->len = len;
+  w->cap = cap;
+  w->req.data = k;
+  b = uv_buf_init(p, (unsigned)len);
+  if (uv_write(&w->req, (uv_stream_t *)&k->tcp, &b, 1, on_written) != 0) {
+    ludo__net_conn_free_block(c, p, cap);
+    ludo__free(&k->srv->core->heap, w, sizeof *w);
+    sock_close(k);
+  }
+}
+
+static void on_alloc(uv_handle_t *h, size_t want, uv_buf_t *buf) {
+  sock_t *k = h->data;
+  ludo__server_t *s = k->srv;
+  (void)want;
+  if (!s->rbuf_busy) {
+    s->rbuf_busy = 1;
+    *buf = uv_buf_init(s->rbuf, (unsigned)sizeof s->rbuf);
+    return;
+  }
+  /* A read inside a read (a loop run from a callback): its own buffer. */
+  buf->base = ludo__malloc(&s->core->heap, READ_BUF);
+  buf->len = buf->base ? READ_BUF : 0;
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
+  sock_t *k = st->data;
+  ludo__server_t *s = k->srv;
+  if (n > 0)
+    ludo__net_conn_read(&k->conn, buf->base, (size_t)n);
+  else if (n == UV_EOF)
+    ludo__net_conn_eof(&k->conn);
+  else if (n < 0)
+    ludo__net_conn_error(&k->conn);
+  if (buf->base == s->rbuf)
+    s->rbuf_busy = 0;
+  else if (buf->base)
+    ludo__free(&s->core->heap, buf->base, READ_BUF);
+}
+
+static void sink_pause(ludo__net_conn_t *c, int paused) {
+  sock_t *k = SOCK(c);
+  if (k->closing) return;
+  if (paused)
+    uv_read_stop((uv_stream_t *)&k->tcp);
+  else
+    uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read);
+}
+
+static void on_timer(uv_timer_t *t) {
+  sock_t *k = t->data;
+  ludo__net_conn_timeout(&k->conn);
+}
+
+static void sink_timer(ludo__net_conn_t *c, uint64_t ms) {
+  sock_t *k = SOCK(c);
+  if (k->closing) return;
+  if (ms == 0)
+    uv_timer_stop(&k->timer);
+  else
+    uv_timer_start(&k->timer, on_timer, ms, 0);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status) {
+  sock_t *k = req->data;
+  if (status != 0 && status != UV_ECANCELED) ludo__net_conn_error(&k->conn);
+}
+
+static void sink_close(ludo__net_conn_t *c, int abort) {
+  sock_t *k = SOCK(c);
+  if (abort) {
+    sock_close(k);
+    return;
+  }
+  if (k->shutting || k->closing) return;
+  k->shutting = 1;
+  k->shut.data = k;
+  if (uv_shutdown(&k->shut, (uv_stream_t *)&k->tcp, on_shutdown) != 0)
+    sock_close(k);
+}
+
+static const ludo__net_sink_t sock_sink = {sink_write, sink_pause,
+                                           sink_timer, sink_close};
+
+/* ---- accepting -------------------------------------------------------- */
+
+static void refused_closed(uv_handle_t *h) {
+  ludo__server_t *s = h->data;
+  ludo__core_handle_closed(s->core);
+  ludo__free(&s->core->heap, h, sizeof(uv_tcp_t));
+  s->refusing--;
+  maybe_finish(s);
+}
+
+static void on_connection(uv_stream_t *l, int status) {
+  ludo__server_t *s = l->data;
+  ludo__core_t *core = s->core;
+  ludo__http_conn_t *hc;
+  sock_t *k;
+  if (status < 0) {
+    ludo__log(&core->log, LUDO_LOG_WARN, "ludo", "accept: %s",
+              uv_strerror(status));
+    return;
+  }
+  if (s->nsocks >= s->o.max_connections) {
+    /* Over the limit: accept and close, so the backlog does not fill
+     * with connections that would wait for nothing. */
+    uv_tcp_t *t = ludo__malloc(&core->heap, sizeof *t);
+    if (t == NULL || uv_tcp_init(core->loop, t) != 0) {
+      if (t) ludo__free(&core->heap, t, sizeof *t);
+      return;
+    }
+    ludo__core_handle_opened(core);
+    t->data = s;
+    uv_accept(l, (uv_stream_t *)t);
+    s->refusing++;
+    uv_close((uv_handle_t *)t, refused_closed);
+    ludo__log(&core->log, LUDO_LOG_WARN, "ludo",
+              "connection refused: %u connections open (the limit)",
+              s->o.max_connections);
+    return;
+  }
+  k = ludo__calloc(&core->heap, sizeof *k);
+  if (k == NULL) return;
+  k->srv = s;
+  uv_tcp_init(core->loop, &k->tcp);
+  uv_timer_init(core->loop, &k->timer);
+  ludo__core_handle_opened(core);
+  ludo__core_handle_opened(core);
+  k->handles = 2;
+  k->tcp.data = k;
+  k->timer.data = k;
+  k->next = s->socks;
+  if (s->socks) s->socks->prev = k;
+  s->socks = k;
+  s->nsocks++;
+  ludo__net_conn_init(&k->conn, core, &sock_sink, k, s->o.write_high_water,
+                      s->o.linger_ms);
+  if (uv_accept(l, (uv_stream_t *)&k->tcp) != 0 ||
+      ludo__http_conn_new(core, &k->conn, &s->o, &s->h, s->ud, &hc) != 0) {
+    sock_close(k);
+    return;
+  }
+  uv_tcp_nodelay(&k->tcp, 1);
+  if (uv_read_start((uv_stream_t *)&k->tcp, on_alloc, on_read) != 0)
+    ludo__net_conn_error(&k->conn);
+}
+
+/* ---- the API ---------------------------------------------------------- */
+
+int ludo__server_new(ludo__core_t *core, const ludo__http_options_t *o,
+                     const ludo__http_handler_t *h, void *ud,
+                     ludo__server_t **out) {
+  ludo__server_t *s;
+  *out = NULL;
+  if (h == NULL || h->request == NULL) return LUDO_EINVAL;
+  s = ludo__calloc(&core->heap, sizeof *s);
+  if (s == NULL) return LUDO_ENOMEM;
+  s->core = core;
+  ludo__http_options_fill(&s->o, o);
+  s->h = *h;
+  s->ud = ud;
+  uv_tcp_init(core->loop, &s->listener);
+  ludo__core_handle_opened(core);
+  s->listener.data = s;
+  s->listener_open = 1;
+  *out = s;
+  return 0;
+}
+
+/* A write to a socket the peer closed raises SIGPIPE, which ends the
+ * process by default (libuv writes with write(2), not send(2) with
+ * MSG_NOSIGNAL): ignored, unless the host set its own disposition. */
+static void ignore_sigpipe(void) {
+  struct sigaction sa;
+  if (sigaction(SIGPIPE, NULL, &sa) != 0) return;
+  if (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL) {
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL);
+  }
+}
+
+int ludo__server_listen(ludo__server_t *s, const char *host, int port) {
+  struct sockaddr_storage ss;
+  int namelen = sizeof ss, rc;
+  const char *ip = host;
+  s->errmsg[0] = '\0';
+  if (s->listening || s->closing) {
+    snprintf(s->errmsg, sizeof s->errmsg, "the server listens already");
+    return LUDO_EINVAL;
+  }
+  if (host == NULL || port < 0 || port > 65535) {
+    snprintf(s->errmsg, sizeof s->errmsg, "port %d is out of range", port);
+    return LUDO_EINVAL;
+  }
+  if (strcmp(host, "localhost") == 0) ip = "127.0.0.1";
+  if (uv_ip4_addr(ip, port, (struct sockaddr_in *)&ss) != 0 &&
+      uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&ss) != 0) {
+    snprintf(s->errmsg, sizeof s->errmsg,
+             "'%s' is not a numeric IPv4 or IPv6 address", host);
+    return LUDO_EINVAL;
+  }
+  rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&ss, 0);
+  if (rc == 0)
+    rc = uv_listen((uv_stream_t *)&s->listener, BACKLOG, on_connection);
+  if (rc != 0) {
+    snprintf(s->errmsg, sizeof s->errmsg, "cannot listen on %s port %d: %s",
+             host, port, uv_strerror(rc));
+    return LUDO_EIO;
+  }
+  if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &namelen) ==
+      0)
+    s->port = ss.ss_family == AF_INET6
+                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+  s->listening = 1;
+  ignore_sigpipe();
+  return 0;
+}
+
+int ludo__server_port(const ludo__server_t *s) { return s->port; }
+
+const char *ludo__server_errmsg(const ludo__server_t *s) {
+  return s->errmsg;
+}
+
+unsigned ludo__server_connections(const ludo__server_t *s) {
+  return s->nsocks;
+}
+
+static void listener_closed(uv_handle_t *h) {
+  ludo__server_t *s = h->data;
+  ludo__core_handle_closed(s->core);
+  s->listener_open = 0;
+  maybe_finish(s);
+}
+
+void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
+                        void *ud) {
+  sock_t *k, *next;
+  if (s->closing) return;
+  s->closing = 1;
+  s->close_cb = cb;
+  s->close_ud = ud;
+  uv_close((uv_handle_t *)&s->listener, listener_closed);
+  for (k = s->socks; k; k = next) {
+    next = k->next;
+    ludo__net_conn_shutdown(&k->conn);
+  }
+}

@@ -1,0 +1,590 @@
+/* ws.c - WebSocket connections on wslay's event API (see ws.h).
+ *
+ * Reading: the bytes the conn delivers are lent to wslay for one call of
+ * wslay_event_recv(), whose recv callback copies from them and says
+ * "would block" when they are used up; wslay parses frames, answers pings,
+ * checks UTF-8 and sizes, and calls on_msg for each complete message.
+ * Writing: wslay_event_send() runs right after anything is queued (never
+ * inside wslay_event_recv: a message sent from the message callback is
+ * queued, and sent when the receive returns); its send callback copies
+ * the frames into the conn, which always takes them, so wslay's own queue
+ * is empty between calls, except before the 101 response went out.
+ *
+ * States: PENDING (accepted, the 101 not yet written), OPEN, CLOSING (our
+ * close frame sent, waiting for the peer's), DONE (the conn is closing),
+ * CLOSED (the conn is gone: the close callback ran). The connection's one
+ * timer is the keepalive in OPEN and the close handshake's bound in
+ * CLOSING; afterwards the conn uses it to bound its lingering.
+ *
+ * Lifetime: as in http.c, entry points count their depth, and a WebSocket
+ * whose connection is gone is freed when the outermost returns. */
+#include "net/ws.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <wslay/wslay.h>
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/utf8.h"
+#include "net/conn.h"
+#include "net/handshake.h"
+
+#define DEFAULT_MAX_MESSAGE ((size_t)16 << 20)
+#define DEFAULT_PING_INTERVAL_MS 20000u
+#define DEFAULT_PONG_TIMEOUT_MS 20000u
+#define DEFAULT_CLOSE_TIMEOUT_MS 5000u
+#define DEFAULT_MAX_QUEUED ((size_t)32 << 20)
+
+/* A close reason's longest length (a control frame's payload is at most
+ * 125 bytes, two of them the code). */
+#define REASON_MAX 123
+
+enum { WS_PENDING, WS_OPEN, WS_CLOSING, WS_DONE, WS_CLOSED };
+
+struct ludo__ws_s {
+  ludo__core_t *core;
+  ludo__alloc_t *heap;
+  ludo__net_conn_t *nc;        /* NULL before the switch and once gone */
+  ludo__ws_options_t o;
+  ludo__ws_callbacks_t cb;
+  void *ud;
+  wslay_event_context_ptr ev;
+  const char *rd;              /* the bytes wslay reads now */
+  size_t rdlen;
+  ludo__buf_t in;              /* bytes that came before the switch */
+  int state;                   /* WS_* */
+  int close_queued;            /* our close was asked for */
+  int close_pending;           /* ... and waits to be queued in wslay */
+  int close_out;               /* its code */
+  char close_why[REASON_MAX + 1];
+  size_t close_why_len;
+  int awaiting_pong;
+  uint32_t ping_seq;
+  int code;                    /* why the connection ends (code_set) */
+  int code_set;
+  char reason[REASON_MAX + 1];
+  size_t reason_len;
+  int refused;                 /* a send was refused: drain when empty */
+  int in_recv;                 /* inside wslay_event_recv */
+  int depth;
+  int dead;
+  ludo__task_t task;           /* reads `in` after the switch */
+};
+
+static const ludo__net_proto_t ws_proto;
+
+void ludo__ws_options_init(ludo__ws_options_t *o) {
+  o->max_message = DEFAULT_MAX_MESSAGE;
+  o->ping_interval_ms = DEFAULT_PING_INTERVAL_MS;
+  o->pong_timeout_ms = DEFAULT_PONG_TIMEOUT_MS;
+  o->close_timeout_ms = DEFAULT_CLOSE_TIMEOUT_MS;
+  o->max_queued = DEFAULT_MAX_QUEUED;
+}
+
+static void options_fill(ludo__ws_options_t *o, const ludo__ws_options_t *in) {
+  ludo__ws_options_init(o);
+  if (in == NULL) return;
+  if (in->max_message) o->max_message = in->max_message;
+  o->ping_interval_ms = in->ping_interval_ms; /* 0: no pings */
+  if (in->pong_timeout_ms) o->pong_timeout_ms = in->pong_timeout_ms;
+  if (in->close_timeout_ms) o->close_timeout_ms = in->close_timeout_ms;
+  if (in->max_queued) o->max_queued = in->max_queued;
+}
+
+/* ---- lifetime --------------------------------------------------------- */
+
+static void ws_free(ludo__ws_t *ws) {
+  ludo__core_unpost(ws->core, &ws->task);
+  if (ws->ev) wslay_event_context_free(ws->ev);
+  ludo__buf_free(&ws->in);
+  ludo__free(ws->heap, ws, sizeof *ws);
+}
+
+static void enter(ludo__ws_t *ws) { ws->depth++; }
+
+static void leave(ludo__ws_t *ws) {
+  if (--ws->depth == 0 && ws->dead) ws_free(ws);
+}
+
+/* Records why the connection ends, once: the first close frame wins. */
+static void set_code(ludo__ws_t *ws, int code, const char *reason,
+                     size_t len) {
+  if (ws->code_set) return;
+  ws->code_set = 1;
+  ws->code = code;
+  if (len > REASON_MAX) len = REASON_MAX;
+  if (len) memcpy(ws->reason, reason, len);
+  ws->reason[len] = '\0';
+  ws->reason_len = len;
+}
+
+/* The connection is over for the protocol: close it (gracefully: what was
+ * queued goes out first). */
+static void done(ludo__ws_t *ws) {
+  if (ws->state >= WS_DONE) return;
+  ws->state = WS_DONE;
+  if (ws->nc) ludo__net_conn_close(ws->nc, 0);
+}
+
+/* The one timer: keepalive while open, the close handshake's bound while
+ * closing. */
+static void arm(ludo__ws_t *ws) {
+  uint64_t ms = 0;
+  if (ws->nc == NULL) return;
+  if (ws->state == WS_OPEN)
+    ms = ws->awaiting_pong ? ws->o.pong_timeout_ms : ws->o.ping_interval_ms;
+  else if (ws->state == WS_CLOSING)
+    ms = ws->o.close_timeout_ms;
+  else
+    return;
+  ludo__net_conn_timer(ws->nc, ms);
+}
+
+/* ---- wslay's callbacks ------------------------------------------------ */
+
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+                       int flags, void *ud) {
+  ludo__ws_t *ws = ud;
+  size_t n = len < ws->rdlen ? len : ws->rdlen;
+  (void)flags;
+  if (n == 0) {
+    wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+    return -1;
+  }
+  memcpy(buf, ws->rd, n);
+  ws->rd += n;
+  ws->rdlen -= n;
+  return (ssize_t)n;
+}
+
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
+                       size_t len, int flags, void *ud) {
+  ludo__ws_t *ws = ud;
+  (void)flags;
+  if (ws->nc == NULL || ludo__net_conn_write(ws->nc, data, len) != 0) {
+    wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+    return -1;
+  }
+  return (ssize_t)len;
+}
+
+static void on_msg(wslay_event_context_ptr ctx,
+                   const struct wslay_event_on_msg_recv_arg *arg, void *ud) {
+  ludo__ws_t *ws = ud;
+  (void)ctx;
+  switch (arg->opcode) {
+  case WSLAY_TEXT_FRAME:
+  case WSLAY_BINARY_FRAME:
+    /* After our close frame the peer's messages are dropped. */
+    if (ws->state != WS_OPEN || ws->close_queued) return;
+    ws->core->in_callback++;
+    ws->cb.message(ws->ud, ws, arg->opcode == WSLAY_BINARY_FRAME,
+                   arg->msg ? (const char *)arg->msg : "", arg->msg_length);
+    ws->core->in_callback--;
+    return;
+  case WSLAY_CONNECTION_CLOSE:
+    if (arg->status_code == 0)
+      set_code(ws, 1005, "", 0);
+    else
+      set_code(ws, arg->status_code, (const char *)arg->msg + 2,
+               arg->msg_length - 2);
+    return;
+  default: /* pings are answered by wslay; pongs count as any frame */
+    return;
+  }
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+/* Moves what wslay queued into the conn and hands it to the transport. */
+static void pump(ludo__ws_t *ws) {
+  if (ws->nc == NULL || ws->state >= WS_DONE || ws->in_recv) return;
+  if (wslay_event_send(ws->ev) != 0) {
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return;
+  }
+  ludo__net_conn_flush(ws->nc);
+}
+
+static ssize_t frame_send_cb(const uint8_t *data, size_t len, int flags,
+                             void *ud) {
+  ludo__ws_t *ws = ud;
+  (void)flags;
+  if (ws->nc == NULL || ludo__net_conn_write(ws->nc, data, len) != 0)
+    return -1;
+  return (ssize_t)len;
+}
+
+static ssize_t frame_recv_cb(uint8_t *buf, size_t len, int flags, void *ud) {
+  (void)buf;
+  (void)len;
+  (void)flags;
+  (void)ud;
+  return -1;
+}
+
+/* Fails the connection after wslay's receive failed (its event context is
+ * then unusable): a close frame with `code`, written with wslay's frame
+ * API, then the end of the connection. */
+static void fail(ludo__ws_t *ws, int code, const char *reason) {
+  static const struct wslay_frame_callbacks fcb = {frame_send_cb,
+                                                   frame_recv_cb, NULL};
+  wslay_frame_context_ptr fc;
+  uint8_t payload[2 + REASON_MAX];
+  size_t n = strlen(reason);
+  set_code(ws, code, reason, n);
+  if (ws->nc && !wslay_event_get_close_sent(ws->ev) &&
+      wslay_frame_context_init(&fc, &fcb, ws) == 0) {
+    struct wslay_frame_iocb iocb;
+    payload[0] = (uint8_t)(code >> 8);
+    payload[1] = (uint8_t)(code & 0xff);
+    memcpy(payload + 2, reason, n);
+    memset(&iocb, 0, sizeof iocb);
+    iocb.fin = 1;
+    iocb.opcode = WSLAY_CONNECTION_CLOSE;
+    iocb.payload_length = n + 2;
+    iocb.data = payload;
+    iocb.data_length = n + 2;
+    wslay_frame_send(fc, &iocb);
+    wslay_frame_context_free(fc);
+    ludo__net_conn_flush(ws->nc);
+  }
+  done(ws);
+}
+
+/* After frames were received or sent: ends the connection once the
+ * closing handshake is over, or once wslay failed it (it queued and sent
+ * a close frame of its own: 1002, 1007 or 1009). */
+static void settle(ludo__ws_t *ws) {
+  if (ws->nc == NULL || ws->state >= WS_DONE ||
+      !wslay_event_get_close_sent(ws->ev))
+    return;
+  if (wslay_event_get_close_received(ws->ev) ||
+      !wslay_event_get_read_enabled(ws->ev)) {
+    set_code(ws, wslay_event_get_status_code_sent(ws->ev), "", 0);
+    done(ws);
+  }
+}
+
+/* Queues our close frame in wslay once that keeps the order of what was
+ * sent: not inside a receive (messages sent from the message callback are
+ * still to be queued: wslay would put a control frame before them) and
+ * not before the switch. Messages go first, then the close. */
+static void send_close(ludo__ws_t *ws) {
+  int r;
+  if (!ws->close_pending || ws->in_recv || ws->nc == NULL ||
+      ws->state >= WS_DONE)
+    return;
+  ws->close_pending = 0;
+  pump(ws);
+  r = wslay_event_queue_close(ws->ev, (uint16_t)ws->close_out,
+                              (const uint8_t *)ws->close_why,
+                              ws->close_why_len);
+  if (r == WSLAY_ERR_NOMEM) {
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return;
+  }
+  pump(ws); /* r may say the peer's close came first: nothing to add */
+  settle(ws);
+}
+
+/* Starts our side of the closing handshake. Returns 0 or LUDO_ECLOSED. */
+static int start_close(ludo__ws_t *ws, int code, const char *reason,
+                       size_t len) {
+  if (ws->close_queued || ws->state >= WS_CLOSING ||
+      wslay_event_get_close_received(ws->ev))
+    return LUDO_ECLOSED;
+  ws->close_queued = 1;
+  ws->close_pending = 1;
+  ws->close_out = code;
+  memcpy(ws->close_why, reason, len);
+  ws->close_why[len] = '\0';
+  ws->close_why_len = len;
+  set_code(ws, code, reason, len);
+  if (ws->state == WS_OPEN) {
+    ws->state = WS_CLOSING;
+    arm(ws);
+  }
+  send_close(ws);
+  return 0;
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+/* Lends `data` to wslay for one receive, then sends what it queued. */
+static void feed(ludo__ws_t *ws, const char *data, size_t len) {
+  int r;
+  if (ws->state >= WS_DONE) return;
+  ws->rd = data;
+  ws->rdlen = len;
+  ws->in_recv = 1;
+  r = wslay_event_recv(ws->ev);
+  ws->in_recv = 0;
+  ws->rd = NULL;
+  ws->rdlen = 0;
+  if (ws->nc == NULL || ws->state >= WS_DONE) return;
+  if (r == WSLAY_ERR_CALLBACK_FAILURE) {
+    fail(ws, 1002, "malformed frame");
+    return;
+  }
+  if (r != 0) {
+    fail(ws, 1011, "out of memory");
+    return;
+  }
+  /* Anything from the peer shows it is alive. */
+  ws->awaiting_pong = 0;
+  pump(ws);
+  send_close(ws);
+  settle(ws);
+  if (ws->state == WS_OPEN) arm(ws);
+}
+
+static void task_fn(ludo__task_t *t) {
+  ludo__ws_t *ws = (ludo__ws_t *)((char *)t - offsetof(ludo__ws_t, task));
+  ludo__buf_t in = ws->in;
+  enter(ws);
+  ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
+  /* Bytes read while this task waited were appended to these. */
+  if (in.len) feed(ws, in.p, in.len);
+  ludo__buf_free(&in);
+  leave(ws);
+}
+
+/* ---- the conn's callbacks --------------------------------------------- */
+
+static void ws_read(void *p, const char *data, size_t len) {
+  ludo__ws_t *ws = p;
+  enter(ws);
+  if (ws->task.queued) {
+    if (ludo__buf_add(&ws->in, data, len) != 0) {
+      ws->state = WS_DONE;
+      ludo__net_conn_close(ws->nc, 1);
+    }
+  } else {
+    feed(ws, data, len);
+  }
+  leave(ws);
+}
+
+static void ws_eof(void *p) {
+  ludo__ws_t *ws = p;
+  enter(ws);
+  set_code(ws, 1006, "", 0);
+  done(ws);
+  leave(ws);
+}
+
+static void ws_timeout(void *p) {
+  ludo__ws_t *ws = p;
+  enter(ws);
+  if (ws->state == WS_OPEN && ws->awaiting_pong) {
+    static const char why[] = "keepalive ping timeout";
+    start_close(ws, 1011, why, sizeof why - 1);
+    done(ws); /* no waiting for an answer from a silent peer */
+  } else if (ws->state == WS_OPEN) {
+    struct wslay_event_msg ping;
+    uint8_t seq[4];
+    ws->ping_seq++;
+    seq[0] = (uint8_t)(ws->ping_seq >> 24);
+    seq[1] = (uint8_t)(ws->ping_seq >> 16);
+    seq[2] = (uint8_t)(ws->ping_seq >> 8);
+    seq[3] = (uint8_t)ws->ping_seq;
+    ping.opcode = WSLAY_PING;
+    ping.msg = seq;
+    ping.msg_length = sizeof seq;
+    if (wslay_event_queue_msg(ws->ev, &ping) == 0) {
+      ws->awaiting_pong = 1;
+      pump(ws);
+    }
+    arm(ws);
+  } else if (ws->state == WS_CLOSING) {
+    done(ws); /* the peer did not answer our close frame in time */
+  }
+  leave(ws);
+}
+
+static void ws_written(void *p) {
+  ludo__ws_t *ws = p;
+  if (!ws->refused || ludo__ws_queued(ws) > 0) return;
+  ws->refused = 0;
+  if (ws->cb.drain == NULL || ws->state != WS_OPEN) return;
+  enter(ws);
+  ws->core->in_callback++;
+  ws->cb.drain(ws->ud, ws);
+  ws->core->in_callback--;
+  leave(ws);
+}
+
+static void ws_shutdown(void *p) {
+  static const char why[] = "server shutting down";
+  ludo__ws_t *ws = p;
+  enter(ws);
+  if (start_close(ws, 1001, why, sizeof why - 1) != 0) done(ws);
+  leave(ws);
+}
+
+/* The connection is gone: the handler's last callback. */
+static void ws_closed(void *p) {
+  ludo__ws_t *ws = p;
+  enter(ws);
+  ws->nc = NULL;
+  ws->state = WS_CLOSED;
+  ws->dead = 1;
+  ludo__core_unpost(ws->core, &ws->task);
+  set_code(ws, 1006, "", 0);
+  ws->core->in_callback++;
+  ws->cb.close(ws->ud, ws, ws->code, ws->reason, ws->reason_len);
+  ws->core->in_callback--;
+  leave(ws);
+}
+
+static const ludo__net_proto_t ws_proto = {ws_read,    ws_eof,
+                                           ws_timeout, ws_written,
+                                           ws_shutdown, ws_closed};
+
+/* The 101 response is written: the connection is the WebSocket's now
+ * (nc NULL: it ended before). No handler callback runs here (this may be
+ * inside ludo__ws_accept), except the close callback when nc is NULL,
+ * which comes from the HTTP connection's end. */
+static void on_switch(void *ud, ludo__net_conn_t *nc, const char *rest,
+                      size_t n) {
+  ludo__ws_t *ws = ud;
+  enter(ws);
+  if (nc == NULL) {
+    ws_closed(ws);
+    leave(ws);
+    return;
+  }
+  ws->nc = nc;
+  ludo__net_conn_set_proto(nc, &ws_proto, ws);
+  ws->state = ws->close_queued ? WS_CLOSING : WS_OPEN;
+  if (n > 0) {
+    if (ludo__buf_add(&ws->in, rest, n) != 0) {
+      ws->state = WS_DONE;
+      ludo__net_conn_close(nc, 1);
+      leave(ws);
+      return;
+    }
+    ludo__core_post(ws->core, &ws->task);
+  }
+  pump(ws); /* what was sent or closed before the switch */
+  send_close(ws);
+  arm(ws);
+  leave(ws);
+}
+
+/* ---- the API ---------------------------------------------------------- */
+
+/* Answers a refused handshake: `status` with a text body, and for 426 the
+ * version the server speaks. */
+static int refuse(ludo__http_req_t *req, int status, const char *why) {
+  ludo__http_header_t h[2] = {{"Content-Type", "text/plain; charset=utf-8"},
+                              {"Sec-WebSocket-Version", "13"}};
+  char body[160];
+  size_t n = (size_t)snprintf(body, sizeof body, "%s\n", why);
+  if (n >= sizeof body) n = sizeof body - 1;
+  return ludo__http_respond(req, status, h, status == 426 ? 2 : 1, body, n);
+}
+
+int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
+                    const ludo__ws_callbacks_t *cb, void *ud,
+                    ludo__ws_t **out) {
+  static const struct wslay_event_callbacks wcb = {
+      recv_cb, send_cb, NULL, NULL, NULL, NULL, on_msg};
+  ludo__core_t *core;
+  ludo__ws_t *ws;
+  const char *why;
+  char head[160], accept[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
+  int status, rc, n;
+  *out = NULL;
+  if (req == NULL || cb == NULL || cb->message == NULL || cb->close == NULL)
+    return LUDO_EINVAL;
+  status = ludo__handshake_check(req, &why);
+  if (status != 0) {
+    rc = refuse(req, status, why);
+    return rc == 0 ? LUDO_EINVAL : rc;
+  }
+  core = ludo__http_req_core(req);
+  ws = ludo__calloc(&core->heap, sizeof *ws);
+  if (ws == NULL) return LUDO_ENOMEM;
+  ws->core = core;
+  ws->heap = &core->heap;
+  options_fill(&ws->o, o);
+  ws->cb = *cb;
+  ws->ud = ud;
+  ws->state = WS_PENDING;
+  ws->task.fn = task_fn;
+  ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
+  if (wslay_event_context_server_init(&ws->ev, &wcb, ws) != 0) {
+    ws_free(ws);
+    return LUDO_ENOMEM;
+  }
+  wslay_event_config_set_max_recv_msg_length(ws->ev, ws->o.max_message);
+  ludo__handshake_accept_key(ludo__http_req_header(req, "sec-websocket-key"),
+                             accept);
+  n = snprintf(head, sizeof head,
+               "HTTP/1.1 101 Switching Protocols\r\n"
+               "Upgrade: websocket\r\n"
+               "Connection: Upgrade\r\n"
+               "Sec-WebSocket-Accept: %s\r\n\r\n",
+               accept);
+  *out = ws;
+  enter(ws);
+  rc = ludo__http_switch(req, head, (size_t)n, on_switch, ws);
+  if (rc != 0) {
+    *out = NULL;
+    ws->dead = 1;
+  }
+  leave(ws);
+  return rc;
+}
+
+size_t ludo__ws_queued(const ludo__ws_t *ws) {
+  size_t n = wslay_event_get_queued_msg_length(ws->ev);
+  return ws->nc ? n + ludo__net_conn_pending(ws->nc) : n;
+}
+
+int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
+  struct wslay_event_msg msg;
+  size_t queued;
+  int r;
+  if (ws == NULL || (len > 0 && data == NULL)) return LUDO_EINVAL;
+  if (ws->dead || ws->state >= WS_CLOSING || ws->close_queued)
+    return LUDO_ECLOSED;
+  if (!binary && ludo__utf8_check(data, len) != len) return LUDO_EINVAL;
+  queued = ludo__ws_queued(ws);
+  if (queued > 0 &&
+      (queued >= ws->o.max_queued || len > ws->o.max_queued - queued)) {
+    ws->refused = 1;
+    return LUDO_EBUSY;
+  }
+  msg.opcode = binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME;
+  msg.msg = data;
+  msg.msg_length = len;
+  r = wslay_event_queue_msg(ws->ev, &msg);
+  if (r == WSLAY_ERR_NOMEM) return LUDO_ENOMEM;
+  if (r != 0) return LUDO_ECLOSED;
+  enter(ws);
+  pump(ws);
+  leave(ws);
+  return 0;
+}
+
+int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason) {
+  size_t len = reason ? strlen(reason) : 0;
+  int rc;
+  if (ws == NULL) return LUDO_EINVAL;
+  if (!((code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) ||
+        (code >= 3000 && code <= 4999)))
+    return LUDO_EINVAL;
+  if (len > REASON_MAX || ludo__utf8_check(reason ? reason : "", len) != len)
+    return LUDO_EINVAL;
+  if (ws->dead) return LUDO_ECLOSED;
+  enter(ws);
+  rc = start_close(ws, code, reason ? reason : "", len);
+  leave(ws);
+  return rc;
+}
