@@ -40,7 +40,8 @@ LUA_A    := $(LUA_DIR)/liblua.a
 PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
-              runtime/env/*.c runtime/net/*.c runtime/bind/*.c runtime/*.c))
+              runtime/env/*.c runtime/net/*.c runtime/serve/*.c runtime/bind/*.c \
+              runtime/*.c))
 CLI_SRC  := $(sort $(wildcard runtime/cli/*.c))
 LUA_SRC  := $(sort $(wildcard lua/ludo/*.lua lua/ludo/*/*.lua rubrics/*.lua \
               features/*.lua))

@@ -343,6 +343,48 @@ LUDO_EXTERN int ludo_session_call_tool_async(ludo_session_t *s,
                                              const char *json, size_t len,
                                              ludo_call_cb cb, void *ud);
 
+/* ---- servers ---------------------------------------------------------
+ * An OpenEnv server for one environment, on the runtime's loop: the HTTP
+ * routes, the /ws session protocol, MCP over HTTP and WebSocket, and
+ * /metrics, as docs/protocol.md describes. Sessions it opens are the
+ * runtime's sessions (same limits); they serve clients, not the host. A
+ * host that lends its loop runs it as usual; with ludo's own loop, run it
+ * with ludo_runtime_run(). */
+
+/* Fills `o` with the defaults (see ludo_server_options_t). */
+LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o);
+
+/* Creates a server for `env` (o may be NULL: defaults; copied, the token
+ * too). It does not listen yet. Returns 0, LUDO_EINVAL (an environment
+ * declared concurrent = false with max_sessions above 1; the message is
+ * in ludo_runtime_errmsg) or LUDO_ENOMEM. The environment must outlive
+ * the server. */
+LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
+                                const ludo_server_options_t *o,
+                                ludo_server_t **out);
+
+/* Listens on `host` (a numeric address, or "localhost") and `port` (0:
+ * any free one; see ludo_server_port). Returns 0, LUDO_EINVAL or
+ * LUDO_EIO (the address is in use, say); ludo_server_errmsg says why. */
+LUDO_EXTERN int ludo_server_listen(ludo_server_t *sv, const char *host,
+                                   int port);
+
+/* The port listened on, or 0. */
+LUDO_EXTERN int ludo_server_port(const ludo_server_t *sv);
+
+/* Why the last ludo_server_listen failed. Borrowed; never NULL. */
+LUDO_EXTERN const char *ludo_server_errmsg(const ludo_server_t *sv);
+
+/* Sessions the server has open (or opening) now. */
+LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *sv);
+
+/* Stops accepting, closes every WebSocket (1001) and connection, closes
+ * the server's sessions (calls in flight end), and frees the server;
+ * `cb(ud)` (may be NULL) runs from the loop when all of it is done, which
+ * needs the loop to run. Accepts NULL. */
+LUDO_EXTERN void ludo_server_close(ludo_server_t *sv, void (*cb)(void *ud),
+                                   void *ud);
+
 /* ---- scripts ---------------------------------------------------------
  * A script is a Lua module in a sandboxed state of its own, with the same
  * sandbox, memory cap and CPU budget as a session: an agent's policy, a

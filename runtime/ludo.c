@@ -7,6 +7,7 @@
 
 #include "base/errors.h"
 #include "env/env.h"
+#include "serve/serve.h"
 
 
 LUDO_EXTERN const char *ludo_err_name(int err) { return ludo__err_name(err); }
@@ -288,4 +289,52 @@ LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
 
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc) {
   if (sc != NULL) ludo__script_free(sc);
+}
+
+/* ---- servers ----------------------------------------------------------- */
+
+/* A ludo_server_t * is the ludo__serve_t * itself. */
+
+LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o) {
+  if (o) ludo__serve_options_init(o);
+}
+
+LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
+                                const ludo_server_options_t *o,
+                                ludo_server_t **out) {
+  const char *msg = "";
+  ludo__serve_t *sv;
+  int rc;
+  if (env == NULL || out == NULL) return LUDO_EINVAL;
+  *out = NULL;
+  rc = ludo__serve_new(env, o, NULL, &sv, &msg);
+  if (rc != 0) {
+    ludo__runtime_seterr(env->rt, "%s", msg);
+    return rc;
+  }
+  *out = (ludo_server_t *)sv;
+  return 0;
+}
+
+LUDO_EXTERN int ludo_server_listen(ludo_server_t *s, const char *host,
+                                   int port) {
+  if (s == NULL || host == NULL) return LUDO_EINVAL;
+  return ludo__serve_listen((ludo__serve_t *)s, host, port);
+}
+
+LUDO_EXTERN int ludo_server_port(const ludo_server_t *s) {
+  return s ? ludo__serve_port((const ludo__serve_t *)s) : 0;
+}
+
+LUDO_EXTERN const char *ludo_server_errmsg(const ludo_server_t *s) {
+  return s ? ludo__serve_errmsg((const ludo__serve_t *)s) : "";
+}
+
+LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *s) {
+  return s ? ludo__serve_sessions((const ludo__serve_t *)s) : 0;
+}
+
+LUDO_EXTERN void ludo_server_close(ludo_server_t *s, void (*cb)(void *ud),
+                                   void *ud) {
+  if (s) ludo__serve_close((ludo__serve_t *)s, cb, ud);
 }

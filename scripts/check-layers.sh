@@ -11,7 +11,7 @@ status=0
 rank() {
   case "$1" in
     base) echo 1 ;; core) echo 2 ;; script) echo 3 ;; sandbox) echo 4 ;;
-    env) echo 5 ;; net) echo 6 ;; *) echo 0 ;;
+    env) echo 5 ;; net) echo 6 ;; serve) echo 7 ;; *) echo 0 ;;
   esac
 }
 for f in $(find runtime -name '*.[ch]' | sort); do

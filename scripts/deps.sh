@@ -8,10 +8,12 @@ set -eu
 # http-parser and wslay (runtime/net: HTTP/1.1 parsing, WebSocket framing),
 # nettle (SHA-1 and base64 of the WebSocket handshake), and clang with its
 # sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of make
-# test), valgrind (lifecycle tests under memcheck).
+# test), valgrind (lifecycle tests under memcheck), and Debian's Python
+# with websockets (an independent client for the functional tests of
+# `ludo serve`, spec/serve/).
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev libhttp-parser-dev libwslay-dev nettle-dev lua-busted lua-check clang
-libclang-rt-dev valgrind"
+libclang-rt-dev valgrind python3 python3-websockets"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

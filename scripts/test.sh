@@ -179,6 +179,21 @@ for ex in examples/rubrics/*.lua; do
     lua5.4 "$ex"
 done
 
+# 3b. The server, spoken to by an independent client (Debian's Python
+# and websockets): every route, frame type and error code, MCP, capacity,
+# idle timeout, production mode, auth, pings, graceful shutdown.
+echo "== serve"
+out=$(mktemp)
+timeout 600 /usr/bin/python3 spec/serve/serve_test.py "$BUILD/ludo" >"$out" 2>&1
+rc=$?
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL serve tests ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
 # 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
 # accesses (not instrumented by ASan).
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
@@ -211,7 +226,7 @@ fi
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"
   if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
-    for t in json schema step re net; do
+    for t in json schema step re pattern net; do
       check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
         fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
     done

@@ -48,22 +48,17 @@ env.tools = {
   },
 }
 
-local count = 0
+-- state() is the runtime's: the episode id and the step count (which
+-- counts tool calls made through step too, as OpenEnv's echo_env does).
 
 function env.reset()
-  count = 0
   return { echoed_message = "Echo environment ready!", message_length = 0,
     reward = 0.0 }
 end
 
 function env.step(action)
-  count = count + 1
   return { echoed_message = action.message,
     message_length = #action.message }
-end
-
-function env.state()
-  return { step_count = count }
 end
 
 return env

@@ -135,7 +135,8 @@ static const ludo__cli_cmd_t cmd_help_def = {
     help_opts, NULL, cmd_help};
 
 static const ludo__cli_cmd_t *const commands[] = {
-    &ludo__cli_cmd_run, &cmd_lua_path_def, &cmd_help_def, NULL};
+    &ludo__cli_cmd_run, &ludo__cli_cmd_serve, &cmd_lua_path_def,
+    &cmd_help_def, NULL};
 
 enum { TOP_VERSION = 2 };
 

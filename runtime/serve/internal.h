@@ -73,7 +73,7 @@ struct ludo__serve_s {
   ludo_server_options_t o;
   char *token;              /* owned copy, or NULL */
   ludo__serve_shared_t own, *shared;
-  ludo__http_server_t *http;
+  ludo__server_t *http;
   ludo__ws_options_t wso;
   json_t *info;             /* the environment's description */
   sv_sess_t *sessions;
@@ -114,6 +114,9 @@ sv_sess_t *sv_sess_find(ludo__serve_t *sv, const char *id);
 uint64_t sv_now_us(void);
 uint64_t sv_now_ms(ludo__serve_t *sv);
 
+/* Frees the server when it is closing and nothing is left. */
+void sv_maybe_finish(ludo__serve_t *sv);
+
 /* The capacity error text: "Server at capacity: N/M sessions active.
  * Cannot accept new connections." into buf. */
 void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n);
@@ -142,10 +145,13 @@ void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp);
 void sv_ws_send(sv_ws_t *c, const char *data, size_t len);
 
 /* Sends an OpenEnv error frame {"type":"error","data":{"message",
- * "code"[, extra]}}; `extra` is JSON text of more fields of data without
- * braces ("\"errors\":[...]") or NULL. */
+ * "code", ...}}; `extra` (taken; may be NULL) is an object whose fields
+ * are added to data. */
 void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
-                 const char *extra);
+                 json_t *extra);
+
+/* Handles the messages a client sent while its session was busy. */
+void sv_ws_pump(sv_ws_t *c);
 
 /* Closes the client's WebSocket with `code`; the session goes with it. */
 void sv_ws_close(sv_ws_t *c, int code, const char *reason);

@@ -56,7 +56,6 @@ static void unhash(sv_sess_t *x) {
   }
 }
 
-static void maybe_finish_close(ludo__serve_t *sv);
 
 /* Frees the record: the session is closed and no callback will come. */
 static void sess_free(sv_sess_t *x) {
@@ -72,7 +71,7 @@ static void sess_free(sv_sess_t *x) {
   if (x->rpc_id) json_decref(x->rpc_id);
   ludo__free(&sv->core->heap, x->pending, x->pending_len + 1);
   ludo__free(&sv->core->heap, x, sizeof *x);
-  if (sv->closing) maybe_finish_close(sv);
+  if (sv->closing) sv_maybe_finish(sv);
 }
 
 static void on_open(ludo_session_t *s, int status, void *ud) {
@@ -224,6 +223,9 @@ static void on_reap(uv_timer_t *t) {
     if (x->dead || x->opening || x->busy || limit == 0 ||
         now - x->last_ms <= limit)
       continue;
+    if ((x->kind == SV_SESS_MCP || x->kind == SV_SESS_HTTP) &&
+        x->ws != NULL)
+      continue; /* attached to a WebSocket: it lives as long (OpenEnv) */
     if (x->ws != NULL) {
       char msg[128];
       snprintf(msg, sizeof msg, "Session %s was idle for more than %u s "
@@ -301,7 +303,7 @@ static void on_abort(void *ud, ludo__http_req_t *req) {
 
 static void fill_options(ludo_server_options_t *o,
                          const ludo_server_options_t *in) {
-  ludo_server_options_init(o);
+  ludo__serve_options_init(o);
   if (in == NULL) return;
   *o = *in;
   if (o->max_sessions == 0) o->max_sessions = DEFAULT_MAX_SESSIONS;
@@ -310,7 +312,7 @@ static void fill_options(ludo_server_options_t *o,
   if (o->max_connections == 0) o->max_connections = DEFAULT_MAX_CONNECTIONS;
 }
 
-void ludo_server_options_init(ludo_server_options_t *o) {
+void ludo__serve_options_init(ludo_server_options_t *o) {
   memset(o, 0, sizeof *o);
   o->max_sessions = DEFAULT_MAX_SESSIONS;
   o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
@@ -366,7 +368,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   else if (sv->o.ping_interval_ms)
     sv->wso.ping_interval_ms = sv->o.ping_interval_ms;
   if (sv->o.pong_timeout_ms) sv->wso.pong_timeout_ms = sv->o.pong_timeout_ms;
-  rc = ludo__http_server_new(core, &ho, &h, sv, &sv->http);
+  rc = ludo__server_new(core, &ho, &h, sv, &sv->http);
   if (rc != 0) goto nomem;
   reaper_start(sv);
   *out = sv;
@@ -377,15 +379,15 @@ nomem:
 }
 
 int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
-  int rc = ludo__http_server_listen(sv->http, host, port);
+  int rc = ludo__server_listen(sv->http, host, port);
   if (rc != 0)
     snprintf(sv->errmsg, sizeof sv->errmsg, "%s",
-             ludo__http_server_errmsg(sv->http));
+             ludo__server_errmsg(sv->http));
   return rc;
 }
 
 int ludo__serve_port(const ludo__serve_t *sv) {
-  return sv->http ? ludo__http_server_port(sv->http) : 0;
+  return sv->http ? ludo__server_port(sv->http) : 0;
 }
 
 const char *ludo__serve_errmsg(const ludo__serve_t *sv) { return sv->errmsg; }
@@ -401,7 +403,7 @@ static void serve_free(ludo__serve_t *sv) {
 }
 
 /* Frees the server once its HTTP server, timer and sessions are gone. */
-static void maybe_finish_close(ludo__serve_t *sv) {
+void sv_maybe_finish(ludo__serve_t *sv) {
   if (sv->http_closed && sv->reaper_closed && sv->sessions == NULL &&
       sv->clients == NULL)
     serve_free(sv);
@@ -410,14 +412,14 @@ static void maybe_finish_close(ludo__serve_t *sv) {
 static void on_http_closed(void *ud) {
   ludo__serve_t *sv = ud;
   sv->http_closed = 1;
-  maybe_finish_close(sv);
+  sv_maybe_finish(sv);
 }
 
 static void on_reaper_closed(uv_handle_t *h) {
   ludo__serve_t *sv = h->data;
   ludo__core_handle_closed(sv->core);
   sv->reaper_closed = 1;
-  maybe_finish_close(sv);
+  sv_maybe_finish(sv);
 }
 
 void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
@@ -437,9 +439,9 @@ void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
     sv->reaper_closed = 1;
   }
   if (sv->http) {
-    ludo__http_server_close(sv->http, on_http_closed, sv);
+    ludo__server_close(sv->http, on_http_closed, sv);
   } else {
     sv->http_closed = 1;
-    maybe_finish_close(sv);
+    sv_maybe_finish(sv);
   }
 }

@@ -25,6 +25,9 @@ typedef struct ludo__serve_shared_s {
 
 void ludo__serve_shared_init(ludo__serve_shared_t *sh);
 
+/* Fills `o` with the defaults of ludo_server_options_t. */
+void ludo__serve_options_init(ludo_server_options_t *o);
+
 /* Creates a server for `env` on its runtime's loop, from the public
  * options `o` (copied; the token too). `shared` may be NULL (the server
  * then has its own). Returns 0, LUDO_EINVAL (bad options; *errmsg says

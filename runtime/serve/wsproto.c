@@ -1,0 +1,433 @@
+/* wsproto.c - the server's WebSockets: OpenEnv's session protocol on /ws
+ * (reset, step, state, close and mcp frames, one reply per request in
+ * order, OpenEnv's error codes and close behaviour) and raw JSON-RPC on
+ * /mcp. A client owns one session, opened when it connects (or the one
+ * named by ?session_id=, made by openenv/session/create). Messages that
+ * come while the session opens or runs a call wait, in order. */
+#include "serve/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sv_msg_s {
+  struct sv_msg_s *next;
+  uint64_t t0_us; /* arrival */
+  size_t len;
+  char data[];
+} sv_msg_t;
+
+void sv_ws_send(sv_ws_t *c, const char *data, size_t len) {
+  if (c->ws == NULL || c->closing) return;
+  atomic_fetch_add(&c->sv->shared->metrics.bytes_out, len);
+  ludo__ws_send(c->ws, 0, data, len);
+}
+
+/* Sends the JSON of `v` (taken). */
+static void send_value(sv_ws_t *c, json_t *v) {
+  char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+  if (text != NULL) {
+    sv_ws_send(c, text, strlen(text));
+    free(text);
+  }
+  json_decref(v);
+}
+
+static int proto_code(const char *code) {
+  static const char *const names[] = {
+      "INVALID_JSON", "UNKNOWN_TYPE", "VALIDATION_ERROR", "EXECUTION_ERROR",
+      "CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"};
+  int i;
+  for (i = 0; i < 7; i++)
+    if (strcmp(names[i], code) == 0) return i;
+  return -1;
+}
+
+void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
+                 json_t *extra) {
+  json_t *data = json_pack("{s:s,s:s}", "message", message, "code", code);
+  ludo__metrics_proto(&c->sv->shared->metrics, proto_code(code));
+  if (data && extra) json_object_update(data, extra);
+  json_decref(extra);
+  send_value(c, json_pack("{s:s,s:o}", "type", "error", "data", data));
+}
+
+void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
+  if (c->closing) return;
+  c->closing = 1;
+  if (c->sess) {
+    sv_sess_t *x = c->sess;
+    c->sess = NULL;
+    sv_sess_close(x);
+  }
+  if (c->ws) ludo__ws_close(c->ws, code, reason);
+}
+
+void sv_ws_close_all(ludo__serve_t *sv) {
+  sv_ws_t *c;
+  for (c = sv->clients; c; c = c->next) sv_ws_close(c, 1001, "server "
+                                                     "shutting down");
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+/* Wraps a result as {"type":T,"data":RESULT} and sends it. */
+static void send_wrapped(sv_ws_t *c, const char *type, const char *data,
+                         size_t len) {
+  ludo__buf_t b;
+  ludo__buf_init(&b, ludo__alloc_fn, &c->sv->core->heap);
+  if (ludo__buf_printf(&b, "{\"type\":\"%s\",\"data\":", type) == 0 &&
+      ludo__buf_add(&b, data, len) == 0 && ludo__buf_addc(&b, '}') == 0)
+    sv_ws_send(c, b.p, b.len);
+  ludo__buf_free(&b);
+}
+
+/* The continuation of a reset, step or state of a /ws client. */
+static void ws_done(sv_sess_t *x, int status, const char *data,
+                    size_t len) {
+  ludo__serve_t *sv = x->sv;
+  sv_ws_t *c = x->ws;
+  if (c == NULL || c->closing) return;
+  if (status == 0) {
+    if (x->call == LUDO__CALL_STATE) {
+      send_wrapped(c, "state", data, len);
+    } else {
+      if (x->call == LUDO__CALL_STEP)
+        ludo__metrics_step(&sv->shared->metrics, sv_now_us() - x->t0_us);
+      else
+        atomic_fetch_add(&sv->shared->metrics.resets, 1);
+      send_wrapped(c, "observation", data, len);
+    }
+  } else if (status == LUDO_ESCHEMA) {
+    sv_ws_error(c, "VALIDATION_ERROR", "Invalid message",
+                json_pack("{s:o}", "errors",
+                          sv_validation_errors(data, len, NULL)));
+  } else if (status == LUDO_ECLOSED || status == LUDO_ECANCELED) {
+    sv_ws_error(c, "SESSION_ERROR", "the session was closed", NULL);
+    sv_ws_close(c, 1000, NULL);
+    return;
+  } else {
+    char *msg = strndup(data, len);
+    sv_ws_error(c, "EXECUTION_ERROR", msg ? msg : "the call failed", NULL);
+    free(msg);
+  }
+  sv_ws_pump(c);
+}
+
+/* ---- /ws messages ------------------------------------------------------ */
+
+/* VALIDATION_ERROR for a message field: type `type`, loc [field]. */
+static void invalid_field(sv_ws_t *c, const char *type, const char *field,
+                          const char *msg, json_t *input) {
+  sv_ws_error(c, "VALIDATION_ERROR", "Invalid message",
+              json_pack("{s:[{s:s,s:[s],s:s,s:O}]}", "errors", "type", type,
+                        "loc", field, "msg", msg, "input",
+                        input ? input : json_null()));
+}
+
+/* Refuses fields of `m` other than "type" and `also` (NULL: none). */
+static int extra_fields(sv_ws_t *c, json_t *m, const char *also) {
+  const char *k;
+  json_t *v;
+  json_object_foreach(m, k, v) {
+    if (strcmp(k, "type") == 0 || (also && strcmp(k, also) == 0)) continue;
+    invalid_field(c, "extra_forbidden", k, "Extra inputs are not permitted",
+                  v);
+    return 1;
+  }
+  return 0;
+}
+
+/* Starts call `kind` on the client's session with the JSON of `data`. */
+static void start_call(sv_ws_t *c, int kind, json_t *data, uint64_t t0) {
+  sv_sess_t *x = c->sess;
+  char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+  int rc;
+  x->t0_us = t0;
+  rc = sv_sess_call(x, kind, text, text ? strlen(text) : 0, ws_done);
+  free(text);
+  if (rc != 0) {
+    sv_ws_error(c, "EXECUTION_ERROR", "the call could not start", NULL);
+  }
+}
+
+/* One /ws message; the session is open and idle. */
+static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
+  json_error_t err;
+  json_t *root = json_loadb(m->data, m->len, 0, &err), *type, *data;
+  const char *t;
+  if (root == NULL) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "Invalid JSON: %s", err.text);
+    sv_ws_error(c, "INVALID_JSON", msg, NULL);
+    return;
+  }
+  if (!json_is_object(root)) {
+    sv_ws_error(c, "SESSION_ERROR", "Invalid message: a frame must be a "
+                "JSON object", NULL);
+    sv_ws_close(c, 1000, NULL);
+    json_decref(root);
+    return;
+  }
+  type = json_object_get(root, "type");
+  t = json_is_string(type) ? json_string_value(type) : NULL;
+  data = json_object_get(root, "data");
+  if (t == NULL) {
+    char msg[128], *v = type ? json_dumps(type, JSON_ENCODE_ANY) : NULL;
+    snprintf(msg, sizeof msg, "Unknown message type: %.64s", v ? v : "");
+    free(v);
+    sv_ws_error(c, "UNKNOWN_TYPE", msg, NULL);
+  } else if (strcmp(t, "reset") == 0) {
+    if (extra_fields(c, root, "data")) {
+    } else if (data && !json_is_null(data) && !json_is_object(data)) {
+      invalid_field(c, "dict_type", "data", "Input should be a valid "
+                    "dictionary", data);
+    } else {
+      start_call(c, LUDO__CALL_RESET, json_is_object(data) ? data : NULL,
+                 m->t0_us);
+    }
+  } else if (strcmp(t, "step") == 0) {
+    if (extra_fields(c, root, "data")) {
+    } else if (data == NULL) {
+      invalid_field(c, "missing", "data", "Field required", root);
+    } else if (!json_is_object(data)) {
+      invalid_field(c, "dict_type", "data", "Input should be a valid "
+                    "dictionary", data);
+    } else {
+      start_call(c, LUDO__CALL_STEP, data, m->t0_us);
+    }
+  } else if (strcmp(t, "state") == 0) {
+    if (!extra_fields(c, root, NULL))
+      start_call(c, LUDO__CALL_STATE, NULL, m->t0_us);
+  } else if (strcmp(t, "close") == 0) {
+    if (!extra_fields(c, root, NULL)) sv_ws_close(c, 1000, NULL);
+  } else if (strcmp(t, "mcp") == 0) {
+    if (extra_fields(c, root, "data")) {
+    } else if (!json_is_object(data)) {
+      invalid_field(c, data ? "dict_type" : "missing", "data",
+                    data ? "Input should be a valid dictionary"
+                         : "Field required",
+                    data);
+    } else {
+      char *text = json_dumps(data, JSON_COMPACT);
+      if (text) sv_mcp_handle(c->sv, c->sess, NULL, c, 2, text, strlen(text));
+      free(text);
+    }
+  } else {
+    char msg[128];
+    snprintf(msg, sizeof msg, "Unknown message type: %.64s", t);
+    sv_ws_error(c, "UNKNOWN_TYPE", msg, NULL);
+  }
+  json_decref(root);
+}
+
+void sv_ws_pump(sv_ws_t *c) {
+  while (c->head && !c->closing && c->sess && !c->sess->busy &&
+         !c->sess->opening) {
+    sv_msg_t *m = c->head;
+    c->head = m->next;
+    if (c->head == NULL) c->tail = NULL;
+    c->queued--;
+    if (c->mcp)
+      sv_mcp_handle(c->sv, c->sess, NULL, c, 1, m->data, m->len);
+    else
+      ws_message(c, m);
+    ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
+  }
+}
+
+static void free_queue(sv_ws_t *c) {
+  while (c->head) {
+    sv_msg_t *m = c->head;
+    c->head = m->next;
+    ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
+  }
+  c->tail = NULL;
+  c->queued = 0;
+}
+
+/* ---- the WebSocket's callbacks ---------------------------------------- */
+
+static void on_message(void *ud, ludo__ws_t *ws, int binary,
+                       const char *data, size_t len) {
+  sv_ws_t *c = ud;
+  sv_msg_t *m;
+  (void)ws;
+  atomic_fetch_add(&c->sv->shared->metrics.ws_messages, 1);
+  atomic_fetch_add(&c->sv->shared->metrics.bytes_in, len);
+  if (c->closing) return;
+  if (binary) {
+    sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
+                "send each message as a JSON text frame", NULL);
+    sv_ws_close(c, 1003, "binary frames are not supported");
+    return;
+  }
+  if (c->queued >= SV_WS_QUEUE_MAX) {
+    sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
+                "replies: wait for a reply before sending more", NULL);
+    sv_ws_close(c, 1008, "too many messages in flight");
+    return;
+  }
+  m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);
+  if (m == NULL) {
+    sv_ws_close(c, 1011, "out of memory");
+    return;
+  }
+  m->next = NULL;
+  m->t0_us = sv_now_us();
+  m->len = len;
+  memcpy(m->data, data, len);
+  m->data[len] = '\0';
+  if (c->tail) c->tail->next = m;
+  else c->head = m;
+  c->tail = m;
+  c->queued++;
+  sv_ws_pump(c);
+}
+
+static void on_close(void *ud, ludo__ws_t *ws, int code, const char *reason,
+                     size_t len) {
+  sv_ws_t *c = ud;
+  ludo__serve_t *sv = c->sv;
+  (void)ws;
+  (void)code;
+  (void)reason;
+  (void)len;
+  c->ws = NULL;
+  c->closing = 1;
+  if (c->sess) {
+    sv_sess_t *x = c->sess;
+    c->sess = NULL;
+    if (x->kind == SV_SESS_MCP || x->kind == SV_SESS_HTTP) {
+      /* attached (?session_id=): the session outlives the socket */
+      x->ws = NULL;
+    } else {
+      sv_sess_close(x);
+    }
+  }
+  free_queue(c);
+  if (c->prev) c->prev->next = c->next;
+  else sv->clients = c->next;
+  if (c->next) c->next->prev = c->prev;
+  ludo__free(&sv->core->heap, c, sizeof *c);
+  if (sv->closing) sv_maybe_finish(sv);
+}
+
+/* ---- accepting -------------------------------------------------------- */
+
+static void ws_opened(sv_sess_t *x, int status, const char *data,
+                      size_t len) {
+  sv_ws_t *c = x->ws;
+  (void)data;
+  (void)len;
+  if (c == NULL) return;
+  if (status != 0) {
+    char msg[256];
+    const char *name = json_string_value(json_object_get(c->sv->info,
+                                                         "name"));
+    snprintf(msg, sizeof msg, "Environment factory '%s' failed to create "
+             "instance.", name ? name : "?");
+    c->sess = NULL;
+    if (c->mcp) {
+      sv_rpc_error(c->sv, NULL, c, 1, NULL, -32000, msg,
+                   json_pack("{s:s}", "factory_name", name ? name : "?"));
+    } else {
+      sv_ws_error(c, "FACTORY_ERROR", msg,
+                  json_pack("{s:s}", "factory_name", name ? name : "?"));
+    }
+    sv_ws_close(c, 1011, "the session could not open");
+    return;
+  }
+  sv_ws_pump(c);
+}
+
+/* The value of `key` in a query string, copied into buf; NULL if none. */
+static const char *query_value(const char *q, const char *key, char *buf,
+                               size_t n) {
+  size_t klen = strlen(key);
+  while (q && *q) {
+    const char *amp = strchr(q, '&');
+    size_t len = amp ? (size_t)(amp - q) : strlen(q);
+    if (len > klen && q[klen] == '=' && memcmp(q, key, klen) == 0) {
+      snprintf(buf, n, "%.*s", (int)(len - klen - 1), q + klen + 1);
+      return buf;
+    }
+    q = amp ? amp + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* Attaches c to the session named by ?session_id=; 0, or -1 after
+ * refusing (the connection closes). */
+static int attach(sv_ws_t *c, const char *id) {
+  sv_sess_t *x = sv_sess_find(c->sv, id);
+  char msg[160];
+  if (x == NULL || (x->kind != SV_SESS_MCP && x->kind != SV_SESS_HTTP))
+    snprintf(msg, sizeof msg, "Unknown session_id: %.64s", id);
+  else if (x->opening)
+    snprintf(msg, sizeof msg, "Session %s is still initializing", x->id);
+  else if (x->ws != NULL)
+    snprintf(msg, sizeof msg, "Session %s already has an attached "
+             "WebSocket", x->id);
+  else {
+    x->ws = c;
+    c->sess = x;
+    return 0;
+  }
+  sv_ws_error(c, "SESSION_ERROR", msg, NULL);
+  sv_ws_close(c, 1000, NULL);
+  return -1;
+}
+
+void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp) {
+  ludo__ws_callbacks_t cb = {on_message, on_close, NULL};
+  sv_ws_t *c = ludo__calloc(&sv->core->heap, sizeof *c);
+  sv_sess_t *x;
+  char idbuf[64];
+  const char *id;
+  int why, rc;
+  if (c == NULL) {
+    sv_respond_detail(sv, req, 500, "out of memory");
+    return;
+  }
+  c->sv = sv;
+  c->mcp = mcp;
+  id = mcp ? NULL : query_value(ludo__http_req_query(req), "session_id",
+                                idbuf, sizeof idbuf);
+  rc = ludo__ws_accept(req, &sv->wso, &cb, c, &c->ws);
+  if (rc != 0) {
+    if (rc == LUDO_ENOMEM) sv_respond_detail(sv, req, 500, "out of memory");
+    ludo__free(&sv->core->heap, c, sizeof *c);
+    return;
+  }
+  c->next = sv->clients;
+  if (sv->clients) sv->clients->prev = c;
+  sv->clients = c;
+  if (id != NULL) {
+    attach(c, id);
+    return;
+  }
+  x = sv_sess_open(sv, mcp ? SV_SESS_MCP_WS : SV_SESS_WS, ws_opened, &why);
+  if (x == NULL) {
+    char msg[200];
+    sv_capacity_text(sv, msg, sizeof msg);
+    if (why != LUDO_EBUSY) {
+      sv_ws_error(c, "SESSION_ERROR", "the server cannot open a session "
+                  "now", NULL);
+    } else if (mcp) {
+      sv_rpc_error(sv, NULL, c, 1, NULL, -32000, msg,
+                   json_pack("{s:I,s:I}", "active_sessions",
+                             (json_int_t)atomic_load(&sv->shared->open),
+                             "max_sessions", (json_int_t)sv->o.max_sessions));
+    } else {
+      sv_ws_error(c, "CAPACITY_REACHED", msg,
+                  json_pack("{s:I,s:I}", "active_sessions",
+                            (json_int_t)atomic_load(&sv->shared->open),
+                            "max_sessions", (json_int_t)sv->o.max_sessions));
+    }
+    sv_ws_close(c, 1000, NULL);
+    return;
+  }
+  x->ws = c;
+  c->sess = x;
+}
