@@ -248,6 +248,16 @@ async def ws_execution_error():
             v = await rpc(ws, {"type": "step", "data": {"boom": True}})
             check(v["data"]["code"] == "EXECUTION_ERROR" and
                   "boom on purpose" in v["data"]["message"], v)
+            v = await rpc(ws, {"type": "step", "data": {"boom": True,
+                                                         "bytes": True}})
+            check(v["data"]["code"] == "EXECUTION_ERROR" and
+                  "bad \ufffd\ufffd bytes" in v["data"]["message"], v)
+            st, v, _ = b.http("POST", "/step", {"action": {"boom": True,
+                                                            "bytes": True}})
+            check(st == 500 and "\ufffd" in v["detail"], (st, v))
+            st, v, _ = b.http("GET", "/state",
+                              headers={"X-Session-Id": "caf\xe9"})
+            check(st == 404 and "caf\ufffd" in v["detail"], (st, v))
             v = await rpc(ws, {"type": "step", "data": {"boom": False}})
             check(v["data"]["observation"] == {"fine": True,
                                                "metadata": {}}, v)
