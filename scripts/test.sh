@@ -194,6 +194,26 @@ fi
 [ $rc -eq 0 ] || status=1
 rm -f "$out"
 
+# 3c. The server against the official MCP TypeScript SDK (npm, installed
+# by scripts/deps.sh).
+echo "== serve: MCP SDK client"
+out=$(mktemp)
+if [ -d spec/serve/node_modules/@modelcontextprotocol/sdk ]; then
+  timeout 300 node spec/serve/mcp_sdk_test.mjs "$BUILD/ludo" >"$out" 2>&1
+  rc=$?
+else
+  echo "FAIL mcp_sdk: spec/serve/node_modules missing (run scripts/deps.sh)" \
+    >"$out"
+  rc=1
+fi
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL MCP SDK tests ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
 # 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
 # accesses (not instrumented by ASan).
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then

@@ -170,8 +170,9 @@ local function tool_result(value, mcp)
     elseif type(value) ~= "string" then
       text = tostring(value)
     end
-    content[1] = { type = "text", text = text, annotations = null,
-      meta = null }
+    -- MCP clients refuse null annotations; OpenEnv's clients show them.
+    content[1] = mcp and { type = "text", text = text }
+      or { type = "text", text = text, annotations = null, meta = null }
   end
   local sc = is_object(value) and value or { result = value }
   local r = { content = content, structured_content = sc, meta = null,
