@@ -277,10 +277,9 @@ static int serve_main(const serve_args_t *a) {
   s.sigint.data = s.sigterm.data = &s;
   uv_signal_start(&s.sigint, on_signal, SIGINT);
   uv_signal_start(&s.sigterm, on_signal, SIGTERM);
-  fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, at most %u "
-          "sessions)\n", a->env_path, a->host, ludo_server_port(s.sv),
-          a->production ? "production" : "simulation",
-          so.max_sessions);
+  fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode)\n",
+          a->env_path, a->host, ludo_server_port(s.sv),
+          a->production ? "production" : "simulation");
   uv_run(&s.loop, UV_RUN_DEFAULT);
   status = 0;
 out_rt:

@@ -440,6 +440,25 @@ async def idle_timeout_closes_socket():
 
 
 @test
+async def not_concurrent_env():
+    # concurrent = false: one session by default, more is a start-up error
+    p = subprocess.run([LUDO, "serve", "spec/fixtures/serve/single",
+                        "--port", "0", "--max-sessions", "2"],
+                       capture_output=True, text=True, timeout=20)
+    check(p.returncode != 0 and "not concurrent" in p.stderr, p.stderr)
+    c = Server("spec/fixtures/serve/single")
+    try:
+        async with c.ws() as a:
+            await rpc(a, {"type": "reset"})
+            async with c.ws() as b:
+                v = json.loads(await b.recv())
+                check(v["data"]["code"] == "CAPACITY_REACHED" and
+                      v["data"]["max_sessions"] == 1, v)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
 def production_mode():
     c = Server("examples/echo", "--mode", "production")
     try:
