@@ -26,6 +26,10 @@
 --     transform and no rubric; the step still counts. Call 5 (the C API's
 --     ludo_session_call_tool, JSON-RPC tools/call) runs a tool by name and
 --     returns MCP's CallToolResult.
+--   tasks: with env.tasks declared, call 6 (ludo_session_tasks, the
+--     server's Task API) answers a tasks request, and a reset whose
+--     options name a split and an index gets that task as opts.task
+--     (ludo.tasks, loaded only into the states of such environments).
 local core = require("ludo.core")
 local null = require("ludo.null")
 local json = require("ludo.json")
@@ -35,6 +39,7 @@ local M = {}
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
 local tool_checks, tool_runs, tools_json
+local env_tasks, tasks_lib
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
@@ -67,10 +72,11 @@ end
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
 -- `checks` maps each tool's name to the C validator of its arguments and
--- `list` is the JSON of the tool list (both nil without tools).
+-- `list` is the JSON of the tool list (both nil without tools); `tasks` is
+-- ludo.tasks when the module declares tasks (else nil).
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores.
-function M.init(mod, action, reset, raiser, name, checks, list)
+function M.init(mod, action, reset, raiser, name, checks, list, tasks)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
@@ -82,6 +88,7 @@ function M.init(mod, action, reset, raiser, name, checks, list)
       tool_runs[type(k) == "string" and k or t.name] = t.run
     end
   end
+  if tasks then env_tasks, tasks_lib = mod.tasks, tasks end
   local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then
@@ -96,6 +103,7 @@ end
 local function reset(opts)
   if opts == nil or opts == null then opts = {} end
   checked(check_reset, opts)
+  if tasks_lib then tasks_lib.select(env_tasks, opts, raise) end
   local seed, eid = opts.seed, opts.episode_id
   if seed ~= nil and seed ~= null then
     math.randomseed(seed)
@@ -237,6 +245,14 @@ local function call_tool(req)
   raise(res == "tool_not_found" and "ENOENT" or "ESCHEMA", msg, 0)
 end
 
+-- Call 6: a tasks request -> the JSON text of its answer.
+local function tasks_call(req)
+  if not tasks_lib then
+    raise("ENOTSUP", "environment " .. env_name .. " has no tasks", 0)
+  end
+  return tasks_lib.call(env_tasks, req, raise, env_name)
+end
+
 -- ---- calls -------------------------------------------------------------
 
 local function step(action)
@@ -282,14 +298,15 @@ local function state()
   return st
 end
 
--- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool) in the
--- session's coroutine.
+-- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool, 6 tasks) in
+-- the session's coroutine.
 function M.dispatch(kind)
   doing[1] = 0
   if kind == 2 then return step(input()) end
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end
   if kind == 5 then return call_tool(input()) end
+  if kind == 6 then return tasks_call(input()) end
   if env_close then env_close() end
 end
 

@@ -43,6 +43,9 @@ static void describe(lua_State *L, ludo_env_t *env) {
     if (env->label == NULL) ludo__error_raise(L, LUDO_ENOMEM, "no memory");
   }
   lua_pop(L, 1);
+  lua_getfield(L, -3, "tasks");            /* checked by envinfo */
+  env->has_tasks = !lua_isnil(L, -1);
+  lua_pop(L, 1);
   ludo__tools_describe(L, env, -1);
   if (declared) {
     size_t n;
@@ -142,7 +145,11 @@ static int build_protected(lua_State *L) {
   ludo__error_push_raiser(L);
   lua_pushstring(L, env->name);
   ludo__tools_push(L, env);
-  lua_call(L, 7, 1);                       /* runner, named */
+  if (env->has_tasks)                      /* only states that need it */
+    ludo__modules_require(L, "ludo.tasks");
+  else
+    lua_pushnil(L);
+  lua_call(L, 8, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

@@ -14,9 +14,9 @@
 
 /* The calls by kind (LUDO__CALL_*), as errors name them. */
 static const char *call_name(int kind) {
-  static const char *const names[] = {"?",     "reset", "step",
-                                      "state", "close", "tool call"};
-  return kind >= 1 && kind <= 5 ? names[kind] : "?";
+  static const char *const names[] = {"?",     "reset", "step",     "state",
+                                      "close", "tool call", "tasks"};
+  return kind >= 1 && kind <= 6 ? names[kind] : "?";
 }
 
 /* Records the failure of a call of `kind`: its code and message; the
@@ -361,9 +361,10 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
     char msg[160];
     int n = snprintf(msg, sizeof msg, "ETOOBIG: the %s is %zu bytes; the "
                      "limit is %zu (max_input_bytes)",
-                     kind == LUDO__CALL_RESET  ? "reset options"
-                     : kind == LUDO__CALL_TOOL ? "tool call"
-                                               : "action",
+                     kind == LUDO__CALL_RESET   ? "reset options"
+                     : kind == LUDO__CALL_TOOL  ? "tool call"
+                     : kind == LUDO__CALL_TASKS ? "tasks request"
+                                                : "action",
                      len, max);
     set_err(s, kind, LUDO_ETOOBIG, msg, (size_t)n);
     return LUDO_ETOOBIG;
