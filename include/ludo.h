@@ -374,7 +374,9 @@ LUDO_EXTERN int ludo_session_call_tool_async(ludo_session_t *s,
 LUDO_EXTERN int ludo_session_tasks(ludo_session_t *s, const char *json,
                                    size_t len, const char **out,
                                    size_t *out_len);
-/* The same, non-blocking, with the rules of ludo_session_step_async. */
+/* The same, non-blocking, with the rules of ludo_session_step_async; an
+ * environment that declares no tasks makes it return LUDO_ENOTSUP at once
+ * (`cb` is then never called). */
 LUDO_EXTERN int ludo_session_tasks_async(ludo_session_t *s, const char *json,
                                          size_t len, ludo_call_cb cb,
                                          void *ud);

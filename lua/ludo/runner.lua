@@ -28,8 +28,9 @@
 --     returns MCP's CallToolResult.
 --   tasks: with env.tasks declared, call 6 (ludo_session_tasks, the
 --     server's Task API) answers a tasks request, and a reset whose
---     options name a split and an index gets that task as opts.task
---     (ludo.tasks, loaded only into the states of such environments).
+--     options name a split (and an index) gets that task as opts.task
+--     (ludo.tasks and ludo.tasks_api, loaded into a state the first time
+--     it needs them).
 local core = require("ludo.core")
 local null = require("ludo.null")
 local json = require("ludo.json")
@@ -39,7 +40,7 @@ local M = {}
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
 local tool_checks, tool_runs, tools_json
-local env_tasks, tasks_lib
+local tasks -- tasks(kind) gives ludo.tasks(_api) bound to the module's
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
@@ -72,11 +73,12 @@ end
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
 -- `checks` maps each tool's name to the C validator of its arguments and
--- `list` is the JSON of the tool list (both nil without tools); `tasks` is
--- ludo.tasks when the module declares tasks (else nil).
+-- `list` is the JSON of the tool list (both nil without tools); `load`
+-- gives the modules of tasks bound to the module's (nil without tasks):
+-- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores.
-function M.init(mod, action, reset, raiser, name, checks, list, tasks)
+function M.init(mod, action, reset, raiser, name, checks, list, load)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
@@ -88,7 +90,7 @@ function M.init(mod, action, reset, raiser, name, checks, list, tasks)
       tool_runs[type(k) == "string" and k or t.name] = t.run
     end
   end
-  if tasks then env_tasks, tasks_lib = mod.tasks, tasks end
+  tasks = load
   local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then
@@ -103,7 +105,9 @@ end
 local function reset(opts)
   if opts == nil or opts == null then opts = {} end
   checked(check_reset, opts)
-  if tasks_lib then tasks_lib.select(env_tasks, opts, raise) end
+  if tasks and (opts.split ~= nil or opts.index ~= nil) then
+    tasks(1).select(opts)
+  end
   local seed, eid = opts.seed, opts.episode_id
   if seed ~= nil and seed ~= null then
     math.randomseed(seed)
@@ -245,14 +249,6 @@ local function call_tool(req)
   raise(res == "tool_not_found" and "ENOENT" or "ESCHEMA", msg, 0)
 end
 
--- Call 6: a tasks request -> the JSON text of its answer.
-local function tasks_call(req)
-  if not tasks_lib then
-    raise("ENOTSUP", "environment " .. env_name .. " has no tasks", 0)
-  end
-  return tasks_lib.call(env_tasks, req, raise, env_name)
-end
-
 -- ---- calls -------------------------------------------------------------
 
 local function step(action)
@@ -306,7 +302,9 @@ function M.dispatch(kind)
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end
   if kind == 5 then return call_tool(input()) end
-  if kind == 6 then return tasks_call(input()) end
+  if kind == 6 then -- only with tasks (the C core checks)
+    return tasks(6).call(input())
+  end
   if env_close then env_close() end
 end
 

@@ -356,6 +356,13 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
   size_t max = s->env->rt->opts.max_input_bytes;
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (kind == LUDO__CALL_TASKS && !s->env->has_tasks) {
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "ENOTSUP: environment %.100s has no "
+                     "tasks", s->env->label ? s->env->label : s->env->name);
+    set_err(s, kind, LUDO_ENOTSUP, msg, (size_t)n);
+    return LUDO_ENOTSUP;
+  }
   if (json == NULL) len = 0;
   if (max != 0 && len > max) {
     char msg[160];
