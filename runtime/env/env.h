@@ -67,8 +67,8 @@ struct ludo_env_s {
   struct ludo__tool_s *tools;  /* MCP tools: names and argument schemas */
   size_t ntools;
   ludo__buf_t tools_json;      /* their list, as list_tools shows it */
-  int has_tasks;               /* declares `tasks` (its states load
-                                  ludo.tasks) */
+  int has_tasks;               /* declares `tasks` (its sessions load
+                                  ludo.tasks when they need it) */
   int concurrent;
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */

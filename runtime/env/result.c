@@ -160,7 +160,7 @@ static int encode_result(lua_State *L) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
   }
-  if (s->kind == LUDO__CALL_TASKS) { /* ludo.tasks encoded it already */
+  if (s->kind == LUDO__CALL_TASKS) { /* ludo.tasks_api encoded it */
     size_t n;
     const char *text = lua_tolstring(L, 1, &n);
     if (text == NULL || lua_type(L, 1) != LUA_TSTRING)
