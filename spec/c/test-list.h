@@ -78,6 +78,8 @@
   X(tasks_misbehaving)                                                       \
   X(tasks_outside_episode)                                                   \
   X(tasks_reset_selects)                                                     \
+  X(tasks_alloc_faults)                                                      \
+  X(tasks_lua_alloc_faults)                                                  \
   X(tools_strict_session)                                                   \
   /* test-pattern.c */                                                      \
   X(pattern_same_as_library)                                                \

@@ -5,6 +5,8 @@
  * inside the tasks' functions, and a reset that selects a task. */
 #include "helpers.h"
 
+#include "env/env.h"
+
 #include <string.h>
 
 #define LISTED "spec/fixtures/c/tasks"
@@ -188,6 +190,16 @@ TEST_IMPL(tasks_from_get) {
   test_rt_free(rt);
 }
 
+static void never_called(ludo_session_t *s, int status, const char *data,
+                         size_t len, void *ud) {
+  (void)s;
+  (void)status;
+  (void)data;
+  (void)len;
+  (void)ud;
+  FAIL("a call that failed at once completed");
+}
+
 /* What nothing declared can answer is ENOTSUP, naming what to declare;
  * an environment's own range gets start and stop as sent (nil when left
  * out); get alone answers get. An environment without tasks answers
@@ -219,6 +231,10 @@ TEST_IMPL(tasks_not_offered) {
                 "ENOTSUP: environment echo_env has no tasks");
   ASSERT_ERR(tasks_rc(e, "{\"method\":\"get\",\"split\":\"test\","
                          "\"index\":0}"),
+             LUDO_ENOTSUP);
+  /* decided before any Lua runs: the non-blocking form says so at once */
+  ASSERT_ERR(ludo_session_tasks_async(e, J("{\"method\":\"splits\"}"),
+                                      never_called, NULL),
              LUDO_ENOTSUP);
   ludo_session_close(e);
   ludo_session_close(s);
@@ -444,5 +460,97 @@ TEST_IMPL(tasks_reset_selects) {
   ASSERT_STR_EQ(JSTR(r, "observation/opts/index"), "y");
   ludo_session_close(e);
   ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+/* STYLE rule 25 on the tasks' paths, a reset that selects a task and a
+ * tasks call (both load the tasks' code into the state first): the
+ * runtime's allocator refusing its first, second, ... allocation of them
+ * (the session's Lua memory comes from arena chunks, so these are the
+ * chunks and the C buffers), and the session's memory cap swept from too
+ * small upwards, so that the Lua of the calls runs out at every point.
+ * Each failure is a clean ENOMEM, the session then works, nothing leaks
+ * (test_rt_free). */
+TEST_IMPL(tasks_alloc_faults) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, LISTED, NULL);
+  const char *out;
+  size_t len;
+  long n;
+  unsigned long faults = 0;
+  for (n = 0;; n++) {
+    ludo_session_t *s = test_open(env);
+    unsigned long refused = test_heap.refused;
+    int rc;
+    test_heap.fail_sticky = 0;
+    test_heap.fail_at = (long)test_heap.grows + n;
+    rc = ludo_session_reset(s, J("{\"split\":\"test\",\"index\":2}"), &out,
+                            &len);
+    if (rc == 0)
+      rc = ludo_session_tasks(
+          s, J("{\"method\":\"range\",\"split\":\"train\",\"start\":1}"),
+          &out, &len);
+    test_heap.fail_at = -1;
+    if (test_heap.refused == refused) { /* no allocation left to refuse */
+      ASSERT_OK(rc);
+      ludo_session_close(s);
+      break;
+    }
+    faults++;
+    if (rc != 0) {
+      ASSERT_ERR(rc, LUDO_ENOMEM);
+      ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ENOMEM");
+    }
+    ASSERT_OK(ludo_session_reset(s, J("{\"split\":\"test\",\"index\":0}"),
+                                 &out, &len));
+    ASSERT_STR_EQ(JSTR(JPARSE(out, len), "observation/question"), "7*6");
+    ASSERT_OK(ludo_session_tasks(
+        s, J("{\"method\":\"count\",\"split\":\"train\"}"), &out, &len));
+    ASSERT_STR_EQ(out, "5");
+    ludo_session_close(s);
+  }
+  ASSERT_GE(faults, 5);
+  test_rt_free(rt);
+}
+
+/* The same with the session's own Lua memory: its cap set at what the
+ * fresh session holds plus 0, 64, 128, ... bytes, so that the two calls
+ * run out at every point of the tasks' Lua (loading their code, the
+ * lookups, the answer's JSON) until they fit. */
+TEST_IMPL(tasks_lua_alloc_faults) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, LISTED, NULL);
+  const char *out;
+  size_t len, extra;
+  unsigned long failures = 0;
+  for (extra = 0;; extra += 64) {
+    ludo_session_t *s = test_open(env);
+    size_t cap = s->ps->st.cap;
+    int rc;
+    ASSERT_LT(extra, (size_t)1 << 20);
+    s->ps->st.cap = s->ps->st.used + extra;
+    rc = ludo_session_reset(s, J("{\"split\":\"test\",\"index\":2}"), &out,
+                            &len);
+    if (rc == 0)
+      rc = ludo_session_tasks(
+          s, J("{\"method\":\"range\",\"split\":\"train\",\"start\":1}"),
+          &out, &len);
+    s->ps->st.cap = cap;
+    if (rc == 0) {
+      ludo_session_close(s);
+      break;
+    }
+    failures++;
+    ASSERT_ERR(rc, LUDO_ENOMEM);
+    ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ENOMEM");
+    ASSERT_OK(ludo_session_reset(s, J("{\"split\":\"test\",\"index\":0}"),
+                                 &out, &len));
+    ASSERT_STR_EQ(JSTR(JPARSE(out, len), "observation/question"), "7*6");
+    ASSERT_OK(ludo_session_tasks(
+        s, J("{\"method\":\"count\",\"split\":\"train\"}"), &out, &len));
+    ASSERT_STR_EQ(out, "5");
+    ludo_session_close(s);
+  }
+  ASSERT_GT(failures, 100);
   test_rt_free(rt);
 }
