@@ -343,6 +343,44 @@ LUDO_EXTERN int ludo_session_call_tool_async(ludo_session_t *s,
                                              const char *json, size_t len,
                                              ludo_call_cb cb, void *ud);
 
+/* Tasks (an environment's `tasks`, docs/environments.md): the task sets
+ * a trainer enumerates, as OpenEnv's Task API serves them. `json` is one
+ * request, run in the session's state under its CPU budget and memory cap
+ * like any call, outside the episode (it changes no step count, episode
+ * id or seed):
+ *   {"method":"splits"}                  -> [{"name":"train","type":"train"},
+ *                                            ...] (a split named train,
+ *                                            validation or test has that
+ *                                            type, any other "validation")
+ *   {"method":"list","split":"test"}     -> [task, ...]
+ *   {"method":"count","split":"test"}    -> 7595
+ *   {"method":"get","split":"test","index":12}               -> task
+ *   {"method":"range","split":"test","start":0,"stop":32}    -> [task, ...]
+ * Indices count from 0; start and stop (either may be left out or null)
+ * follow Python's slices: stop is exclusive, negative values count from
+ * the end. A task is any JSON value the environment gives. On success
+ * the result, JSON text, is borrowed like a step's. Returns 0 or
+ * LUDO_ENOTSUP (the environment declares no tasks, or gives nothing to
+ * answer this method with: no count, say, and no list to count),
+ * LUDO_ERANGE (get: no task at that index; ludo_session_errmsg says
+ * which), LUDO_ESCHEMA (a malformed request, or a split the environment
+ * does not list; the message names the field: "request.split: unknown
+ * split 'dev' (the splits are: train, test)"), LUDO_EVALUE (the
+ * environment's tasks functions returned something that is not a list
+ * of JSON values, or a count that is not a whole number >= 0; the
+ * message names the function), LUDO_ESCRIPT (they raised), and the codes
+ * of ludo_session_step. A reset's options select a task with "split" and
+ * "index": the environment's reset receives it as opts.task. */
+LUDO_EXTERN int ludo_session_tasks(ludo_session_t *s, const char *json,
+                                   size_t len, const char **out,
+                                   size_t *out_len);
+/* The same, non-blocking, with the rules of ludo_session_step_async; an
+ * environment that declares no tasks makes it return LUDO_ENOTSUP at once
+ * (`cb` is then never called). */
+LUDO_EXTERN int ludo_session_tasks_async(ludo_session_t *s, const char *json,
+                                         size_t len, ludo_call_cb cb,
+                                         void *ud);
+
 /* ---- servers ---------------------------------------------------------
  * An OpenEnv server for one environment, on the runtime's loop: the HTTP
  * routes, the /ws session protocol, MCP over HTTP and WebSocket, and

@@ -32,6 +32,8 @@
   X(EBUSY, -301, "a call is already in progress")                            \
   X(ECLOSED, -302, "session or runtime is closed")                           \
   X(ECANCELED, -303, "call was cancelled")                                   \
+  X(ENOTSUP, -304, "not offered by the environment")                         \
+  X(ERANGE, -305, "index out of range")                                      \
   X(ESCRIPT, -400, "error raised by Lua code")                               \
   X(ELOAD, -401, "environment module failed to load")                        \
   X(ENOMEM, -500, "memory limit exceeded")                                   \
@@ -179,8 +181,8 @@ typedef struct ludo_error_s {
   int code;             /* LUDO_E* code; 0 when no call has failed yet */
   const char *message;  /* the message, as ludo_session_errmsg() */
   const char *call;     /* the call that failed: "reset", "step",
-                           "state", "close"; for a script, the name of
-                           the function called */
+                           "state", "close", "tool call", "tasks"; for a
+                           script, the name of the function called */
   const char *phase;    /* the part of it that was running: the call
                            itself, or "transform" or "rubric" (a session's
                            transform or rubric, in reset or step) */

@@ -230,6 +230,22 @@ LUDO_EXTERN int ludo_session_call_tool_async(ludo_session_t *s,
                             NULL);
 }
 
+LUDO_EXTERN int ludo_session_tasks(ludo_session_t *s, const char *json,
+                                   size_t len, const char **out,
+                                   size_t *out_len) {
+  if (s == NULL) return LUDO_EINVAL;
+  return ludo__session_call(s, LUDO__CALL_TASKS, json, len, NULL, NULL, out,
+                            out_len);
+}
+
+LUDO_EXTERN int ludo_session_tasks_async(ludo_session_t *s, const char *json,
+                                         size_t len, ludo_call_cb cb,
+                                         void *ud) {
+  if (s == NULL || cb == NULL) return LUDO_EINVAL;
+  return ludo__session_call(s, LUDO__CALL_TASKS, json, len, cb, ud, NULL,
+                            NULL);
+}
+
 LUDO_EXTERN int ludo_session_state_async(ludo_session_t *s, ludo_call_cb cb,
                                          void *ud) {
   if (s == NULL || cb == NULL) return LUDO_EINVAL;

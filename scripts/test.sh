@@ -92,6 +92,9 @@ check "ludo run is deterministic with --seed" bash -c \
 check "ludo run with a policy file" bash -c \
   "'$BUILD/ludo' run examples/echo --episodes 1 --max-steps 3 \
    --policy examples/echo/policy.lua | grep -q 'total reward 1.92'"
+check "ludo run arith: tasks drawn from the seed, answered by its policy" \
+  bash -c "'$BUILD/ludo' run examples/arith --episodes 4 --seed 2 \
+   --policy examples/arith/policy.lua | grep -q '0 failed, mean reward 1$'"
 expect_exit "a policy giving bad actions fails the episode" 1 \
   "$BUILD/ludo" run examples/echo --max-steps 2 \
   --policy spec/fixtures/cli/bad_policy.lua

@@ -87,6 +87,67 @@ local function tools_info(tools)
   return out
 end
 
+-- The fields of a `tasks` declaration; see ludo.tasks.
+local TASK_FUNCS = { "list", "count", "get", "range" }
+
+-- Checks a static list of splits: names, or tables with a name (and a
+-- type, if any, that is a string), each listed once.
+local function check_splits(list)
+  local n, seen = #list, {}
+  for _ in pairs(list) do n = n - 1 end
+  if n ~= 0 then fail("tasks.splits must be a list of split names") end
+  for i, s in ipairs(list) do
+    local name = s
+    if type(s) == "table" then
+      name = s.name
+      if type(name) ~= "string" then
+        fail("tasks.splits[%d].name must be a string, got %s", i,
+          type(name))
+      end
+      if s.type ~= nil and type(s.type) ~= "string" then
+        fail("tasks.splits[%d].type must be a string, got %s", i,
+          type(s.type))
+      end
+    elseif type(s) ~= "string" then
+      fail("tasks.splits[%d] must be a split name or a table with a name, "
+        .. "got %s", i, type(s))
+    end
+    if seen[name] then fail("tasks.splits: '%s' is listed twice", name) end
+    seen[name] = true
+  end
+end
+
+-- Checks the `tasks` declaration (the Task API, docs/environments.md).
+local function check_tasks(tasks)
+  if tasks == nil then return end
+  if type(tasks) ~= "table" then
+    fail("tasks must be a table, got %s", type(tasks))
+  end
+  for k in pairs(tasks) do
+    if k ~= "splits" and k ~= "list" and k ~= "count" and k ~= "get"
+      and k ~= "range" then
+      fail("tasks.%s: unknown field (the fields are splits, list, count, "
+        .. "get and range)", tostring(k))
+    end
+  end
+  local splits = tasks.splits
+  if type(splits) == "table" and not callable(splits) then
+    check_splits(splits)
+  elseif not callable(splits) then
+    fail("tasks.splits must be a list of split names or a function, got %s",
+      type(splits))
+  end
+  for _, k in ipairs(TASK_FUNCS) do
+    if tasks[k] ~= nil and not callable(tasks[k]) then
+      fail("tasks.%s must be a function, got %s", k, type(tasks[k]))
+    end
+  end
+  if tasks.get == nil and tasks.list == nil then
+    fail("tasks needs get(split, index) or list(split): a reset selects "
+      .. "its task by index")
+  end
+end
+
 -- Checks the module and returns its description (the table behind
 -- GET /metadata and /schema) and whether it declares an action schema.
 function M.describe(mod, default_name)
@@ -109,6 +170,7 @@ function M.describe(mod, default_name)
     fail("transform must be a function or a transform object, got %s",
       type(mod.transform))
   end
+  check_tasks(mod.tasks)
   for _, k in ipairs({ "name", "description", "version", "author",
     "documentation_url", "readme" }) do
     if mod[k] ~= nil and type(mod[k]) ~= "string" then

@@ -26,6 +26,11 @@
 --     transform and no rubric; the step still counts. Call 5 (the C API's
 --     ludo_session_call_tool, JSON-RPC tools/call) runs a tool by name and
 --     returns MCP's CallToolResult.
+--   tasks: with env.tasks declared, call 6 (ludo_session_tasks, the
+--     server's Task API) answers a tasks request, and a reset whose
+--     options name a split (and an index) gets that task as opts.task
+--     (ludo.tasks and ludo.tasks_api, loaded into a state the first time
+--     it needs them).
 local core = require("ludo.core")
 local null = require("ludo.null")
 local json = require("ludo.json")
@@ -35,6 +40,7 @@ local M = {}
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
 local tool_checks, tool_runs, tools_json
+local tasks -- tasks(kind) gives ludo.tasks(_api) bound to the module's
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
 
@@ -97,10 +103,12 @@ end
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
 -- `checks` maps each tool's name to the C validator of its arguments and
--- `list` is the JSON of the tool list (both nil without tools).
+-- `list` is the JSON of the tool list (both nil without tools); `load`
+-- gives the modules of tasks bound to the module's (nil without tasks):
+-- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores.
-function M.init(mod, action, reset, raiser, name, checks, list)
+function M.init(mod, action, reset, raiser, name, checks, list, load)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
@@ -112,6 +120,7 @@ function M.init(mod, action, reset, raiser, name, checks, list)
       tool_runs[type(k) == "string" and k or t.name] = t.run
     end
   end
+  tasks = load
   local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
   then
@@ -129,6 +138,9 @@ end
 local function reset(opts)
   if opts == nil or opts == null then opts = {} end
   checked(check_reset, opts)
+  if tasks and (opts.split ~= nil or opts.index ~= nil) then
+    tasks(1).select(opts)
+  end
   local seed, eid = opts.seed, opts.episode_id
   if seed ~= nil and seed ~= null then
     math.randomseed(seed)
@@ -318,14 +330,17 @@ local function state()
   return st
 end
 
--- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool) in the
--- session's coroutine.
+-- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool, 6 tasks) in
+-- the session's coroutine.
 function M.dispatch(kind)
   doing[1] = 0
   if kind == 2 then return step(input()) end
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end
   if kind == 5 then return call_tool(input()) end
+  if kind == 6 then -- only with tasks (the C core checks)
+    return tasks(6).call(input())
+  end
   if env_close then env_close() end
 end
 

@@ -43,6 +43,9 @@ static void describe(lua_State *L, ludo_env_t *env) {
     if (env->label == NULL) ludo__error_raise(L, LUDO_ENOMEM, "no memory");
   }
   lua_pop(L, 1);
+  lua_getfield(L, -3, "tasks");            /* checked by envinfo */
+  env->has_tasks = !lua_isnil(L, -1);
+  lua_pop(L, 1);
   ludo__tools_describe(L, env, -1);
   if (declared) {
     size_t n;
@@ -115,12 +118,45 @@ static void prepare_named(lua_State *L) {
   lua_remove(L, pairs);
 }
 
+/* The runner's way to the module's tasks: tasks(kind) returns
+ * ludo.tasks bound to them ({select, ...}), or for kind LUDO__CALL_TASKS
+ * ludo.tasks_api bound to that ({call}), loading each into the state (and
+ * keeping it as an upvalue) the first time a session needs it: states
+ * that never select a task or answer a tasks call hold neither, and those
+ * that only select tasks hold no code of the calls. Upvalues: 1 and 2 the
+ * bound tables (nil at first), 3 the module's `tasks`, 4 the error
+ * raiser, 5 the environment's name. [-0, +1, e] */
+static int load_tasks(lua_State *L) {
+  int api = luaL_checkinteger(L, 1) == LUDO__CALL_TASKS;
+  if (lua_isnil(L, lua_upvalueindex(1))) {
+    ludo__modules_require(L, "ludo.tasks");       /* M */
+    lua_getfield(L, -1, "bind");
+    lua_pushvalue(L, lua_upvalueindex(3));
+    lua_pushvalue(L, lua_upvalueindex(4));
+    lua_pushvalue(L, lua_upvalueindex(5));
+    lua_call(L, 3, 1);                             /* M, bound */
+    lua_replace(L, lua_upvalueindex(1));
+    lua_pop(L, 1);
+  }
+  if (api && lua_isnil(L, lua_upvalueindex(2))) {
+    ludo__modules_require(L, "ludo.tasks_api");   /* A */
+    lua_getfield(L, -1, "bind");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_call(L, 1, 1);                             /* A, bound */
+    lua_replace(L, lua_upvalueindex(2));
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(api ? 2 : 1));
+  return 1;
+}
+
 /* Runs in the new state, protected and under the CPU budget: loads the
  * runner and the environment module, and keeps runner.dispatch.
  * [-0, +0, e] */
 static int build_protected(lua_State *L) {
   build_req_t *r = lua_touserdata(L, 1);
   ludo_env_t *env = r->env;
+  int mod;
   ludo__json_setup(L);
   ludo__result_push_encoder(L);
   r->ps->encode_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -133,6 +169,7 @@ static int build_protected(lua_State *L) {
   ludo__modules_loadfile(L, &env->modules, env->file);
   lua_pushstring(L, env->name);
   lua_call(L, 1, 1);                       /* runner, init, mod */
+  mod = lua_gettop(L);
   if (env->info.len == 0) describe(L, env);
   if (env->action_schema != NULL)
     ludo__schema_push_validator(L, env->action_schema, "action");
@@ -142,7 +179,17 @@ static int build_protected(lua_State *L) {
   ludo__error_push_raiser(L);
   lua_pushstring(L, env->name);
   ludo__tools_push(L, env);
-  lua_call(L, 7, 1);                       /* runner, named */
+  if (env->has_tasks) {
+    lua_pushnil(L);
+    lua_pushnil(L);
+    lua_getfield(L, mod, "tasks");
+    ludo__error_push_raiser(L);
+    lua_pushstring(L, env->label ? env->label : env->name);
+    lua_pushcclosure(L, load_tasks, 5);
+  } else {
+    lua_pushnil(L);
+  }
+  lua_call(L, 8, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

@@ -16,7 +16,7 @@
 
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
-       LUDO__CALL_CLOSE, LUDO__CALL_TOOL };
+       LUDO__CALL_CLOSE, LUDO__CALL_TOOL, LUDO__CALL_TASKS };
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
 typedef struct ludo__pstate_s {
@@ -67,6 +67,8 @@ struct ludo_env_s {
   struct ludo__tool_s *tools;  /* MCP tools: names and argument schemas */
   size_t ntools;
   ludo__buf_t tools_json;      /* their list, as list_tools shows it */
+  int has_tasks;               /* declares `tasks` (its sessions load
+                                  ludo.tasks when they need it) */
   int concurrent;
   unsigned nsessions;
   ludo__pstate_t *pool;        /* ready states */

@@ -1,6 +1,7 @@
 /* result.c - a call's result JSON, written from the finished call thread:
  * the OpenEnv envelope {"observation", "reward", "done", "metadata"} with
- * the rubric scores under metadata.rubrics, or the state as is. */
+ * the rubric scores under metadata.rubrics, or the state (a tool's result)
+ * as is, or the text a tasks call made. */
 #include <lauxlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,7 +145,8 @@ static int nest_metadata(lua_State *L, ludo__buf_t *b, size_t obs_end,
 }
 
 /* On the finished call thread (protected): writes the result JSON.
- * Stack: 1 = result (observation or state), 2 = the rubric's score (step
+ * Stack: 1 = result (observation, state, a tool's result, or the JSON
+ * text of a tasks call), 2 = the rubric's score (step
  * with a rubric), nil, or false for a tool's observation (list_tools,
  * call_tool: neither scored nor checked against the environment's
  * observation schema), 3 = the session as light userdata. [-0, +0, e] */
@@ -156,6 +158,15 @@ static int encode_result(lua_State *L) {
   size_t obs_end, md_at = (size_t)-1; /* where metadata's text begins */
   if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
+    return 0;
+  }
+  if (s->kind == LUDO__CALL_TASKS) { /* ludo.tasks_api encoded it */
+    size_t n;
+    const char *text = lua_tolstring(L, 1, &n);
+    if (text == NULL || lua_type(L, 1) != LUA_TSTRING)
+      return ludo__error_raise(L, LUDO_ESCRIPT, "the tasks call returned "
+                               "no JSON text");
+    if (ludo__buf_add(b, text, n)) goto nomem;
     return 0;
   }
   if (lua_type(L, 1) != LUA_TTABLE)

@@ -14,9 +14,9 @@
 
 /* The calls by kind (LUDO__CALL_*), as errors name them. */
 static const char *call_name(int kind) {
-  static const char *const names[] = {"?",     "reset", "step",
-                                      "state", "close", "tool call"};
-  return kind >= 1 && kind <= 5 ? names[kind] : "?";
+  static const char *const names[] = {"?",     "reset", "step",     "state",
+                                      "close", "tool call", "tasks"};
+  return kind >= 1 && kind <= 6 ? names[kind] : "?";
 }
 
 /* Records the failure of a call of `kind`: its code and message; the
@@ -356,14 +356,22 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
   size_t max = s->env->rt->opts.max_input_bytes;
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (kind == LUDO__CALL_TASKS && !s->env->has_tasks) {
+    char msg[160];
+    int n = snprintf(msg, sizeof msg, "ENOTSUP: environment %.100s has no "
+                     "tasks", s->env->label ? s->env->label : s->env->name);
+    set_err(s, kind, LUDO_ENOTSUP, msg, (size_t)n);
+    return LUDO_ENOTSUP;
+  }
   if (json == NULL) len = 0;
   if (max != 0 && len > max) {
     char msg[160];
     int n = snprintf(msg, sizeof msg, "ETOOBIG: the %s is %zu bytes; the "
                      "limit is %zu (max_input_bytes)",
-                     kind == LUDO__CALL_RESET  ? "reset options"
-                     : kind == LUDO__CALL_TOOL ? "tool call"
-                                               : "action",
+                     kind == LUDO__CALL_RESET   ? "reset options"
+                     : kind == LUDO__CALL_TOOL  ? "tool call"
+                     : kind == LUDO__CALL_TASKS ? "tasks request"
+                                                : "action",
                      len, max);
     set_err(s, kind, LUDO_ETOOBIG, msg, (size_t)n);
     return LUDO_ETOOBIG;

@@ -72,8 +72,9 @@ void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path);
 
 /* require() from C: pushes the module's value. Also loads the runtime's
- * internal modules (ludo.runner, ludo.envinfo), which a session's require
- * refuses and which are not kept in its loaded table. [-0, +1, e] */
+ * internal modules (ludo.runner, ludo.envinfo, ludo.tasks*), which a
+ * session's require refuses and which are not kept in its loaded table.
+ * [-0, +1, e] */
 void ludo__modules_require(lua_State *L, const char *name);
 
 /* require() from C for a state that is thrown away when the module fails

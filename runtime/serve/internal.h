@@ -50,6 +50,7 @@ struct sv_sess_s {
   char *pending;            /* input of a call waiting for the open */
   size_t pending_len;
   uint64_t t0_us;           /* when the call's message arrived */
+  int route;                /* tasks.c: the Task API route it answers */
   sv_sess_t *next, *prev;   /* all sessions */
   sv_sess_t *hnext;         /* hash chain */
 };
@@ -135,6 +136,19 @@ void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
 /* Answers {"detail": msg} with `status`. */
 void sv_respond_detail(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                        const char *msg);
+
+/* ---- tasks.c: OpenEnv's Task API ------------------------------------ */
+
+/* Answers `req` when its path is one of the Task API's (OPENENV.md 1.9):
+ * /list_environments or /{env_name}/{splits,tasks,num_tasks,task,
+ * task_range}, in either mode. Returns 1 when it answered (or holds the
+ * request until its throwaway session has run the call), 0 when the path
+ * is none of them (the request untouched). */
+int sv_tasks_route(ludo__serve_t *sv, ludo__http_req_t *req);
+
+/* Adds the Task API's operations to `paths`, the "paths" object of
+ * /openapi.json. */
+void sv_tasks_openapi(ludo__serve_t *sv, json_t *paths);
 
 /* ---- wsproto.c: WebSockets ------------------------------------------ */
 

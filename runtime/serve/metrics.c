@@ -13,8 +13,13 @@ static const uint64_t bucket_us[LUDO__METRICS_BUCKETS] = {
 static const int codes[] = {LUDO_EIO,      LUDO_ENOENT,   LUDO_EPARSE,
                             LUDO_ESCHEMA,  LUDO_EVALUE,   LUDO_ETOOBIG,
                             LUDO_EINVAL,   LUDO_EBUSY,    LUDO_ECLOSED,
-                            LUDO_ECANCELED, LUDO_ESCRIPT, LUDO_ELOAD,
-                            LUDO_ENOMEM,   LUDO_ETIMEOUT};
+                            LUDO_ECANCELED, LUDO_ENOTSUP, LUDO_ERANGE,
+                            LUDO_ESCRIPT,  LUDO_ELOAD,   LUDO_ENOMEM,
+                            LUDO_ETIMEOUT};
+_Static_assert(sizeof codes / sizeof *codes ==
+                   sizeof((ludo__metrics_t *)0)->errors /
+                       sizeof *((ludo__metrics_t *)0)->errors,
+               "one counter per ludo code");
 
 static const char *const proto_names[LUDO__MERR_N] = {
     "INVALID_JSON",     "UNKNOWN_TYPE",    "VALIDATION_ERROR",

@@ -190,6 +190,7 @@ static void route_openapi(ludo__serve_t *sv, ludo__http_req_t *req) {
     add_path_item(paths, "/state", "get", "State of a session (named by "
                   "X-Session-Id, else a throwaway one)");
   }
+  sv_tasks_openapi(sv, paths);
   respond_value(sv, req, 200,
                 json_pack("{s:s,s:{s:s,s:s,s:O},s:o}", "openapi", "3.1.0",
                           "info", "title", "OpenEnv Environment HTTP API",
@@ -509,6 +510,6 @@ void sv_route(ludo__serve_t *sv, ludo__http_req_t *req) {
   if (path_found)
     sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}", 31,
                     NULL, 0);
-  else
+  else if (!sv_tasks_route(sv, req))
     sv_respond_json(sv, req, 404, "{\"detail\":\"Not Found\"}", 22, NULL, 0);
 }

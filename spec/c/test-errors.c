@@ -25,7 +25,7 @@ TEST_IMPL(error_names) {
 #undef ROW
   };
   size_t i, j, n = sizeof codes / sizeof codes[0];
-  ASSERT_EQ(n, 14);
+  ASSERT_EQ(n, 16);
   for (i = 0; i < n; i++) {
     ASSERT_LT(codes[i].code, 0);
     ASSERT_STR_EQ(ludo_err_name(codes[i].code), codes[i].name);
@@ -42,6 +42,8 @@ TEST_IMPL(error_names) {
   ASSERT_EQ(LUDO_EBUSY / 100, -3);
   ASSERT_EQ(LUDO_ECLOSED / 100, -3);
   ASSERT_EQ(LUDO_ECANCELED / 100, -3);
+  ASSERT_EQ(LUDO_ENOTSUP / 100, -3);
+  ASSERT_EQ(LUDO_ERANGE / 100, -3);
   ASSERT_EQ(LUDO_ESCRIPT / 100, -4);
   ASSERT_EQ(LUDO_ELOAD / 100, -4);
   ASSERT_EQ(LUDO_ENOMEM / 100, -5);

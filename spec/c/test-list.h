@@ -68,6 +68,18 @@
   X(tools_call_api)                                                         \
   X(tools_call_async)                                                       \
   X(tools_declaration_errors)                                               \
+  /* test-tasks.c */                                                         \
+  X(tasks_splits)                                                            \
+  X(tasks_from_list)                                                         \
+  X(tasks_range_slices)                                                      \
+  X(tasks_from_get)                                                          \
+  X(tasks_not_offered)                                                       \
+  X(tasks_bad_requests)                                                      \
+  X(tasks_misbehaving)                                                       \
+  X(tasks_outside_episode)                                                   \
+  X(tasks_reset_selects)                                                     \
+  X(tasks_alloc_faults)                                                      \
+  X(tasks_lua_alloc_faults)                                                  \
   X(tools_strict_session)                                                   \
   /* test-pattern.c */                                                      \
   X(pattern_same_as_library)                                                \

@@ -57,6 +57,23 @@ describe("environment API", function()
       { "decl_tool_input", "ELOAD",
         "ELOAD: tools.t.input must describe an object" },
       { "decl_tool_twice", "ELOAD", "ELOAD: tools: 't' is declared twice" },
+      { "decl_tasks_type", "ELOAD",
+        "ELOAD: tasks must be a table, got string" },
+      { "decl_tasks_field", "ELOAD",
+        "ELOAD: tasks.size: unknown field (the fields are splits, list, "
+          .. "count, get and range)" },
+      { "decl_tasks_splits", "ELOAD",
+        "ELOAD: tasks.splits must be a list of split names or a function, "
+          .. "got nil" },
+      { "decl_tasks_split_entry", "ELOAD",
+        "ELOAD: tasks.splits[2] must be a split name or a table with a name, "
+          .. "got number" },
+      { "decl_tasks_split_twice", "ELOAD",
+        "ELOAD: tasks.splits: 'train' is listed twice" },
+      { "decl_tasks_func", "ELOAD",
+        "ELOAD: tasks.count must be a function, got number" },
+      { "decl_tasks_lookup", "ELOAD",
+        "ELOAD: tasks needs get(split, index) or list(split)" },
       { "nonexistent", "ENOENT",
         "ENOENT: no environment at " .. FIX .. "nonexistent" },
     }

@@ -563,6 +563,250 @@ async def graceful_shutdown():
     c.p.stderr.close()
 
 
+# ---- the Task API (OPENENV.md 1.9) ------------------------------------------
+
+T = Server("spec/fixtures/serve/tasks")
+SPLITS = [{"name": "train", "type": "train"},
+          {"name": "test", "type": "test"},
+          {"name": "holdout", "type": "validation"},
+          {"name": "dev", "type": "test", "note": "hand-picked"},
+          {"name": "broken", "type": "validation"}]
+
+
+def ids(tasks):
+    return [t["id"] for t in tasks]
+
+
+@test
+def tasks_discovery():
+    st, v, _ = T.http("GET", "/list_environments")
+    check(st == 200 and v == ["quiz_tasks"], (st, v))
+    st, v, _ = T.http("GET", "/quiz_tasks/splits")
+    check(st == 200 and v == SPLITS, (st, v))
+    # the name is compared without regard to case, after percent-decoding
+    for path in ("/QUIZ_Tasks/splits", "/quiz%5Ftasks/splits"):
+        st, v, _ = T.http("GET", path)
+        check(st == 200 and v == SPLITS, (path, st, v))
+    st, v, _ = S.http("GET", "/list_environments")
+    check(st == 200 and v == ["echo_env"], (st, v))
+    for m, p in (("POST", "/quiz_tasks/splits"), ("GET", "/quiz_tasks/tasks"),
+                 ("POST", "/list_environments"), ("PUT", "/quiz_tasks/task")):
+        st, v, _ = T.http(m, p, {})
+        check(st == 405 and v == {"detail": "Method Not Allowed"}, (p, st, v))
+    st, v, _ = T.http("GET", "/quiz_tasks/nothing")
+    check(st == 404 and v == {"detail": "Not Found"}, (st, v))
+
+
+@test
+def tasks_routes():
+    st, v, _ = T.http("POST", "/quiz_tasks/tasks", {"split": "test"})
+    check(st == 200 and v == {"env_name": "quiz_tasks", "tasks": [
+        {"id": "test-0", "q": "question 1"},
+        {"id": "test-1", "q": "question 2"},
+        {"id": "test-2", "q": "question 3"}]}, (st, v))
+    st, v, _ = T.http("POST", "/Quiz_Tasks/tasks", {"split": "holdout"})
+    check(st == 200 and v == {"tasks": [], "env_name": "quiz_tasks"}, v)
+    st, v, _ = T.http("POST", "/quiz_tasks/num_tasks", {"split": "train"})
+    check(st == 200 and v == {"num_tasks": 6}, (st, v))
+    st, v, _ = T.http("POST", "/quiz_tasks/task",
+                      {"split": "train", "index": 4})
+    check(st == 200 and v == {"task": {"id": "train-4",
+                                       "q": "question 5"}}, (st, v))
+    # pydantic's lax int: a whole float or a numeric string is an index
+    for index in (2.0, "2"):
+        st, v, _ = T.http("POST", "/quiz_tasks/task",
+                          {"split": "dev", "index": index})
+        check(st == 400, (index, st, v))
+        st, v, _ = T.http("POST", "/quiz_tasks/task",
+                          {"split": "train", "index": index})
+        check(st == 200 and v["task"]["id"] == "train-2", (index, st, v))
+    # task_range: Python's slices
+    for body, want in (({}, 6), ({"start": 1, "stop": 3}, [1, 2]),
+                       ({"start": -2}, [4, 5]), ({"stop": -4}, [0, 1]),
+                       ({"start": None, "stop": None}, 6),
+                       ({"start": 4, "stop": 2}, []),
+                       ({"start": 3, "stop": 99}, [3, 4, 5])):
+        st, v, _ = T.http("POST", "/quiz_tasks/task_range",
+                          dict(body, split="train"))
+        want = list(range(want)) if isinstance(want, int) else want
+        check(st == 200 and list(v) == ["tasks"] and
+              ids(v["tasks"]) == ["train-%d" % i for i in want],
+              (body, st, v))
+
+
+@test
+def tasks_errors():
+    # 404: another environment's name, whatever the route
+    for m, p, b in (("GET", "/nope/splits", None),
+                    ("POST", "/nope/tasks", {"split": "test"}),
+                    ("POST", "/nope/num_tasks", {"split": "test"}),
+                    ("POST", "/nope/task", {"split": "test", "index": 0}),
+                    ("POST", "/nope/task_range", {"split": "test"})):
+        st, v, _ = T.http(m, p, b)
+        check(st == 404 and v == {"detail": "unknown environment 'nope'"},
+              (p, st, v))
+    st, v, _ = T.http("GET", "/it's/splits")
+    check(st == 404 and v == {"detail": "unknown environment \"it's\""}, v)
+    # 400: an index with no task
+    for index in (3, -1, 10 ** 12):
+        st, v, _ = T.http("POST", "/quiz_tasks/task",
+                          {"split": "test", "index": index})
+        check(st == 400 and v == {"detail": "Invalid task index"},
+              (index, st, v))
+    # 422: the body, checked as OpenEnv's request models check it (before
+    # the name, as FastAPI validates a request before its handler runs)
+    cases = (
+        ("/quiz_tasks/tasks", None, [("missing", ["body"])]),
+        ("/quiz_tasks/tasks", "{oops", [("json_invalid", ["body", int])]),
+        ("/quiz_tasks/tasks", [], [("model_attributes_type", ["body"])]),
+        ("/nope/tasks", {}, [("missing", ["body", "split"])]),
+        ("/quiz_tasks/num_tasks", {"split": 7},
+         [("string_type", ["body", "split"])]),
+        ("/quiz_tasks/task", {"split": "test"},
+         [("missing", ["body", "index"])]),
+        ("/quiz_tasks/task", {"split": "test", "index": "x"},
+         [("int_parsing", ["body", "index"])]),
+        ("/quiz_tasks/task", {"split": "test", "index": 1.5},
+         [("int_from_float", ["body", "index"])]),
+        ("/quiz_tasks/task", {"split": "test", "index": [1]},
+         [("int_type", ["body", "index"])]),
+        ("/quiz_tasks/task_range", {"split": "test", "start": 0, "n": 2},
+         [("extra_forbidden", ["body", "n"])]),
+        ("/quiz_tasks/tasks", {"split": "test", "index": 0},
+         [("extra_forbidden", ["body", "index"])]),
+        ("/quiz_tasks/task", {"index": "?", "x": 1},
+         [("missing", ["body", "split"]), ("int_parsing", ["body", "index"]),
+          ("extra_forbidden", ["body", "x"])]),
+        ("/quiz_tasks/num_tasks", {"split": "nope"},
+         [("value_error", ["body", "split"])]),
+    )
+    for path, body, want in cases:
+        st, v, _ = T.http("POST", path, body)
+        got = [(e["type"], [type(x) if e["type"] == "json_invalid" and
+                            i > 0 else x for i, x in enumerate(e["loc"])])
+               for e in v["detail"]] if st == 422 else None
+        check(st == 422 and got == want, (path, body, st, v))
+    st, v, _ = T.http("POST", "/quiz_tasks/task",
+                      {"split": "nope", "index": 0})
+    check(v["detail"][0]["input"] == "nope" and "unknown split 'nope' (the "
+          "splits are: train, test, holdout, dev, broken)" ==
+          v["detail"][0]["msg"], v)
+    # 500: the environment's own failure
+    st, v, _ = T.http("POST", "/quiz_tasks/num_tasks", {"split": "broken"})
+    check(st == 500 and "the dataset is gone" in v["detail"], (st, v))
+    # 501: what the environment does not offer
+    for m, p, b, name in (
+            ("GET", "/echo_env/splits", None, "list_splits"),
+            ("POST", "/echo_env/tasks", {"split": "x"}, "list_tasks"),
+            ("POST", "/echo_env/num_tasks", {"split": "x"}, "num_tasks"),
+            ("POST", "/echo_env/task", {"split": "x", "index": 0},
+             "get_task"),
+            ("POST", "/ECHO_ENV/task_range", {"split": "x"},
+             "get_task_range")):
+        st, v, _ = S.http(m, p, b)
+        check(st == 501 and v == {"detail": name + " is not supported for "
+                                  "this environment"}, (p, st, v))
+    g = Server("spec/fixtures/serve/tasks_get")
+    try:
+        for r, name in (("tasks", "list_tasks"), ("num_tasks", "num_tasks"),
+                        ("task_range", "get_task_range")):
+            st, v, _ = g.http("POST", "/by_index/" + r, {"split": "test"})
+            check(st == 501 and v["detail"] == name + " is not supported "
+                  "for this environment", (r, st, v))
+        st, v, _ = g.http("POST", "/by_index/task",
+                          {"split": "test", "index": 7})
+        check(st == 200 and v == {"task": {"index": 7}}, (st, v))
+    finally:
+        check(g.stop() == 0, "exit status")
+    # every task request ran on a throwaway session, now closed
+    for _ in range(50):
+        if "ludo_sessions_open 0" in T.http("GET", "/metrics")[1]:
+            break
+        time.sleep(0.1)
+    check("ludo_sessions_open 0" in T.http("GET", "/metrics")[1],
+          "sessions left open")
+
+
+@test
+async def tasks_reset_selects_ws():
+    async with T.ws() as ws:
+        v = await rpc(ws, {"type": "reset",
+                           "data": {"split": "test", "index": 1}})
+        check(v["type"] == "observation" and v["data"]["observation"]["id"]
+              == "test-1" and v["data"]["observation"]["q"] == "question 2",
+              v)
+        v = await rpc(ws, {"type": "reset",
+                           "data": {"split": "test", "index": 3}})
+        check(v["data"]["code"] == "VALIDATION_ERROR" and
+              v["data"]["errors"][0]["loc"] == ["index"] and
+              "no task at index 3 of split 'test'" in
+              v["data"]["errors"][0]["msg"], v)
+        v = await rpc(ws, {"type": "reset", "data": {"split": "tset"}})
+        check(v["data"]["code"] == "VALIDATION_ERROR" and
+              v["data"]["errors"][0]["loc"] == ["split"], v)
+        v = await rpc(ws, {"type": "reset", "data": {"seed": 1}})
+        check(v["data"]["observation"]["id"] == "none", v)
+        v = await rpc(ws, {"type": "reset",
+                           "data": {"split": "dev", "index": 0}})
+        check(v["data"]["observation"]["id"] == "dev-0", v)
+        v = await rpc(ws, {"type": "step", "data": {}})
+        check(v["data"]["observation"]["id"] == "dev-0" and
+              v["data"]["done"] is True, v)
+
+
+@test
+def tasks_reset_selects_http():
+    st, v, h = T.http("POST", "/reset", {"split": "train", "index": 5})
+    check(st == 200 and v["observation"]["id"] == "train-5", (st, v))
+    sid = h["X-Session-Id"]
+    st, v, _ = T.http("POST", "/step", {"action": {}},
+                      {"X-Session-Id": sid})
+    check(st == 200 and v["observation"]["id"] == "train-5", (st, v))
+    st, v, _ = T.http("POST", "/reset", {"split": "train", "index": 6})
+    check(st == 422 and v["detail"][0]["loc"] == ["index"], (st, v))
+    st, v, _ = T.http("POST", "/reset", {"index": 0})
+    check(st == 422 and v["detail"][0]["loc"] == ["split"], (st, v))
+
+
+@test
+async def tasks_production_and_capacity():
+    c = Server("spec/fixtures/serve/tasks", "--mode", "production",
+               "--max-sessions", "1")
+    try:
+        st, v, _ = c.http("POST", "/quiz_tasks/num_tasks", {"split": "dev"})
+        check(st == 200 and v == {"num_tasks": 2}, (st, v))
+        paths = c.http("GET", "/openapi.json")[1]["paths"]
+        check("get" in paths["/list_environments"] and
+              "get" in paths["/{env_name}/splits"] and
+              all("post" in paths["/{env_name}/" + r] for r in
+                  ("tasks", "num_tasks", "task", "task_range")), paths)
+        body = paths["/{env_name}/task"]["post"]["requestBody"]
+        check(body["content"]["application/json"]["schema"]["required"] ==
+              ["split", "index"], body)
+        async with c.ws() as ws:
+            await rpc(ws, {"type": "reset"})
+            # the one session is taken: a task request has none to run on
+            st, v, _ = c.http("GET", "/quiz_tasks/splits")
+            check(st == 503 and v["detail"].startswith("Server at capacity"),
+                  (st, v))
+        for _ in range(50):
+            st, v, _ = c.http("GET", "/quiz_tasks/splits")
+            if st == 200:
+                break
+            time.sleep(0.1)
+        check(st == 200 and v == SPLITS, (st, v))
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+if T.stop() != 0:
+    print("FAIL tasks_server_exit")
+    results["failed"] += 1
+else:
+    print("ok tasks_server_exit")
+    results["passed"] += 1
+
+
 check_status = S.stop()
 if check_status != 0:
     print("FAIL server_exit: status", check_status)
