@@ -33,13 +33,12 @@
 --     it needs them).
 local core = require("ludo.core")
 local null = require("ludo.null")
-local json = require("ludo.json")
 
 local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
-local tool_checks, tool_runs, tools_json
+local tools -- ludo.tools bound to the environment's tools, or nil
 local tasks -- tasks(kind) gives ludo.tasks(_api) bound to the module's
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
@@ -102,24 +101,21 @@ end
 -- of the action schema (or nil) and of the reset options; `raiser` raises
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
--- `checks` maps each tool's name to the C validator of its arguments and
--- `list` is the JSON of the tool list (both nil without tools); `load`
+-- `checks` maps each tool's name to the C validator of its arguments,
+-- `list` is the JSON of the tool list and `toolmod` is ludo.tools (all nil
+-- without tools: the tools' code is loaded only where needed); `load`
 -- gives the modules of tasks bound to the module's (nil without tasks):
 -- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores.
-function M.init(mod, action, reset, raiser, name, checks, list, load)
+function M.init(mod, action, reset, raiser, name, checks, list, toolmod,
+                load)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
   rubric, transform = mod.rubric, mod.transform
-  if checks then
-    tool_checks, tools_json, tool_runs = checks, list, {}
-    for k, t in pairs(mod.tools) do
-      tool_runs[type(k) == "string" and k or t.name] = t.run
-    end
-  end
+  if checks then tools = toolmod.bind(mod.tools, checks, list, raiser) end
   tasks = load
   local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
@@ -162,134 +158,16 @@ local function reset(opts)
   return obs
 end
 
--- ---- tools -------------------------------------------------------------
-
--- Whether v encodes as a JSON object (a decoded array has the array
--- metatable; a plain sequence encodes as an array too).
-local function is_object(v)
-  return type(v) == "table" and getmetatable(v) == nil and v[1] == nil
-end
-
-local ACTION_FIELDS = {
-  list_tools = { type = true, metadata = true },
-  call_tool = { type = true, metadata = true, tool_name = true,
-    arguments = true },
-}
-
--- Checks the shape of a list_tools / call_tool action (OpenEnv's
--- ListToolsAction and CallToolAction, which forbid unknown fields).
-local function check_tool_action(a)
-  local fields = ACTION_FIELDS[a.type]
-  for k in pairs(a) do
-    if not fields[k] then
-      raise("ESCHEMA", "action." .. tostring(k) .. ": unknown field for a "
-        .. a.type .. " action", 0)
-    end
-  end
-  if a.metadata ~= nil and not is_object(a.metadata) then
-    raise("ESCHEMA", "action.metadata: expected object", 0)
-  end
-  if a.type == "call_tool" then
-    if type(a.tool_name) ~= "string" then
-      raise("ESCHEMA", "action.tool_name: " .. (a.tool_name == nil
-        and "required" or "expected string"), 0)
-    end
-    if a.arguments ~= nil and not is_object(a.arguments) then
-      raise("ESCHEMA", "action.arguments: expected object", 0)
-    end
-  end
-end
-
--- MCP's CallToolResult of a tool's return value, in OpenEnv's field names
--- (and MCP's own, when `mcp` is set): text content, and the structured
--- content (the value itself when it is an object, else {result = value}).
-local function tool_result(value, mcp)
-  local content = json.array()
-  if value == nil then value = null end
-  if value ~= null then
-    local text = value
-    if type(value) == "table" then
-      local err
-      text, err = json.encode(value)
-      if not text then raise("EVALUE", "the tool's result: " .. err, 0) end
-    elseif type(value) ~= "string" then
-      text = tostring(value)
-    end
-    -- MCP clients refuse null annotations; OpenEnv's clients show them.
-    content[1] = mcp and { type = "text", text = text }
-      or { type = "text", text = text, annotations = null, meta = null }
-  end
-  local sc = is_object(value) and value or { result = value }
-  local r = { content = content, structured_content = sc, meta = null,
-    data = value, is_error = false }
-  if mcp then
-    r.structuredContent, r.isError = sc, false
-  end
-  return r
-end
-
--- Runs tool `name`: true, result; or false, error_type, message for an
--- unknown tool or arguments that do not match its schema.
-local function run_tool(name, args, mcp)
-  local check = tool_checks[name]
-  if not check then
-    return false, "tool_not_found", "Tool '" .. name .. "' not found"
-  end
-  if args == nil then args = {} end
-  local ok, err = check(args)
-  if not ok then return false, "invalid_args", err end
-  return true, tool_result(tool_runs[name](args), mcp)
-end
-
--- A step whose action is list_tools or call_tool: the observation, and
--- false where a step returns the rubric's score (the C core then neither
--- scores the observation nor checks it against the declared schema).
-local function tool_step(action)
-  check_tool_action(action)
-  step_count = step_count + 1
-  if action.type == "list_tools" then
-    return { tools = json.decode(tools_json) }, false
-  end
-  local name = action.tool_name
-  local ok, res, why, msg = pcall(run_tool, name, action.arguments)
-  if ok and res then
-    return { tool_name = name, result = why, error = null }, false
-  end
-  if not ok then -- the tool raised
-    msg = type(res) == "string" and res or tostring(res)
-    if msg:find("^ETIMEOUT") or msg:find("^ECANCELED")
-      or msg == "not enough memory" then
-      error(res, 0) -- limits are the call's, not the tool's
-    end
-    why = "execution_error"
-  end
-  return { tool_name = name, result = null,
-    error = { error_type = why, message = msg } }, false
-end
-
--- Call 5: {"name": ..., "arguments": {...}} -> CallToolResult.
-local function call_tool(req)
-  if not is_object(req) or type(req.name) ~= "string" then
-    raise("ESCHEMA", "the tool call needs a \"name\" string", 0)
-  end
-  if not tool_checks then
-    raise("ENOENT", "environment " .. env_name .. " has no tools", 0)
-  end
-  if req.arguments ~= nil and not is_object(req.arguments) then
-    raise("ESCHEMA", "arguments: expected object", 0)
-  end
-  local ok, res, msg = run_tool(req.name, req.arguments, true)
-  if ok then return res end
-  raise(res == "tool_not_found" and "ENOENT" or "ESCHEMA", msg, 0)
-end
-
 -- ---- calls -------------------------------------------------------------
 
 local function step(action)
   if action == nil then action = {} end
-  if tool_checks and type(action) == "table"
-    and ACTION_FIELDS[action.type] then
-    return tool_step(action)
+  if tools and type(action) == "table" and tools.takes(action) then
+    local obs = tools.step(action)
+    step_count = step_count + 1
+    -- false where a step returns the rubric's score: the C core neither
+    -- scores a tool's observation nor checks it against the schema
+    return obs, false
   end
   if check_action then checked(check_action, action) end
   local obs = env_step(action)
@@ -337,7 +215,12 @@ function M.dispatch(kind)
   if kind == 2 then return step(input()) end
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end
-  if kind == 5 then return call_tool(input()) end
+  if kind == 5 then
+    if not tools then
+      raise("ENOENT", "environment " .. env_name .. " has no tools", 0)
+    end
+    return tools.call(input())
+  end
   if kind == 6 then -- only with tasks (the C core checks)
     return tasks(6).call(input())
   end

@@ -180,8 +180,9 @@ void ludo__result_push_encoder(lua_State *L);
  * does not compile. [-0, +0, e] */
 void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info);
 /* Pushes what a session state's runner needs: a table tool name ->
- * argument validator, and the list's JSON text; nil, nil without tools.
- * [-0, +2, m] */
+ * argument validator, the list's JSON text and the ludo.tools module
+ * (loaded into the state only here); nil, nil, nil without tools.
+ * [-0, +3, e] */
 void ludo__tools_push(lua_State *L, ludo_env_t *env);
 /* Frees env->tools and the list. */
 void ludo__tools_free(ludo_env_t *env);

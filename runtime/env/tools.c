@@ -66,6 +66,7 @@ void ludo__tools_push(lua_State *L, ludo_env_t *env) {
   if (env->ntools == 0) {
     lua_pushnil(L);
     lua_pushnil(L);
+    lua_pushnil(L);
     return;
   }
   lua_createtable(L, 0, (int)env->ntools);
@@ -74,6 +75,7 @@ void ludo__tools_push(lua_State *L, ludo_env_t *env) {
     lua_setfield(L, -2, env->tools[i].name);
   }
   lua_pushlstring(L, env->tools_json.p, env->tools_json.len);
+  ludo__modules_require(L, "ludo.tools");
 }
 
 void ludo__tools_free(ludo_env_t *env) {

@@ -189,7 +189,8 @@ static int push_cmod(lua_State *L, ludo__modules_t *m, const char *name) {
 /* Modules the runtime loads for itself: a session cannot require them
  * (the runner holds the session's handlers and validators). */
 static const char *const internal[] = {"ludo.runner", "ludo.envinfo",
-                                       "ludo.tasks", "ludo.tasks_api", NULL};
+                                       "ludo.tasks", "ludo.tasks_api",
+                                       "ludo.tools", NULL};
 
 static int is_internal(const char *name) {
   const char *const *p;
