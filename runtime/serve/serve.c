@@ -379,7 +379,7 @@ nomem:
 }
 
 int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
-  int rc = ludo__server_listen(sv->http, host, port);
+  int rc = ludo__server_listen(sv->http, host, port, 0);
   if (rc != 0)
     snprintf(sv->errmsg, sizeof sv->errmsg, "%s",
              ludo__server_errmsg(sv->http));

@@ -160,7 +160,8 @@
   X(net_socket_slow_client)                                                  \
   X(net_socket_connection_limit)                                             \
   X(net_socket_server_close)                                                 \
-  X(net_listen_errors)
+  X(net_listen_errors)                                                       \
+  X(net_listen_reuseport)
 
 TEST_LIST(TEST_DECLARE)
 
