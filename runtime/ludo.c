@@ -302,12 +302,12 @@ LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o) {
 LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
                                 const ludo_server_options_t *o,
                                 ludo_server_t **out) {
-  const char *msg = "";
+  char msg[256];
   ludo__serve_t *sv;
   int rc;
   if (env == NULL || out == NULL) return LUDO_EINVAL;
   *out = NULL;
-  rc = ludo__serve_new(env, o, &sv, &msg);
+  rc = ludo__serve_new(env, o, &sv, msg, sizeof msg);
   if (rc != 0) {
     ludo__runtime_seterr(env->rt, "%s", msg);
     return rc;

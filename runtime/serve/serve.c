@@ -338,7 +338,7 @@ void ludo__serve_options_init(ludo_server_options_t *o) {
 }
 
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
-                    ludo__serve_t **out, const char **errmsg) {
+                    ludo__serve_t **out, char *err, size_t errlen) {
   ludo_runtime_t *rt = env->rt;
   ludo__core_t *core = &rt->core;
   ludo__serve_t *sv;
@@ -347,7 +347,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   json_error_t jerr;
   int rc;
   *out = NULL;
-  *errmsg = "";
+  err[0] = '\0';
   sv = ludo__calloc(&core->heap, sizeof *sv);
   if (sv == NULL) return LUDO_ENOMEM;
   sv->rt = rt;
@@ -371,7 +371,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
              " use max sessions 1", env->label ? env->label : env->name,
              sv->o.max_sessions);
     sv->group = NULL;
-    *errmsg = sv->errmsg;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
     ludo__serve_close(sv, NULL, NULL);
     return LUDO_EINVAL;
   }
@@ -381,13 +381,13 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
              "workers; use one worker", env->label ? env->label : env->name,
              sv_group_size(sv->group));
     sv->group = NULL;
-    *errmsg = sv->errmsg;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
     ludo__serve_close(sv, NULL, NULL);
     return LUDO_EINVAL;
   }
   if (sv->group && sv_fwd_start(sv) != 0) {
     sv->group = NULL;
-    *errmsg = sv->errmsg;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
     ludo__serve_close(sv, NULL, NULL);
     return LUDO_EINVAL;
   }

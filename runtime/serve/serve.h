@@ -46,10 +46,10 @@ void ludo__serve_options_init(ludo_server_options_t *o);
 /* Creates a server for `env` on its runtime's loop, from the public
  * options `o` (copied; the token too). With o->group it joins that group
  * as worker o->worker (else it has a count and metrics of its own).
- * Returns 0, LUDO_EINVAL (bad options; *errmsg says which) or
- * LUDO_ENOMEM. */
+ * Returns 0, LUDO_EINVAL (bad options; the message is copied into
+ * err/errlen) or LUDO_ENOMEM. */
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
-                    ludo__serve_t **out, const char **errmsg);
+                    ludo__serve_t **out, char *err, size_t errlen);
 
 /* Listens on host:port (port 0: any free one), with SO_REUSEPORT when
  * the options ask for it or the server is one of a group of several
