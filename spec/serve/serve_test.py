@@ -725,6 +725,86 @@ async def workers_forward_attached_websocket():
           "sessions left open")
 
 
+class GenericEnvClientFrames:
+    """The frames OpenEnv's GenericEnvClient sends and how it reads the
+    answers (OPENENV.md 2.1, 2.2), for the README's snippet: openenv
+    cannot be installed here. The URL becomes ws://.../ws; the connection
+    offers permessage-deflate (websockets' default) with OpenEnv's
+    open_timeout and max_size; reset(**kw) sends {"type":"reset","data":
+    kw}, step(action) {"type":"step","data":action}, state() {"type":
+    "state"}; each waits for one frame, and an error frame raises
+    RuntimeError("Server error: <message> (code: <code>)")."""
+
+    def __init__(self, base_url):
+        self.url = base_url.rstrip("/").replace("http://", "ws://") + "/ws"
+
+    async def connect(self):
+        self.ws = await websockets.connect(self.url, open_timeout=10.0,
+                                           max_size=100 * 1024 * 1024)
+        return self
+
+    async def _send_and_receive(self, msg):
+        await self.ws.send(json.dumps(msg))
+        reply = json.loads(await asyncio.wait_for(self.ws.recv(), 60.0))
+        if reply.get("type") == "error":
+            d = reply.get("data", {})
+            raise RuntimeError(f"Server error: {d.get('message')} "
+                               f"(code: {d.get('code')})")
+        return reply
+
+    def _parse_result(self, payload):  # StepResult's fields
+        return (payload.get("observation", {}), payload.get("reward"),
+                payload.get("done", False))
+
+    async def reset(self, **kwargs):
+        r = await self._send_and_receive({"type": "reset", "data": kwargs})
+        return self._parse_result(r.get("data", {}))
+
+    async def step(self, action, **kwargs):
+        r = await self._send_and_receive({"type": "step", "data": action})
+        return self._parse_result(r.get("data", {}))
+
+    async def state(self):
+        return (await self._send_and_receive({"type": "state"}))["data"]
+
+    async def close(self):
+        try:
+            await self.ws.send(json.dumps({"type": "close"}))
+        except websockets.ConnectionClosed:
+            pass
+        await self.ws.close()
+
+
+@test
+async def generic_env_client_frames():
+    # the README's snippet, as GenericEnvClient runs it, eight at once
+    # against the two-worker server
+    async def episode(k):
+        env = await GenericEnvClientFrames(
+            f"http://127.0.0.1:{W2.port}/").connect()
+        obs, reward, done = await env.reset(seed=k)
+        check(obs["echoed_message"] == "Echo environment ready!" and
+              done is False, obs)
+        obs, reward, done = await env.step({"message": "hello"})
+        check(obs["echoed_message"] == "hello" and obs["message_length"] ==
+              5 and reward == obs["metadata"]["rubrics"]["total"] and
+              done is False, (obs, reward))
+        obs, reward, done = await env.step({
+            "type": "call_tool", "tool_name": "echo_message",
+            "arguments": {"message": "via a tool"}})
+        check(obs["result"]["data"] == "via a tool", obs)
+        st = await env.state()
+        check(st["step_count"] == 2 and isinstance(st["episode_id"], str),
+              st)
+        try:
+            await env.step({"message": 7})
+            check(False, "no error for a bad action")
+        except RuntimeError as e:
+            check("(code: VALIDATION_ERROR)" in str(e), e)
+        await env.close()
+    await asyncio.gather(*(episode(k) for k in range(8)))
+
+
 @test
 async def workers_capacity_is_shared():
     w = Server("examples/echo", "--workers", "2", "--max-sessions", "2")
