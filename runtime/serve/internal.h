@@ -190,7 +190,11 @@ void sv_sess_detach(sv_sess_t *x);
 
 /* ---- group.c: the workers' shared state and inboxes ------------------- */
 
+/* The number of servers the group was made for. */
 unsigned sv_group_size(const ludo__serve_group_t *g);
+
+/* The count and metrics the group's servers share. Borrowed until
+ * ludo__serve_group_free. */
 ludo__serve_shared_t *sv_group_shared(ludo__serve_group_t *g);
 
 /* A message with `len` bytes of data (copied, NUL added), its other

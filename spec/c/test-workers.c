@@ -148,7 +148,7 @@ static void header(const char *resp, const char *name, char *out, size_t n) {
   out[k] = '\0';
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ------------------------------------------------------------- */
 
 /* The group's checks: its size, each worker index once and in range, an
  * environment declared concurrent = false. */
