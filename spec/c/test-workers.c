@@ -151,7 +151,8 @@ static void header(const char *resp, const char *name, char *out, size_t n) {
 /* ---- tests ------------------------------------------------------------- */
 
 /* The group's checks: its size, each worker index once and in range, an
- * environment declared concurrent = false. */
+ * environment declared concurrent = false; and the reuseport option of a
+ * lone server. */
 TEST_IMPL(workers_group_checks) {
   ludo_server_group_t *g;
   ludo_runtime_t *rt = test_rt_new(NULL);
@@ -189,6 +190,24 @@ TEST_IMPL(workers_group_checks) {
   ludo_server_close(a, NULL, NULL);
   ASSERT_OK(ludo_runtime_run(rt));
   ludo_server_group_free(g);
+  /* lone servers share a port only when both ask for it (reuseport) */
+  ludo_server_options_init(&so);
+  ASSERT_OK(ludo_server_new(env, &so, &a));
+  ASSERT_OK(ludo_server_new(env, &so, &b));
+  ASSERT_OK(ludo_server_listen(a, "127.0.0.1", 0));
+  ASSERT_ERR(ludo_server_listen(b, "127.0.0.1", ludo_server_port(a)),
+             LUDO_EIO);
+  ludo_server_close(a, NULL, NULL);
+  ludo_server_close(b, NULL, NULL);
+  so.reuseport = 1;
+  ASSERT_OK(ludo_server_new(env, &so, &a));
+  ASSERT_OK(ludo_server_new(env, &so, &b));
+  ASSERT_OK(ludo_server_listen(a, "127.0.0.1", 0));
+  ASSERT_OK(ludo_server_listen(b, "127.0.0.1", ludo_server_port(a)));
+  ASSERT_EQ(ludo_server_port(b), ludo_server_port(a));
+  ludo_server_close(a, NULL, NULL);
+  ludo_server_close(b, NULL, NULL);
+  ASSERT_OK(ludo_runtime_run(rt));
   test_rt_free(rt);
 }
 
