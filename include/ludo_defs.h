@@ -114,7 +114,9 @@ typedef struct ludo_server_options_s {
   int production;              /* 1: OpenEnv's production mode, without
                                   /reset, /step, /state */
   unsigned max_sessions;       /* sessions open at once, of every kind
-                                  (WebSocket, HTTP, MCP): default 1024 */
+                                  (WebSocket, HTTP, MCP): default 1024,
+                                  and 1 for an environment declared
+                                  concurrent = false (more is refused) */
   uint32_t session_timeout_ms; /* a session with no reset, step or tool
                                   call for this long is closed, and its
                                   WebSocket too; 0: never */

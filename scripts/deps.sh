@@ -46,14 +46,27 @@ for p in $PKGS; do
   fi
 done
 
+export DEBIAN_FRONTEND=noninteractive
 if [ -z "$missing" ]; then
   if [ -n "$need_update" ]; then $SUDO apt-get update -qq; fi
-  exit 0
+else
+  echo "deps: installing:$missing" >&2
+  $SUDO apt-get update -qq
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  echo "deps: done" >&2
 fi
 
-echo "deps: installing:$missing" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-echo "deps: done" >&2
+# The official MCP TypeScript SDK, an independent MCP client for the tests
+# of `ludo serve` (spec/serve/mcp_sdk_test.mjs), from the npm registry with
+# the machine's Node.js, pinned by spec/serve/package-lock.json.
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$root/spec/serve/node_modules/@modelcontextprotocol/sdk" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "deps: installing nodejs npm" >&2
+    $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  fi
+  echo "deps: npm ci in spec/serve" >&2
+  (cd "$root/spec/serve" && npm ci --no-audit --no-fund --silent) ||
+    echo "deps: npm ci failed; the MCP SDK test will fail" >&2
+fi

@@ -194,7 +194,27 @@ fi
 [ $rc -eq 0 ] || status=1
 rm -f "$out"
 
-# 3c. The Kubernetes manifests of docs/k8s/ (docs/deploy.md): parsed, cross-
+# 3c. The server against the official MCP TypeScript SDK (npm, installed
+# by scripts/deps.sh).
+echo "== serve: MCP SDK client"
+out=$(mktemp)
+if [ -d spec/serve/node_modules/@modelcontextprotocol/sdk ]; then
+  timeout 300 node spec/serve/mcp_sdk_test.mjs "$BUILD/ludo" >"$out" 2>&1
+  rc=$?
+else
+  echo "FAIL mcp_sdk: spec/serve/node_modules missing (run scripts/deps.sh)" \
+    >"$out"
+  rc=1
+fi
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL MCP SDK tests ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
+# 3d. The Kubernetes manifests of docs/k8s/ (docs/deploy.md): parsed, cross-
 # checked, and the Deployment's arguments run with the real binary.
 echo "== k8s manifests"
 out=$(mktemp)

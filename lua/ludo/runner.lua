@@ -61,6 +61,36 @@ local function checked(check, value)
   if not ok then raise("ESCHEMA", err, 0) end
 end
 
+-- The trajectory rubrics of the tree ({name, rubric}; nil when none): at
+-- the end of an episode their discounted step rewards are reported.
+local trajectories
+
+local function add_trajectory(name, r)
+  if type(r) == "table" and type(r.compute_step_rewards) == "function"
+    and type(r.is_done) == "function" then
+    trajectories = trajectories or {}
+    trajectories[#trajectories + 1] = { name, r }
+  end
+end
+
+-- At the end of an episode (`obs` done, as trajectory rubrics see it):
+-- metadata.step_rewards = {[name] = {r1, ..., rT}} for each trajectory
+-- rubric, its compute_step_rewards() (discounted per step).
+local function report_step_rewards(obs)
+  if not trajectories[1][2].is_done(obs) then return end
+  local md = obs.metadata
+  if type(md) ~= "table" or md == null then
+    md = {}
+    obs.metadata = md
+  end
+  local out = {}
+  for i = 1, #trajectories do
+    local t = trajectories[i]
+    out[t[1]] = t[2]:compute_step_rewards()
+  end
+  md.step_rewards = out
+end
+
 -- Binds the session to the environment module `mod` (already checked by
 -- ludo.envinfo in the probe state). `action`/`reset` are the C validators
 -- of the action schema (or nil) and of the reset options; `raiser` raises
@@ -89,6 +119,9 @@ function M.init(mod, action, reset, raiser, name, checks, list)
       named[#named + 1] = { path, r }
     end
     settle = rubric.call_context
+    trajectories = nil
+    add_trajectory("total", rubric)
+    for i = 1, #named do add_trajectory(named[i][1], named[i][2]) end
   end
   return named
 end
@@ -170,8 +203,9 @@ local function tool_result(value, mcp)
     elseif type(value) ~= "string" then
       text = tostring(value)
     end
-    content[1] = { type = "text", text = text, annotations = null,
-      meta = null }
+    -- MCP clients refuse null annotations; OpenEnv's clients show them.
+    content[1] = mcp and { type = "text", text = text }
+      or { type = "text", text = text, annotations = null, meta = null }
   end
   local sc = is_object(value) and value or { result = value }
   local r = { content = content, structured_content = sc, meta = null,
@@ -264,7 +298,9 @@ local function step(action)
     -- errors name the rubric that failed (see ludo.rubric).
     if settle then settle(nil) end
     doing[1] = 2
-    return obs, rubric(action, obs)
+    local score = rubric(action, obs)
+    if trajectories then report_step_rewards(obs) end
+    return obs, score
   end
   return obs
 end

@@ -53,8 +53,8 @@ static const ludo__cli_opt_t serve_opts[] = {
     {OPT_PORT, "--port", NULL, "P", "port (default 8000; 0: any free one)"},
     {OPT_MAX_SESSIONS, "--max-sessions", NULL, "N",
      "sessions open at once, of every kind, over all\n"
-     "workers (default 1024); an environment with\n"
-     "concurrent = false allows only 1 (its default)"},
+     "workers (default 1024; 1, the most it allows,\n"
+     "for an environment with concurrent = false)"},
     {OPT_WORKERS, "--workers", NULL, "N",
      "worker threads, each with its own loop, runtime\n"
      "and sessions, sharing the port (default: the\n"
@@ -139,6 +139,8 @@ struct serve_s {
   uv_async_t done;         /* a worker thread finished */
   atomic_uint finished;    /* worker threads that finished */
   unsigned started;        /* worker threads started */
+  int solo;                /* one worker for a concurrent = false
+                              environment (said after the start line) */
   int main_closed;         /* worker 0's server is closed */
   int stopping;
 };
@@ -413,26 +415,18 @@ static int env_concurrent(ludo_env_t *env) {
   return yes;
 }
 
-/* Decides the worker count and, for an environment declared
- * concurrent = false, the session count: given ones are kept (the server
- * refuses them when above 1, saying why), defaults become 1 with a
- * note. */
+/* Decides the worker count: --workers, else the cores, but one for an
+ * environment declared concurrent = false (the server refuses more than
+ * one when asked, saying why; its sessions default to one too). */
 static void plan(serve_t *s, ludo_env_t *env) {
   const serve_args_t *a = s->a;
   unsigned cores = uv_available_parallelism();
   s->nworkers = a->workers ? (unsigned)a->workers : cores ? cores : 1;
   if (s->nworkers > LUDO_SERVER_MAX_WORKERS)
     s->nworkers = LUDO_SERVER_MAX_WORKERS;
-  if (env_concurrent(env)) return;
-  if (!a->workers && !a->max_sessions) {
-    fprintf(stderr, "ludo serve: %s declares concurrent = false: one "
-            "worker, one session at a time\n", a->env_path);
+  if (!a->workers && !env_concurrent(env)) {
     s->nworkers = 1;
-    s->so.max_sessions = 1;
-  } else if (!a->workers) {
-    s->nworkers = 1;
-  } else if (!a->max_sessions) {
-    s->so.max_sessions = 1;
+    s->solo = 1;
   }
 }
 
@@ -540,10 +534,13 @@ static int serve_main(const serve_args_t *a) {
     stop_all(&s);
   } else {
     status = 0;
-    fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, at most %u "
-            "sessions, %u worker%s)\n", a->env_path, a->host, s.port,
-            a->production ? "production" : "simulation",
-            s.so.max_sessions, s.nworkers, s.nworkers == 1 ? "" : "s");
+    fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, %u "
+            "worker%s)\n", a->env_path, a->host, s.port,
+            a->production ? "production" : "simulation", s.nworkers,
+            s.nworkers == 1 ? "" : "s");
+    if (s.solo)
+      fprintf(stderr, "ludo serve: %s declares concurrent = false: one "
+              "worker, one session at a time\n", a->env_path);
   }
   uv_run(&w0->loop, UV_RUN_DEFAULT);
   for (i = 1; i < s.nworkers; i++) {

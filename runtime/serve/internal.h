@@ -354,6 +354,12 @@ void sv_rpc_error(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
 
 /* ---- wire helpers (routes.c) ----------------------------------------- */
 
+/* A JSON string of the `n` bytes at `s` (n (size_t)-1: up to the NUL),
+ * any byte that is not valid UTF-8 replaced by U+FFFD: error messages
+ * carry text from Lua and from clients, and a frame or body must stay
+ * valid UTF-8 JSON. New reference; NULL only when out of memory. */
+json_t *sv_jstr(const char *s, size_t n);
+
 /* The "errors" list of a VALIDATION_ERROR / 422 for the ludo error text
  * `msg` ("ESCHEMA: action.tags[0]: expected string, got number"): a
  * jansson array with one pydantic-style entry {type, loc, msg, input}.

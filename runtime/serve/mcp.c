@@ -52,9 +52,9 @@ void sv_rpc_reply(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
 void sv_rpc_error(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
                   int rpc_ws, json_t *id, int code, const char *message,
                   json_t *data) {
-  json_t *v = json_pack("{s:s,s:O,s:{s:i,s:s,s:o}}", "jsonrpc", "2.0", "id",
+  json_t *v = json_pack("{s:s,s:O,s:{s:i,s:o,s:o}}", "jsonrpc", "2.0", "id",
                         id ? id : json_null(), "error", "code", code,
-                        "message", message, "data",
+                        "message", sv_jstr(message, (size_t)-1), "data",
                         data ? data : json_null());
   char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
   ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_RPC);
@@ -374,7 +374,8 @@ static int check_request(ludo__serve_t *sv, json_t *r, ludo__http_req_t *req,
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
   json_error_t err;
-  json_t *r = json_loadb(data, len, 0, &err), *id, *params, *empty = NULL;
+  json_t *r = json_loadb(data, len, JSON_ALLOW_NUL, &err), *id, *params,
+         *empty = NULL;
   const char *m;
   if (r == NULL) {
     sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32700, "Parse error", NULL);

@@ -4,6 +4,8 @@
  * sessions. */
 #include "serve/internal.h"
 
+#include "base/utf8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,27 @@ static const char reset_schema[] =
     "\"anyOf\":[{\"maxLength\":255,\"type\":\"string\"},{\"type\":\"null\"}"
     "]},\"seed\":{\"anyOf\":[{\"minimum\":0,\"type\":\"integer\"},{\"type\":"
     "\"null\"}]}},\"title\":\"ResetRequest\",\"type\":\"object\"}";
+
+json_t *sv_jstr(const char *s, size_t n) {
+  ludo__buf_t b;
+  json_t *v;
+  size_t at = 0, ok;
+  if (n == (size_t)-1) n = strlen(s);
+  if (ludo__utf8_check(s, n) == n) return json_stringn(s, n);
+  ludo__buf_init(&b, ludo__alloc_default, NULL);
+  while (at < n) {
+    ok = ludo__utf8_check(s + at, n - at);
+    if (ludo__buf_add(&b, s + at, ok) != 0) break;
+    at += ok;
+    if (at < n) {
+      if (ludo__buf_add(&b, "\xef\xbf\xbd", 3) != 0) break;
+      at++;
+    }
+  }
+  v = at >= n ? json_stringn(b.p ? b.p : "", b.len) : NULL;
+  ludo__buf_free(&b);
+  return v;
+}
 
 void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                      const char *body, size_t len,
@@ -49,7 +72,8 @@ static void respond_value(ludo__serve_t *sv, ludo__http_req_t *req,
 
 void sv_respond_detail(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                        const char *msg) {
-  respond_value(sv, req, status, json_pack("{s:s}", "detail", msg), NULL, 0);
+  respond_value(sv, req, status, json_pack("{s:o}", "detail", sv_jstr(msg,
+                (size_t)-1)), NULL, 0);
 }
 
 /* ---- validation errors in pydantic's shape ------------------------------ */
@@ -72,7 +96,7 @@ static void add_path(json_t *loc, const char *p, size_t n) {
     {
       size_t j = i;
       while (j < n && p[j] != '.' && p[j] != '[') j++;
-      json_array_append_new(loc, json_stringn(p + i, j - i));
+      json_array_append_new(loc, sv_jstr(p + i, j - i));
       i = j;
     }
   }
@@ -93,8 +117,8 @@ json_t *sv_validation_errors(const char *msg, size_t len,
     p = colon + 1;
     while (p < end && *p == ' ') p++;
   }
-  out = json_pack("[{s:s,s:o,s:s%,s:n}]", "type", "value_error", "loc", loc,
-                  "msg", p, (size_t)(end - p), "input");
+  out = json_pack("[{s:s,s:o,s:o,s:n}]", "type", "value_error", "loc", loc,
+                  "msg", sv_jstr(p, (size_t)(end - p)), "input");
   return out;
 }
 

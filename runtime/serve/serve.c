@@ -324,7 +324,6 @@ static void fill_options(ludo_server_options_t *o,
   ludo__serve_options_init(o);
   if (in == NULL) return;
   *o = *in;
-  if (o->max_sessions == 0) o->max_sessions = DEFAULT_MAX_SESSIONS;
   if (o->http_session_timeout_ms == 0)
     o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
   if (o->max_connections == 0) o->max_connections = DEFAULT_MAX_CONNECTIONS;
@@ -332,7 +331,6 @@ static void fill_options(ludo_server_options_t *o,
 
 void ludo__serve_options_init(ludo_server_options_t *o) {
   memset(o, 0, sizeof *o);
-  o->max_sessions = DEFAULT_MAX_SESSIONS;
   o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
   o->max_connections = DEFAULT_MAX_CONNECTIONS;
 }
@@ -365,6 +363,8 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   sv->o.group = NULL;
   ludo__serve_shared_init(&sv->own);
   sv->shared = sv->group ? sv_group_shared(sv->group) : &sv->own;
+  if (sv->o.max_sessions == 0) /* the default */
+    sv->o.max_sessions = env->concurrent ? DEFAULT_MAX_SESSIONS : 1;
   if (!env->concurrent && sv->o.max_sessions > 1) {
     snprintf(sv->errmsg, sizeof sv->errmsg, "environment %s is not "
              "concurrent (concurrent = false): it cannot serve %u sessions;"

@@ -45,7 +45,8 @@ static int proto_code(const char *code) {
 
 void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
                  json_t *extra) {
-  json_t *data = json_pack("{s:s,s:s}", "message", message, "code", code);
+  json_t *data = json_pack("{s:o,s:s}", "message",
+                           sv_jstr(message, (size_t)-1), "code", code);
   ludo__metrics_proto(&c->sv->shared->metrics, proto_code(code));
   if (data && extra) json_object_update(data, extra);
   json_decref(extra);
@@ -160,7 +161,8 @@ static void start_call(sv_ws_t *c, int kind, json_t *data, uint64_t t0) {
 /* One /ws message; the session is open and idle. */
 static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
   json_error_t err;
-  json_t *root = json_loadb(m->data, m->len, 0, &err), *type, *data;
+  json_t *root = json_loadb(m->data, m->len, JSON_ALLOW_NUL, &err), *type,
+         *data;
   const char *t;
   if (root == NULL) {
     char msg[256];

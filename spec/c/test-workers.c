@@ -157,7 +157,7 @@ TEST_IMPL(workers_group_checks) {
   ludo_server_group_t *g;
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
-  ludo_env_t *solo = test_env_load(rt, "spec/fixtures/serve/solo", NULL);
+  ludo_env_t *single = test_env_load(rt, "spec/fixtures/serve/single", NULL);
   ludo_server_options_t so;
   ludo_server_t *a, *b;
   ASSERT_ERR(ludo_server_group_new(0, &g), LUDO_EINVAL);
@@ -178,7 +178,7 @@ TEST_IMPL(workers_group_checks) {
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "taken by another server");
   so.worker = 0;
   so.max_sessions = 1;
-  ASSERT_ERR(ludo_server_new(solo, &so, &b), LUDO_EINVAL);
+  ASSERT_ERR(ludo_server_new(single, &so, &b), LUDO_EINVAL);
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "cannot be served by 2 "
                       "workers");
   /* the index comes back when its server closes */

@@ -248,6 +248,16 @@ async def ws_execution_error():
             v = await rpc(ws, {"type": "step", "data": {"boom": True}})
             check(v["data"]["code"] == "EXECUTION_ERROR" and
                   "boom on purpose" in v["data"]["message"], v)
+            v = await rpc(ws, {"type": "step", "data": {"boom": True,
+                                                         "bytes": True}})
+            check(v["data"]["code"] == "EXECUTION_ERROR" and
+                  "bad \ufffd\ufffd bytes" in v["data"]["message"], v)
+            st, v, _ = b.http("POST", "/step", {"action": {"boom": True,
+                                                            "bytes": True}})
+            check(st == 500 and "\ufffd" in v["detail"], (st, v))
+            st, v, _ = b.http("GET", "/state",
+                              headers={"X-Session-Id": "caf\xe9"})
+            check(st == 404 and "caf\ufffd" in v["detail"], (st, v))
             v = await rpc(ws, {"type": "step", "data": {"boom": False}})
             check(v["data"]["observation"] == {"fine": True,
                                                "metadata": {}}, v)
@@ -425,6 +435,25 @@ async def idle_timeout_closes_socket():
                 check(False, "socket still open")
             except websockets.ConnectionClosed:
                 pass
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+async def not_concurrent_env():
+    # concurrent = false: one session by default, more is a start-up error
+    p = subprocess.run([LUDO, "serve", "spec/fixtures/serve/single",
+                        "--port", "0", "--max-sessions", "2"],
+                       capture_output=True, text=True, timeout=20)
+    check(p.returncode != 0 and "not concurrent" in p.stderr, p.stderr)
+    c = Server("spec/fixtures/serve/single")
+    try:
+        async with c.ws() as a:
+            await rpc(a, {"type": "reset"})
+            async with c.ws() as b:
+                v = json.loads(await b.recv())
+                check(v["data"]["code"] == "CAPACITY_REACHED" and
+                      v["data"]["max_sessions"] == 1, v)
     finally:
         check(c.stop() == 0, "exit status")
 
@@ -858,7 +887,7 @@ async def workers_sigterm_closes_everything():
 @test
 def workers_not_concurrent():
     def start(*args):
-        return subprocess.run([LUDO, "serve", "spec/fixtures/serve/solo",
+        return subprocess.run([LUDO, "serve", "spec/fixtures/serve/single",
                                "--port", "0", *args], stderr=subprocess.PIPE,
                               text=True, timeout=20)
     r = start("--workers", "2")
@@ -869,14 +898,15 @@ def workers_not_concurrent():
           r.stderr)
     r = start("--workers", "0")
     check(r.returncode == 2 and "--workers" in r.stderr, r.stderr)
-    # by default: one worker, one session, and a note saying so
-    p = subprocess.Popen([LUDO, "serve", "spec/fixtures/serve/solo",
+    # by default: one worker (and one session, not_concurrent_env), and a
+    # note saying so after the start line
+    p = subprocess.Popen([LUDO, "serve", "spec/fixtures/serve/single",
                           "--port", "0"], stderr=subprocess.PIPE, text=True)
     try:
+        line = p.stderr.readline()
+        check("(simulation mode, 1 worker)" in line, line)
         note = p.stderr.readline()
         check("concurrent = false: one worker, one session" in note, note)
-        line = p.stderr.readline()
-        check("at most 1 sessions, 1 worker)" in line, line)
     finally:
         p.send_signal(signal.SIGTERM)
         check(p.wait(timeout=20) == 0, "exit status")
