@@ -29,7 +29,9 @@
  * make one from inside the host's own libuv callbacks.
  *
  * Threading: a runtime and everything created from it belong to the thread
- * that created the runtime. Use one runtime per thread for parallelism.
+ * that created the runtime. Use one runtime per thread for parallelism;
+ * servers on several threads cooperate through a ludo_server_group_t, the
+ * one object made to be shared between threads.
  *
  * Errors: every function that can fail returns 0 or a negative LUDO_E* code.
  * ludo_err_name() and ludo_strerror() describe a code. Sessions also keep a
@@ -394,9 +396,10 @@ LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o);
 
 /* Creates a server for `env` (o may be NULL: defaults; copied, the token
  * too). It does not listen yet. Returns 0, LUDO_EINVAL (an environment
- * declared concurrent = false with max_sessions above 1; the message is
- * in ludo_runtime_errmsg) or LUDO_ENOMEM. The environment must outlive
- * the server. */
+ * declared concurrent = false with max_sessions above 1 or in a group of
+ * several servers; a worker index out of the group's range or taken
+ * already; the message is in ludo_runtime_errmsg) or LUDO_ENOMEM. The
+ * environment must outlive the server. */
 LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
                                 const ludo_server_options_t *o,
                                 ludo_server_t **out);
@@ -413,7 +416,8 @@ LUDO_EXTERN int ludo_server_port(const ludo_server_t *sv);
 /* Why the last ludo_server_listen failed. Borrowed; never NULL. */
 LUDO_EXTERN const char *ludo_server_errmsg(const ludo_server_t *sv);
 
-/* Sessions the server has open (or opening) now. */
+/* Sessions the server has open (or opening) now (in a group: this
+ * server's own). */
 LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *sv);
 
 /* Stops accepting, closes every WebSocket (1001) and connection, closes
@@ -422,6 +426,36 @@ LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *sv);
  * needs the loop to run. Accepts NULL. */
 LUDO_EXTERN void ludo_server_close(ludo_server_t *sv, void (*cb)(void *ud),
                                    void *ud);
+
+/* ---- server groups (workers) -----------------------------------------
+ * Several servers for one environment, one per thread, each with its own
+ * loop, runtime and environment (nothing Lua-related is shared): the way
+ * `ludo serve --workers N` uses every core (docs/serve-workers.md). The
+ * servers of a group:
+ *   - listen on one port with SO_REUSEPORT, the kernel spreading the
+ *     connections over them: listen with worker 0 first (port 0 picks a
+ *     free one), then the others on the port it got;
+ *   - share one session count, which max_sessions applies to (give every
+ *     server the same options), and one set of metrics (/metrics shows
+ *     the whole process, and per worker);
+ *   - name their sessions "w<worker>-<uuid>" and pass a call on a session
+ *     of another worker (an X-Session-Id request, a JSON-RPC tools/call or
+ *     openenv/session/close with session_id, a /ws?session_id= attach) to
+ *     that worker as a message, and its answer back: a client need not
+ *     know which worker it reached.
+ * A group is the one ludo object used from several threads; everything
+ * else belongs to its thread as before. Each server is created, run and
+ * closed on its own thread; close every one (and let its close complete)
+ * before ludo_server_group_free. */
+
+/* Creates a group for `workers` servers (1 to LUDO_SERVER_MAX_WORKERS).
+ * Stores it in *out (caller frees with ludo_server_group_free). Returns
+ * 0, LUDO_EINVAL or LUDO_ENOMEM. */
+LUDO_EXTERN int ludo_server_group_new(unsigned workers,
+                                      ludo_server_group_t **out);
+
+/* Frees the group, once all of its servers are closed. Accepts NULL. */
+LUDO_EXTERN void ludo_server_group_free(ludo_server_group_t *g);
 
 /* ---- scripts ---------------------------------------------------------
  * A script is a Lua module in a sandboxed state of its own, with the same

@@ -103,6 +103,13 @@ typedef struct ludo_options_s {
                               Default 0. Polls use their own budget. */
 } ludo_options_t;
 
+/* Servers on several threads (workers) serving one environment on one
+ * port: see ludo_server_group_new. */
+typedef struct ludo_server_group_s ludo_server_group_t;
+
+/* The most servers a group holds. */
+#define LUDO_SERVER_MAX_WORKERS 1024
+
 /* Options of an OpenEnv server (ludo_server_new). Initialise with
  * ludo_server_options_init(); a field left 0 takes its default. */
 typedef struct ludo_server_options_s {
@@ -131,6 +138,23 @@ typedef struct ludo_server_options_s {
   uint32_t pong_timeout_ms;    /* a pong must come within: default 20000 */
   unsigned max_connections;    /* connections open at once: default
                                   16384 */
+  ludo_server_group_t *group;  /* NULL (default): the server stands alone.
+                                  Else one of a group's servers, each on
+                                  its own thread and loop: they share the
+                                  session count max_sessions applies to,
+                                  the metrics and the port, and pass calls
+                                  on a named session to the server that
+                                  owns it. Borrowed: the group outlives
+                                  the server */
+  unsigned worker;             /* the server's index in `group`: 0 to its
+                                  size - 1, each taken by one server */
+  int reuseport;               /* 1: listen with SO_REUSEPORT, so other
+                                  sockets that set it (other processes
+                                  of the same user) share the port and
+                                  the kernel spreads connections. Always
+                                  on in a group of several servers, where
+                                  worker 0 first checks that nothing
+                                  listens on the port yet. Default 0 */
 } ludo_server_options_t;
 
 typedef struct ludo_server_s ludo_server_t;

@@ -318,12 +318,12 @@ LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o) {
 LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
                                 const ludo_server_options_t *o,
                                 ludo_server_t **out) {
-  const char *msg = "";
+  char msg[256];
   ludo__serve_t *sv;
   int rc;
   if (env == NULL || out == NULL) return LUDO_EINVAL;
   *out = NULL;
-  rc = ludo__serve_new(env, o, NULL, &sv, &msg);
+  rc = ludo__serve_new(env, o, &sv, msg, sizeof msg);
   if (rc != 0) {
     ludo__runtime_seterr(env->rt, "%s", msg);
     return rc;
@@ -353,4 +353,21 @@ LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *s) {
 LUDO_EXTERN void ludo_server_close(ludo_server_t *s, void (*cb)(void *ud),
                                    void *ud) {
   if (s) ludo__serve_close((ludo__serve_t *)s, cb, ud);
+}
+
+/* A ludo_server_group_t * is the ludo__serve_group_t * itself. */
+
+LUDO_EXTERN int ludo_server_group_new(unsigned workers,
+                                      ludo_server_group_t **out) {
+  ludo__serve_group_t *g;
+  int rc;
+  if (out == NULL) return LUDO_EINVAL;
+  *out = NULL;
+  rc = ludo__serve_group_new(workers, &g);
+  if (rc == 0) *out = (ludo_server_group_t *)g;
+  return rc;
+}
+
+LUDO_EXTERN void ludo_server_group_free(ludo_server_group_t *g) {
+  ludo__serve_group_free((ludo__serve_group_t *)g);
 }

@@ -10,10 +10,11 @@ set -eu
 # sanitizer and libFuzzer runtimes (make fuzz, the fuzz smoke of make
 # test), valgrind (lifecycle tests under memcheck), and Debian's Python
 # with websockets (an independent client for the functional tests of
-# `ludo serve`, spec/serve/).
+# `ludo serve`, spec/serve/) and yaml (parses the Kubernetes manifests of
+# docs/k8s/ in spec/serve/k8s_test.py).
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev libhttp-parser-dev libwslay-dev nettle-dev lua-busted lua-check clang
-libclang-rt-dev valgrind python3 python3-websockets"
+libclang-rt-dev valgrind python3 python3-websockets python3-yaml"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

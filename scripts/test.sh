@@ -217,6 +217,20 @@ fi
 [ $rc -eq 0 ] || status=1
 rm -f "$out"
 
+# 3d. The Kubernetes manifests of docs/k8s/ (docs/deploy.md): parsed, cross-
+# checked, and the Deployment's arguments run with the real binary.
+echo "== k8s manifests"
+out=$(mktemp)
+timeout 120 /usr/bin/python3 spec/serve/k8s_test.py "$BUILD/ludo" >"$out" 2>&1
+rc=$?
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL k8s manifest checks ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
 # 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
 # accesses (not instrumented by ASan).
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then

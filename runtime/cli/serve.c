@@ -1,14 +1,31 @@
 /* serve.c - `ludo serve ENV`: an OpenEnv server for one environment
- * (docs/protocol.md). The command owns the loop and lends it to the
- * runtime, so it can watch SIGINT/SIGTERM: on either it stops accepting,
- * lets the server close its connections and sessions (bounded), and exits
- * 0. */
+ * (docs/protocol.md) on N worker threads (docs/serve-workers.md). Each
+ * worker owns a loop, lends it to a runtime of its own, loads the
+ * environment there and runs a server of one ludo_server_group_t; the
+ * main thread is worker 0 and also watches SIGINT/SIGTERM: on either
+ * every worker stops accepting and closes its connections and sessions
+ * (WebSockets with 1001), and the command exits 0 when all are done, or
+ * at the latest after a deadline.
+ *
+ * Start-up is one worker at a time: worker 0 loads the environment
+ * (which decides how many workers and sessions an environment declared
+ * concurrent = false gets), listens (port 0: a free port), then each
+ * other worker starts on its thread, listens on that same port, and says
+ * so before the next starts; any failure stops the ones already running
+ * and exits 1. */
+#include <jansson.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
 #include "cli/cli.h"
+
+/* How long a stop may take before the command exits anyway. */
+#define STOP_DEADLINE_MS 15000
 
 enum {
   OPT_HOST = 2,
@@ -25,7 +42,8 @@ enum {
   OPT_PING_INTERVAL,
   OPT_HOST_LIB,
   OPT_NO_HOST_LIB,
-  OPT_VERBOSE
+  OPT_VERBOSE,
+  OPT_WORKERS
 };
 
 static const ludo__cli_opt_t serve_opts[] = {
@@ -34,9 +52,14 @@ static const ludo__cli_opt_t serve_opts[] = {
      "for every interface)"},
     {OPT_PORT, "--port", NULL, "P", "port (default 8000; 0: any free one)"},
     {OPT_MAX_SESSIONS, "--max-sessions", NULL, "N",
-     "sessions open at once, of every kind (default\n"
-     "1024); an environment with concurrent = false\n"
-     "allows only 1"},
+     "sessions open at once, of every kind, over all\n"
+     "workers (default 1024; 1, the most it allows,\n"
+     "for an environment with concurrent = false)"},
+    {OPT_WORKERS, "--workers", NULL, "N",
+     "worker threads, each with its own loop, runtime\n"
+     "and sessions, sharing the port (default: the\n"
+     "number of cores; 1 for an environment with\n"
+     "concurrent = false)"},
     {OPT_SESSION_TIMEOUT, "--session-timeout", NULL, "S",
      "close a session idle for S seconds, and its\n"
      "WebSocket (default: never)"},
@@ -76,18 +99,51 @@ static const ludo__cli_opt_t serve_opts[] = {
 typedef struct {
   const char *env_path, *host, *token, *host_lib;
   long long port, max_sessions, timeout_s, budget_ms, cap_mb, max_msg_mb;
-  long long ping_s;
+  long long ping_s, workers;
   int production, strict, no_host_lib, verbose;
 } serve_args_t;
 
-/* The server's state, reached from the loop's callbacks. */
+typedef struct serve_s serve_t;
+
+/* One worker: its loop, runtime, environment and server. Worker 0 runs on
+ * the main thread; the others each on a thread of their own. */
 typedef struct {
+  serve_t *s;
+  unsigned index;
+  pthread_t thread;
+  int thread_on;           /* the thread was started (join it) */
   uv_loop_t loop;
+  uv_async_t stop;         /* the main thread asks it to stop */
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_server_t *sv;
+  int failed;              /* its start failed (it printed why) */
+  sem_t ready;             /* posted when its start ended, either way */
+} worker_t;
+
+/* The command's state. Written by the main thread before the workers
+ * start and read-only for them after, but for `finished`. */
+struct serve_s {
+  const serve_args_t *a;
+  ludo__cli_hostlib_t lib;
+  ludo_options_t opts;     /* the runtimes' options (loop set per worker) */
+  ludo_server_options_t so;
+  ludo_server_group_t *group;
+  unsigned nworkers;
+  worker_t main;           /* worker 0, on the main thread */
+  worker_t **w;            /* nworkers of them: w[0] is &main; each stays
+                              where it is (its loop is in it) */
+  int port;                /* the port worker 0 got */
   uv_signal_t sigint, sigterm;
   uv_timer_t deadline;
-  ludo_server_t *sv;
+  uv_async_t done;         /* a worker thread finished */
+  atomic_uint finished;    /* worker threads that finished */
+  unsigned started;        /* worker threads started */
+  int solo;                /* one worker for a concurrent = false
+                              environment (said after the start line) */
+  int main_closed;         /* worker 0's server is closed */
   int stopping;
-} serve_t;
+};
 
 static int parse_num(const char *name, const char *val, long long min,
                      long long max, long long *out) {
@@ -136,6 +192,9 @@ static int apply(serve_args_t *a, int id, const char *val) {
     case OPT_HOST_LIB: a->host_lib = val; return 0;
     case OPT_NO_HOST_LIB: a->no_host_lib = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
+    case OPT_WORKERS:
+      return parse_num("--workers", val, 1, LUDO_SERVER_MAX_WORKERS,
+                       &a->workers);
     default: return 0;
   }
 }
@@ -192,10 +251,120 @@ static void quiet_log(void *ud, ludo_log_level_t level, const char *who,
 
 static void on_closed_handle(uv_handle_t *h) { (void)h; }
 
-static void on_server_closed(void *ud) {
+/* ---- a worker's runtime and server ------------------------------------- */
+
+/* Makes worker w's runtime (on w->loop), loads the environment and makes
+ * its server. Returns 0, or -1 after printing why. */
+static int worker_load(worker_t *w) {
+  serve_t *s = w->s;
+  ludo_options_t opts = s->opts;
+  int rc;
+  opts.loop = &w->loop;
+  if ((rc = ludo_runtime_new(&w->rt, &opts)) != 0) {
+    ludo__cli_error("cannot start: %s", ludo_strerror(rc));
+    return -1;
+  }
+  if (ludo__cli_hostlib_init(&s->lib, w->rt) != 0) return -1;
+  if (ludo_env_load(w->rt, s->a->env_path, NULL, &w->env) != 0) {
+    ludo__cli_error("%s", ludo_runtime_errmsg(w->rt));
+    return -1;
+  }
+  return 0;
+}
+
+static int worker_serve(worker_t *w) {
+  serve_t *s = w->s;
+  ludo_server_options_t so = s->so;
+  int rc;
+  so.group = s->group;
+  so.worker = w->index;
+  if ((rc = ludo_server_new(w->env, &so, &w->sv)) != 0) {
+    ludo__cli_error("%s", rc == LUDO_EINVAL ? ludo_runtime_errmsg(w->rt)
+                                            : ludo_strerror(rc));
+    return -1;
+  }
+  if (ludo_server_listen(w->sv, s->a->host, w->index ? s->port
+                                                     : (int)s->a->port)
+      != 0) {
+    ludo__cli_error("cannot listen on %s:%d%s: %s", s->a->host,
+                    w->index ? s->port : (int)s->a->port,
+                    s->nworkers > 1 ? " (SO_REUSEPORT)" : "",
+                    ludo_server_errmsg(w->sv));
+    ludo_server_close(w->sv, NULL, NULL);
+    w->sv = NULL;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    return -1;
+  }
+  return 0;
+}
+
+/* Frees what the worker's start made: its runtime (with the environment)
+ * and its loop's last handles. */
+static void worker_free(worker_t *w) {
+  ludo_runtime_free(w->rt);
+  w->rt = NULL;
+  uv_run(&w->loop, UV_RUN_DEFAULT); /* ludo's handles close */
+  if (uv_loop_close(&w->loop) != 0)
+    fprintf(stderr, "ludo serve: worker %u left handles open at exit\n",
+            w->index);
+}
+
+static void on_worker_closed(void *ud) {
+  worker_t *w = ud;
+  w->sv = NULL;
+}
+
+/* The main thread asks the worker to stop: its server closes, then its
+ * loop has nothing left and its thread ends. */
+static void on_stop(uv_async_t *a) {
+  worker_t *w = a->data;
+  uv_close((uv_handle_t *)&w->stop, on_closed_handle);
+  ludo_server_close(w->sv, on_worker_closed, w);
+}
+
+/* A worker thread (index 1 and up). */
+static void *worker_main(void *arg) {
+  worker_t *w = arg;
+  serve_t *s = w->s;
+  if (uv_loop_init(&w->loop) != 0) {
+    ludo__cli_error("worker %u: cannot start its event loop", w->index);
+    w->failed = 1;
+    sem_post(&w->ready);
+    return NULL;
+  }
+  if (worker_load(w) != 0 || worker_serve(w) != 0) {
+    w->failed = 1;
+    worker_free(w);
+    sem_post(&w->ready);
+    return NULL;
+  }
+  uv_async_init(&w->loop, &w->stop, on_stop);
+  w->stop.data = w;
+  sem_post(&w->ready);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  worker_free(w);
+  atomic_fetch_add(&s->finished, 1);
+  uv_async_send(&s->done);
+  return NULL;
+}
+
+/* ---- stopping ------------------------------------------------------------ */
+
+/* Ends the main loop once worker 0's server and every worker thread are
+ * done. */
+static void maybe_done(serve_t *s) {
+  if (!s->main_closed || atomic_load(&s->finished) < s->started) return;
+  uv_close((uv_handle_t *)&s->done, on_closed_handle);
+  if (s->stopping) uv_close((uv_handle_t *)&s->deadline, on_closed_handle);
+}
+
+static void on_done(uv_async_t *a) { maybe_done(a->data); }
+
+static void on_main_closed(void *ud) {
   serve_t *s = ud;
-  s->sv = NULL;
-  uv_close((uv_handle_t *)&s->deadline, on_closed_handle);
+  s->main.sv = NULL;
+  s->main_closed = 1;
+  maybe_done(s);
 }
 
 static void on_deadline(uv_timer_t *t) {
@@ -205,90 +374,187 @@ static void on_deadline(uv_timer_t *t) {
   exit(0);
 }
 
+/* Stops every worker: each server stops accepting and closes its
+ * connections and sessions; bounded by the deadline. */
+static void stop_all(serve_t *s) {
+  unsigned i;
+  if (s->stopping) return;
+  s->stopping = 1;
+  uv_close((uv_handle_t *)&s->sigint, on_closed_handle);
+  uv_close((uv_handle_t *)&s->sigterm, on_closed_handle);
+  uv_timer_init(&s->main.loop, &s->deadline);
+  uv_timer_start(&s->deadline, on_deadline, STOP_DEADLINE_MS, 0);
+  uv_unref((uv_handle_t *)&s->deadline);
+  for (i = 1; i < s->nworkers; i++)
+    if (s->w[i]->thread_on && !s->w[i]->failed)
+      uv_async_send(&s->w[i]->stop);
+  if (s->main.sv)
+    ludo_server_close(s->main.sv, on_main_closed, s);
+  else
+    on_main_closed(s);
+}
+
 /* SIGINT/SIGTERM: a graceful stop, bounded by a deadline. */
 static void on_signal(uv_signal_t *h, int signum) {
   serve_t *s = h->data;
   (void)signum;
   if (s->stopping) return;
-  s->stopping = 1;
   fprintf(stderr, "ludo serve: stopping\n");
-  uv_close((uv_handle_t *)&s->sigint, on_closed_handle);
-  uv_close((uv_handle_t *)&s->sigterm, on_closed_handle);
-  uv_timer_init(&s->loop, &s->deadline);
-  uv_timer_start(&s->deadline, on_deadline, 15000, 0);
-  uv_unref((uv_handle_t *)&s->deadline);
-  ludo_server_close(s->sv, on_server_closed, s);
+  stop_all(s);
+}
+
+/* ---- start-up ------------------------------------------------------------ */
+
+/* Whether the environment declared concurrent = true (ludo_env_info). */
+static int env_concurrent(ludo_env_t *env) {
+  size_t len;
+  const char *info = ludo_env_info(env, &len);
+  json_t *v = json_loadb(info, len, 0, NULL);
+  int yes = v == NULL || json_is_true(json_object_get(v, "concurrent"));
+  json_decref(v);
+  return yes;
+}
+
+/* Decides the worker count: --workers, else the cores, but one for an
+ * environment declared concurrent = false (the server refuses more than
+ * one when asked, saying why; its sessions default to one too). */
+static void plan(serve_t *s, ludo_env_t *env) {
+  const serve_args_t *a = s->a;
+  unsigned cores = uv_available_parallelism();
+  s->nworkers = a->workers ? (unsigned)a->workers : cores ? cores : 1;
+  if (s->nworkers > LUDO_SERVER_MAX_WORKERS)
+    s->nworkers = LUDO_SERVER_MAX_WORKERS;
+  if (!a->workers && !env_concurrent(env)) {
+    s->nworkers = 1;
+    s->solo = 1;
+  }
+}
+
+static void set_options(serve_t *s) {
+  const serve_args_t *a = s->a;
+  ludo_options_init(&s->opts);
+  s->opts.module_path = ludo__cli_root();
+  s->opts.cpu_budget_ms = (uint32_t)a->budget_ms;
+  s->opts.memory_cap = (size_t)a->cap_mb << 20;
+  s->opts.max_input_bytes = (size_t)a->max_msg_mb << 20;
+  s->opts.log = a->verbose ? verbose_log : quiet_log;
+  ludo_server_options_init(&s->so);
+  s->so.production = a->production;
+  if (a->max_sessions) s->so.max_sessions = (unsigned)a->max_sessions;
+  s->so.session_timeout_ms = (uint32_t)(a->timeout_s * 1000);
+  s->so.token = a->token;
+  s->so.strict = a->strict;
+  s->so.max_message_bytes = (size_t)a->max_msg_mb << 20;
+  s->so.ping_interval_ms =
+      a->ping_s ? (uint32_t)(a->ping_s * 1000) : UINT32_MAX;
+}
+
+/* Starts workers 1 and up, one after the other. Returns 0, or -1 when one
+ * failed (it printed why). */
+static int start_workers(serve_t *s) {
+  unsigned i;
+  for (i = 1; i < s->nworkers; i++) {
+    worker_t *w = s->w[i];
+    w->s = s;
+    w->index = i;
+    sem_init(&w->ready, 0, 0);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      ludo__cli_error("cannot start worker %u's thread", i);
+      w->failed = 1;
+      return -1;
+    }
+    w->thread_on = 1;
+    while (sem_wait(&w->ready) != 0) {
+    }
+    if (w->failed) return -1;
+    s->started++;
+  }
+  return 0;
+}
+
+/* Makes the table of workers 1 and up (worker 0 is s->main). */
+static int make_workers(serve_t *s) {
+  unsigned i;
+  s->w = calloc(s->nworkers, sizeof *s->w);
+  if (s->w == NULL) return -1;
+  s->w[0] = &s->main;
+  for (i = 1; i < s->nworkers; i++)
+    if ((s->w[i] = calloc(1, sizeof **s->w)) == NULL) return -1;
+  return 0;
+}
+
+static void free_workers(serve_t *s) {
+  unsigned i;
+  if (s->w == NULL) return;
+  for (i = 1; i < s->nworkers; i++) free(s->w[i]);
+  free(s->w);
 }
 
 static int serve_main(const serve_args_t *a) {
   serve_t s;
-  ludo__cli_hostlib_t lib;
-  ludo_options_t opts;
-  ludo_server_options_t so;
-  ludo_runtime_t *rt = NULL;
-  ludo_env_t *env = NULL;
+  worker_t *w0 = &s.main;
+  unsigned i;
   int rc, status = 1;
   memset(&s, 0, sizeof s);
-  if (uv_loop_init(&s.loop) != 0) {
+  s.a = a;
+  atomic_init(&s.finished, 0);
+  set_options(&s);
+  w0->s = &s;
+  if (uv_loop_init(&w0->loop) != 0) {
     ludo__cli_error("cannot start the event loop");
     return 1;
   }
-  ludo_options_init(&opts);
-  opts.loop = &s.loop;
-  opts.module_path = ludo__cli_root();
-  opts.cpu_budget_ms = (uint32_t)a->budget_ms;
-  opts.memory_cap = (size_t)a->cap_mb << 20;
-  opts.max_input_bytes = (size_t)a->max_msg_mb << 20;
-  opts.log = a->verbose ? verbose_log : quiet_log;
-  if (ludo__cli_hostlib_open(&lib, a->env_path, a->host_lib,
+  if (ludo__cli_hostlib_open(&s.lib, a->env_path, a->host_lib,
                              a->no_host_lib) != 0)
     goto out_loop;
-  if ((rc = ludo_runtime_new(&rt, &opts)) != 0) {
-    ludo__cli_error("cannot start: %s", ludo_strerror(rc));
-    goto out_lib;
-  }
-  if (ludo__cli_hostlib_init(&lib, rt) != 0) goto out_rt;
-  if (ludo_env_load(rt, a->env_path, NULL, &env) != 0) {
-    ludo__cli_error("%s", ludo_runtime_errmsg(rt));
+  if (worker_load(w0) != 0) goto out_rt;
+  plan(&s, w0->env);
+  if (make_workers(&s) != 0) {
+    ludo__cli_error("out of memory");
     goto out_rt;
   }
-  ludo_server_options_init(&so);
-  so.production = a->production;
-  if (a->max_sessions) so.max_sessions = (unsigned)a->max_sessions;
-  so.session_timeout_ms = (uint32_t)(a->timeout_s * 1000);
-  so.token = a->token;
-  so.strict = a->strict;
-  so.max_message_bytes = (size_t)a->max_msg_mb << 20;
-  so.ping_interval_ms = a->ping_s ? (uint32_t)(a->ping_s * 1000) : UINT32_MAX;
-  if ((rc = ludo_server_new(env, &so, &s.sv)) != 0) {
-    ludo__cli_error("%s", rc == LUDO_EINVAL ? ludo_runtime_errmsg(rt)
-                                            : ludo_strerror(rc));
+  if (s.nworkers > 1 &&
+      (rc = ludo_server_group_new(s.nworkers, &s.group)) != 0) {
+    ludo__cli_error("cannot make %u workers: %s", s.nworkers,
+                    ludo_strerror(rc));
     goto out_rt;
   }
-  if (ludo_server_listen(s.sv, a->host, (int)a->port) != 0) {
-    ludo__cli_error("cannot listen on %s:%lld: %s", a->host, a->port,
-                    ludo_server_errmsg(s.sv));
-    ludo_server_close(s.sv, NULL, NULL);
-    uv_run(&s.loop, UV_RUN_DEFAULT);
-    goto out_rt;
-  }
-  uv_signal_init(&s.loop, &s.sigint);
-  uv_signal_init(&s.loop, &s.sigterm);
+  if (worker_serve(w0) != 0) goto out_rt;
+  s.port = ludo_server_port(w0->sv);
+  /* Signals and the workers' "done" first: a signal during start-up is
+   * handled once the loop runs. */
+  uv_async_init(&w0->loop, &s.done, on_done);
+  s.done.data = &s;
+  uv_signal_init(&w0->loop, &s.sigint);
+  uv_signal_init(&w0->loop, &s.sigterm);
   s.sigint.data = s.sigterm.data = &s;
   uv_signal_start(&s.sigint, on_signal, SIGINT);
   uv_signal_start(&s.sigterm, on_signal, SIGTERM);
-  fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode)\n",
-          a->env_path, a->host, ludo_server_port(s.sv),
-          a->production ? "production" : "simulation");
-  uv_run(&s.loop, UV_RUN_DEFAULT);
-  status = 0;
+  if (start_workers(&s) != 0) {
+    stop_all(&s);
+  } else {
+    status = 0;
+    fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, %u "
+            "worker%s)\n", a->env_path, a->host, s.port,
+            a->production ? "production" : "simulation", s.nworkers,
+            s.nworkers == 1 ? "" : "s");
+    if (s.solo)
+      fprintf(stderr, "ludo serve: %s declares concurrent = false: one "
+              "worker, one session at a time\n", a->env_path);
+  }
+  uv_run(&w0->loop, UV_RUN_DEFAULT);
+  for (i = 1; i < s.nworkers; i++) {
+    if (s.w[i]->thread_on) pthread_join(s.w[i]->thread, NULL);
+    if (s.w[i]->thread_on || s.w[i]->failed) sem_destroy(&s.w[i]->ready);
+  }
 out_rt:
-  ludo_runtime_free(rt);
-  uv_run(&s.loop, UV_RUN_DEFAULT); /* ludo's handles close */
-out_lib:
-  ludo__cli_hostlib_close(&lib);
+  ludo_runtime_free(w0->rt);
+  uv_run(&w0->loop, UV_RUN_DEFAULT); /* ludo's handles close */
+  ludo_server_group_free(s.group);
+  ludo__cli_hostlib_close(&s.lib);
+  free_workers(&s);
 out_loop:
-  if (uv_loop_close(&s.loop) != 0 && status == 0)
+  if (uv_loop_close(&w0->loop) != 0 && status == 0)
     fprintf(stderr, "ludo serve: handles were left open at exit\n");
   return status;
 }
@@ -309,6 +575,8 @@ const ludo__cli_cmd_t ludo__cli_cmd_serve = {
     "/mcp (JSON-RPC: tools/list, tools/call, openenv/session/create and\n"
     "close, MCP's initialize and ping); in simulation mode POST /reset,\n"
     "POST /step and GET /state on sessions named by X-Session-Id. See\n"
-    "docs/protocol.md. SIGINT or SIGTERM stops it: connections and\n"
+    "docs/protocol.md. Worker threads (--workers) share the port and the\n"
+    "session count; a call on a session of another worker is passed to it\n"
+    "(docs/serve-workers.md). SIGINT or SIGTERM stops it: connections and\n"
     "sessions close (WebSockets with 1001) and it exits 0.\n",
     serve_opts, NULL, cmd_serve};

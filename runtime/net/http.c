@@ -21,6 +21,7 @@
 #include "net/http.h"
 
 #include <http_parser.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -105,8 +106,10 @@ struct ludo__http_conn_s {
 };
 
 static const ludo__net_proto_t http_proto;
+/* The parser's callbacks, the same for every connection of every thread:
+ * filled once (pthread_once), read-only after. */
 static http_parser_settings settings;
-static int settings_ready;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
 void ludo__http_options_init(ludo__http_options_t *o) {
   o->max_header_bytes = DEFAULT_MAX_HEADER_BYTES;
@@ -496,8 +499,7 @@ static int on_message_complete(http_parser *p) {
   return 0;
 }
 
-static void settings_init(void) {
-  if (settings_ready) return;
+static void settings_fill(void) {
   http_parser_settings_init(&settings);
   settings.on_message_begin = on_message_begin;
   settings.on_url = on_url;
@@ -506,7 +508,6 @@ static void settings_init(void) {
   settings.on_headers_complete = on_headers_complete;
   settings.on_body = on_body;
   settings.on_message_complete = on_message_complete;
-  settings_ready = 1;
 }
 
 /* ---- parsing ---------------------------------------------------------- */
@@ -815,7 +816,7 @@ int ludo__http_conn_new(ludo__core_t *core, ludo__net_conn_t *nc,
   if (h == NULL || h->request == NULL) return LUDO_EINVAL;
   hc = ludo__calloc(&core->heap, sizeof *hc);
   if (hc == NULL) return LUDO_ENOMEM;
-  settings_init();
+  pthread_once(&settings_once, settings_fill);
   hc->core = core;
   hc->heap = &core->heap;
   hc->nc = nc;

@@ -13,9 +13,12 @@
  * what they keep before the read callback returns. */
 #include "net/server.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -319,7 +322,68 @@ static void ignore_sigpipe(void) {
   }
 }
 
-int ludo__server_listen(ludo__server_t *s, const char *host, int port) {
+/* The port of a bound socket address. */
+static int port_of(const struct sockaddr_storage *ss) {
+  return ss->ss_family == AF_INET6
+             ? ntohs(((const struct sockaddr_in6 *)ss)->sin6_port)
+             : ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+static void set_port(struct sockaddr_storage *ss, int port) {
+  if (ss->ss_family == AF_INET6)
+    ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+  else
+    ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+}
+
+/* A bound TCP socket for `ss` (SO_REUSEADDR as libuv's bind sets it, and
+ * SO_REUSEPORT when `reuseport`). Returns the descriptor, or a negative
+ * errno (UV_E*) value. */
+static int bound_socket(const struct sockaddr_storage *ss, int reuseport) {
+  socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                            : sizeof(struct sockaddr_in);
+  int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                  0), on = 1, err;
+  if (fd < 0) return -errno;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+      (reuseport &&
+       setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
+      bind(fd, (const struct sockaddr *)ss, len) != 0) {
+    err = -errno;
+    close(fd);
+    return err;
+  }
+  return fd;
+}
+
+/* Binds the listener with SO_REUSEPORT (LUDO__LISTEN_REUSEPORT): libuv
+ * 1.44 has no flag for it, so the socket is made here and given to the
+ * handle with uv_tcp_open. With LUDO__LISTEN_EXCLUSIVE a probe bound
+ * without SO_REUSEPORT first fails when anything listens there; for port
+ * 0 it also picks the port. Returns 0 or a UV_E* code. */
+static int bind_reuseport(ludo__server_t *s, struct sockaddr_storage *ss,
+                          unsigned flags) {
+  int fd;
+  if (flags & LUDO__LISTEN_EXCLUSIVE) {
+    struct sockaddr_storage got;
+    socklen_t n = sizeof got;
+    int probe = bound_socket(ss, 0);
+    if (probe < 0) return probe;
+    if (getsockname(probe, (struct sockaddr *)&got, &n) == 0)
+      set_port(ss, port_of(&got));
+    close(probe);
+  }
+  fd = bound_socket(ss, 1);
+  if (fd < 0) return fd;
+  if (uv_tcp_open(&s->listener, (uv_os_sock_t)fd) != 0) {
+    close(fd);
+    return UV_EINVAL;
+  }
+  return 0;
+}
+
+int ludo__server_listen(ludo__server_t *s, const char *host, int port,
+                        unsigned flags) {
   struct sockaddr_storage ss;
   int namelen = sizeof ss, rc;
   const char *ip = host;
@@ -332,14 +396,23 @@ int ludo__server_listen(ludo__server_t *s, const char *host, int port) {
     snprintf(s->errmsg, sizeof s->errmsg, "port %d is out of range", port);
     return LUDO_EINVAL;
   }
+  if ((flags & ~(unsigned)(LUDO__LISTEN_REUSEPORT | LUDO__LISTEN_EXCLUSIVE)) ||
+      ((flags & LUDO__LISTEN_EXCLUSIVE) && !(flags & LUDO__LISTEN_REUSEPORT))) {
+    snprintf(s->errmsg, sizeof s->errmsg, "unknown listen flags %#x", flags);
+    return LUDO_EINVAL;
+  }
   if (strcmp(host, "localhost") == 0) ip = "127.0.0.1";
+  memset(&ss, 0, sizeof ss);
   if (uv_ip4_addr(ip, port, (struct sockaddr_in *)&ss) != 0 &&
       uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&ss) != 0) {
     snprintf(s->errmsg, sizeof s->errmsg,
              "'%s' is not a numeric IPv4 or IPv6 address", host);
     return LUDO_EINVAL;
   }
-  rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&ss, 0);
+  if (flags & LUDO__LISTEN_REUSEPORT)
+    rc = bind_reuseport(s, &ss, flags);
+  else
+    rc = uv_tcp_bind(&s->listener, (const struct sockaddr *)&ss, 0);
   if (rc == 0)
     rc = uv_listen((uv_stream_t *)&s->listener, BACKLOG, on_connection);
   if (rc != 0) {
@@ -349,9 +422,7 @@ int ludo__server_listen(ludo__server_t *s, const char *host, int port) {
   }
   if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &namelen) ==
       0)
-    s->port = ss.ss_family == AF_INET6
-                  ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                  : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    s->port = port_of(&ss);
   s->listening = 1;
   ignore_sigpipe();
   return 0;

@@ -30,13 +30,30 @@ int ludo__server_new(ludo__core_t *core, const ludo__http_options_t *o,
                      const ludo__http_handler_t *h, void *ud,
                      ludo__server_t **out);
 
+/* Flags of ludo__server_listen. */
+enum {
+  /* Listen with SO_REUSEPORT: other sockets that set it too (servers on
+   * other threads of this process, one per worker loop) bind the same
+   * host and port, and the kernel spreads incoming connections over them
+   * (Linux: by a hash of the connection's addresses). Closing one of them
+   * drops the connections still waiting in its accept queue. */
+  LUDO__LISTEN_REUSEPORT = 1,
+  /* With LUDO__LISTEN_REUSEPORT: first check that nothing listens on the
+   * address yet (a bind without SO_REUSEPORT, undone at once), so the
+   * first server of a group never joins a stranger's sockets (another
+   * process of the same user listening with SO_REUSEPORT); the others
+   * then join it. */
+  LUDO__LISTEN_EXCLUSIVE = 2
+};
+
 /* Binds `host` ("127.0.0.1", "::", "0.0.0.0", "localhost") and `port` (0:
  * any free port) and starts accepting (and ignores SIGPIPE, see above).
- * Returns 0, LUDO_EINVAL (a host
+ * `flags` is 0 or LUDO__LISTEN_* or'ed. Returns 0, LUDO_EINVAL (a host
  * that is not a numeric address, a port out of range, listening
- * already) or LUDO_EIO (bind or listen failed: the address is in use,
- * say); ludo__server_errmsg() then says what happened. */
-int ludo__server_listen(ludo__server_t *s, const char *host, int port);
+ * already, unknown flags) or LUDO_EIO (bind or listen failed: the address
+ * is in use, say); ludo__server_errmsg() then says what happened. */
+int ludo__server_listen(ludo__server_t *s, const char *host, int port,
+                        unsigned flags);
 
 /* The port the server listens on (the one chosen for port 0), or 0. */
 int ludo__server_port(const ludo__server_t *s);

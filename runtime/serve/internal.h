@@ -14,10 +14,12 @@
 #include "serve/serve.h"
 
 #define SV_BUCKETS 1024       /* session id hash buckets */
+#define SV_PROXY_BUCKETS 64   /* proxy hash buckets (by number) */
 #define SV_WS_QUEUE_MAX 64    /* messages a client may send ahead */
 
 typedef struct sv_sess_s sv_sess_t;
 typedef struct sv_ws_s sv_ws_t;
+typedef struct sv_fwd_s sv_fwd_t;
 
 /* How a session came to be, which decides its idle timeout and who may
  * close it. */
@@ -52,7 +54,17 @@ struct sv_sess_s {
   uint64_t t0_us;           /* when the call's message arrived */
   int route;                /* tasks.c: the Task API route it answers */
   sv_sess_t *next, *prev;   /* all sessions */
-  sv_sess_t *hnext;         /* hash chain */
+  sv_sess_t *hnext;         /* hash chain (a proxy: of the proxies) */
+  /* Workers (forward.c). A proxy stands on this server for a session of
+   * another worker, for one forwarded request or for the life of an
+   * attached WebSocket; it is not in the session list or count. */
+  unsigned owner;           /* a proxy: 1 + the owning worker; 0: ours */
+  int fwd_op;               /* a proxy: what it asked (SV_FWD_*) */
+  int gone;                 /* a proxy: the owner dropped it already */
+  uint64_t seq;             /* a proxy: its number, named by answers */
+  unsigned fwd_from;        /* ours, running a forwarded call: 1 + the
+                               asking worker, 0: none */
+  uint64_t fwd_seq;         /* ... and the number of its proxy there */
 };
 
 struct sv_ws_s {
@@ -65,6 +77,48 @@ struct sv_ws_s {
   struct sv_msg_s *head, *tail;
   unsigned queued;
   sv_ws_t *next, *prev;     /* all clients */
+  /* A stub (forward.c): stands for a WebSocket of another worker attached
+   * to our session `sess` (ws is NULL); 0: a real client. */
+  unsigned remote_from;     /* 1 + that worker */
+  uint64_t remote_seq;      /* the number of its proxy there */
+};
+
+/* A message between the workers of a group (forward.c; group.c carries
+ * it): a call on a session to the worker that owns it, or an answer. Made
+ * with sv_fwd_new, freed with sv_fwd_free, by whichever thread holds it. */
+enum {
+  /* asking: to the owner of session `id` */
+  SV_FWD_HTTP = 1,   /* reset/step/state (`kind`) of an X-Session-Id
+                        request; data: the input */
+  SV_FWD_TOOL,       /* JSON-RPC tools/call with session_id; data: the
+                        call {"name","arguments"} */
+  SV_FWD_CLOSE,      /* JSON-RPC openenv/session/close */
+  SV_FWD_ATTACH,     /* /ws?session_id=: attach the asker's WebSocket */
+  SV_FWD_CALL,       /* a call (`kind`) of that attached WebSocket */
+  SV_FWD_DETACH,     /* the attached WebSocket is gone; the session
+                        stays */
+  SV_FWD_END,        /* the attached WebSocket was closed by its server:
+                        the session closes too */
+  /* answering: to the asker */
+  SV_FWD_ANSWER,     /* status, refusal, sess_kind, data */
+  SV_FWD_WS_CLOSE    /* the owner ends the attachment: close the
+                        WebSocket with code `status`, reason data */
+};
+
+struct sv_fwd_s {
+  sv_fwd_t *next;
+  int op;                   /* SV_FWD_* */
+  unsigned from;            /* the sending worker */
+  uint64_t seq;             /* the asker's proxy */
+  int kind;                 /* LUDO__CALL_* of a call */
+  int status;               /* an answer's: 0 or the LUDO_E* of the call */
+  int refusal;              /* an answer's: 0, or the HTTP status or
+                               JSON-RPC code the request was refused with
+                               (text: data) */
+  int sess_kind;            /* an answer's: SV_SESS_* of the session */
+  char id[48];              /* the session's id */
+  size_t len;
+  char data[];              /* input, result or text; NUL-terminated */
 };
 
 struct ludo__serve_s {
@@ -84,6 +138,15 @@ struct ludo__serve_s {
   uv_timer_t reaper;
   int reaper_on;
   int closing, http_closed, reaper_closed;
+  /* Workers (forward.c): the group, this server's index, its inbox. */
+  ludo__serve_group_t *group;
+  unsigned worker;
+  ludo__worker_metrics_t *wm;  /* its share of the metrics, or NULL */
+  uv_async_t inbox;
+  int inbox_on, inbox_closed, joined;
+  sv_sess_t *proxies[SV_PROXY_BUCKETS];
+  unsigned nproxies;
+  uint64_t next_seq;
   void (*close_cb)(void *ud);
   void *close_ud;
   char errmsg[256];
@@ -121,6 +184,120 @@ void sv_maybe_finish(ludo__serve_t *sv);
 /* The capacity error text: "Server at capacity: N/M sessions active.
  * Cannot accept new connections." into buf. */
 void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n);
+
+/* Detaches the session from its WebSocket, which went away: an attached
+ * session (?session_id=) outlives the socket. */
+void sv_sess_detach(sv_sess_t *x);
+
+/* ---- group.c: the workers' shared state and inboxes ------------------- */
+
+/* The number of servers the group was made for. */
+unsigned sv_group_size(const ludo__serve_group_t *g);
+
+/* The count and metrics the group's servers share. Borrowed until
+ * ludo__serve_group_free. */
+ludo__serve_shared_t *sv_group_shared(ludo__serve_group_t *g);
+
+/* A message with `len` bytes of data (copied, NUL added), its other
+ * fields zero; NULL when out of memory. */
+sv_fwd_t *sv_fwd_new(const char *data, size_t len);
+void sv_fwd_free(sv_fwd_t *m);
+
+/* Takes worker index `worker` for a server whose inbox wakes `a` (a
+ * uv_async_t on its loop). Returns 0, or LUDO_EINVAL when the index is out
+ * of range or taken. */
+int sv_group_join(ludo__serve_group_t *g, unsigned worker, uv_async_t *a);
+
+/* Queues m for worker `to` and wakes its loop: 0 (the inbox owns m now),
+ * or LUDO_ECLOSED when no server takes messages there (m stays the
+ * caller's). Any thread. */
+int sv_group_post(ludo__serve_group_t *g, unsigned to, sv_fwd_t *m);
+
+/* The messages queued for `worker`, in order (the caller frees them). */
+sv_fwd_t *sv_group_take(ludo__serve_group_t *g, unsigned worker);
+
+/* Stops taking messages for `worker` (later posts fail) and gives back
+ * the index; returns the messages still queued (the caller frees them).
+ * The caller closes its async handle after. */
+sv_fwd_t *sv_group_leave(ludo__serve_group_t *g, unsigned worker);
+
+/* ---- forward.c: named sessions and other workers --------------------- */
+
+/* The checks of a reset/step/state on session `id` named by an HTTP
+ * request (X-Session-Id): 0 with *out the record, or the HTTP status of
+ * the refusal (404: no such session; 409: attached to a WebSocket, or
+ * busy) with its text in msg. */
+int sv_check_http(ludo__serve_t *sv, const char *id, sv_sess_t **out,
+                  char *msg, size_t n);
+
+/* The same for a JSON-RPC tools/call with session_id: 0, or the JSON-RPC
+ * code of the refusal (-32602 unknown, -32600 busy). */
+int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
+                  char *msg, size_t n);
+
+/* The checks of /ws?session_id=: 0 with *out the record, or -1 with the
+ * text of the SESSION_ERROR in msg (unknown, still initializing, attached
+ * already). */
+int sv_check_attach(ludo__serve_t *sv, const char *id, sv_sess_t **out,
+                    char *msg, size_t n);
+
+/* openenv/session/close of session `id` (not the requester's own): closes
+ * it, or its attached WebSocket, and returns 0 with the result's JSON in
+ * *result (caller frees with free()); or returns the JSON-RPC code of the
+ * refusal with its text in msg. */
+int sv_close_named(ludo__serve_t *sv, const char *id, char **result,
+                   char *msg, size_t n);
+
+/* The following return 0 when `id` names no session of another worker
+ * (the caller goes on locally), and 1 when they took the request: passed
+ * to the worker that owns the session (the answer comes from the loop),
+ * or answered already (that worker is gone). */
+
+/* X-Session-Id: call `kind` with input json/len (copied); the answer goes
+ * through `done` (the caller's continuation, run on a proxy whose req,
+ * kind, id, call and t0_us are set as on a session of ours), a refusal
+ * as {"detail": text} with its status. */
+int sv_fwd_http(ludo__serve_t *sv, ludo__http_req_t *req, const char *id,
+                int kind, const char *json, size_t len, sv_done_fn done);
+
+/* tools/call with session_id: the call json/len (copied); the answer
+ * through `done` on a proxy holding the request's context (req, ws,
+ * rpc_ws, rpc_id: a new reference), a refusal as a JSON-RPC error. */
+int sv_fwd_tool(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
+                int rpc_ws, json_t *rpc_id, const char *id,
+                const char *json, size_t len, sv_done_fn done);
+
+/* openenv/session/close of `id`; `bound` is the requester's own session
+ * (NULL: none), which it may not close. */
+int sv_fwd_close(ludo__serve_t *sv, sv_sess_t *bound, ludo__http_req_t *req,
+                 sv_ws_t *ws, int rpc_ws, json_t *rpc_id, const char *id);
+
+/* /ws?session_id=: attaches client c to the session through a proxy,
+ * which forwards its calls from then on; a refusal is a SESSION_ERROR
+ * frame and the close, as for a session of ours. */
+int sv_fwd_attach(sv_ws_t *c, const char *id);
+
+/* serve.c's record functions on a proxy: a call (the rules of
+ * sv_sess_call), a close (the session closes on its worker too, as an
+ * attached session closes with its WebSocket's close by the server), a
+ * detach (the session stays). */
+int sv_proxy_call(sv_sess_t *x, int kind, const char *json, size_t len,
+                  sv_done_fn done);
+void sv_proxy_close(sv_sess_t *x);
+void sv_proxy_detach(sv_sess_t *x);
+
+/* Ends a stub: the session it is attached to closes, and the worker with
+ * the WebSocket closes that with `code` and `reason`. Frees c. */
+void sv_stub_close(sv_ws_t *c, int code, const char *reason);
+
+/* Joins the group (o->group, o->worker) and starts taking messages.
+ * Returns 0, or LUDO_EINVAL with sv->errmsg set. */
+int sv_fwd_start(ludo__serve_t *sv);
+
+/* Stops taking messages: refuses those queued, cancels the proxies
+ * waiting for answers, closes the inbox (then sv->inbox_closed, and
+ * sv_maybe_finish). */
+void sv_fwd_stop(ludo__serve_t *sv);
 
 /* ---- routes.c: HTTP ------------------------------------------------- */
 

@@ -205,18 +205,15 @@ static void tools_call(ludo__serve_t *sv, sv_sess_t *bound,
   atomic_fetch_add(&sv->shared->metrics.tool_calls, 1);
   if (x == NULL && json_is_string(sid)) {
     char msg[160];
-    x = sv_sess_find(sv, json_string_value(sid));
-    if (x == NULL || x->opening) {
-      snprintf(msg, sizeof msg, "Unknown session_id: %.64s",
-               json_string_value(sid));
-      sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, msg, NULL);
-      free(text);
+    int code;
+    if (sv_fwd_tool(sv, req, ws, rpc_ws, id, json_string_value(sid), text,
+                    text ? strlen(text) : 0, tool_done)) {
+      free(text); /* another worker's session: passed on */
       return;
     }
-    if (x->busy || x->ws != NULL) {
-      snprintf(msg, sizeof msg, "Session %s is busy with another call",
-               x->id);
-      sv_rpc_error(sv, req, ws, rpc_ws, id, -32600, msg, NULL);
+    code = sv_check_tool(sv, json_string_value(sid), &x, msg, sizeof msg);
+    if (code != 0) {
+      sv_rpc_error(sv, req, ws, rpc_ws, id, code, msg, NULL);
       free(text);
       return;
     }
@@ -297,41 +294,28 @@ static void session_close(ludo__serve_t *sv, sv_sess_t *bound,
                           ludo__http_req_t *req, sv_ws_t *ws, int rpc_ws,
                           json_t *id, json_t *params) {
   json_t *sid = json_object_get(params, "session_id");
-  sv_sess_t *x;
-  char msg[200];
+  char msg[200], *result;
+  int code;
   if (!json_is_string(sid)) {
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Invalid params - "
                  "'session_id' is required", NULL);
     return;
   }
-  x = sv_sess_find(sv, json_string_value(sid));
-  if (x == NULL) {
-    snprintf(msg, sizeof msg, "Unknown session_id: %.64s",
-             json_string_value(sid));
-    sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, msg, NULL);
-    return;
-  }
-  if (x == bound || x->kind == SV_SESS_WS || x->kind == SV_SESS_MCP_WS) {
+  if (bound != NULL && strcmp(bound->id, json_string_value(sid)) == 0) {
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32600, "Cannot close active "
                  "WebSocket-managed session via MCP method", NULL);
     return;
   }
-  if (x->opening) {
-    snprintf(msg, sizeof msg, "Session %s is still initializing; retry "
-             "shortly", x->id);
-    sv_rpc_error(sv, req, ws, rpc_ws, id, -32600, msg, NULL);
+  if (sv_fwd_close(sv, bound, req, ws, rpc_ws, id, json_string_value(sid)))
+    return; /* another worker's session: passed on */
+  code = sv_close_named(sv, json_string_value(sid), &result, msg,
+                        sizeof msg);
+  if (code != 0) {
+    sv_rpc_error(sv, req, ws, rpc_ws, id, code, msg, NULL);
     return;
   }
-  if (x->ws != NULL) { /* attached: closes with its WebSocket */
-    reply_value(sv, req, ws, rpc_ws, id,
-                json_pack("{s:s,s:b,s:b}", "session_id", x->id, "closed", 0,
-                          "closing", 1));
-    sv_ws_close(x->ws, 1000, "session closed");
-    return;
-  }
-  reply_value(sv, req, ws, rpc_ws, id,
-              json_pack("{s:s,s:b}", "session_id", x->id, "closed", 1));
-  sv_sess_close(x);
+  sv_rpc_reply(sv, req, ws, rpc_ws, id, result, strlen(result));
+  free(result);
 }
 
 /* ---- MCP's handshake ---------------------------------------------------- */

@@ -63,6 +63,40 @@ static int counter(ludo__buf_t *b, const char *name, const char *help,
                           name, help, name, name, v) < 0;
 }
 
+/* The per-worker series of a group. */
+static int render_workers(ludo__metrics_t *m, ludo__buf_t *b) {
+  unsigned i;
+  int bad = 0;
+  bad |= ludo__buf_printf(b, "# HELP ludo_worker_sessions_open Sessions "
+                             "open now, by worker.\n"
+                             "# TYPE ludo_worker_sessions_open gauge\n") < 0;
+  for (i = 0; i < m->nworkers; i++)
+    bad |= ludo__buf_printf(b, "ludo_worker_sessions_open{worker=\"%u\"} "
+                               "%ld\n", i,
+                            atomic_load_explicit(
+                                &m->workers[i].sessions_open,
+                                memory_order_relaxed)) < 0;
+  bad |= ludo__buf_printf(b, "# HELP ludo_worker_http_requests_total HTTP "
+                             "requests received (WebSocket upgrades "
+                             "included), by worker.\n"
+                             "# TYPE ludo_worker_http_requests_total "
+                             "counter\n") < 0;
+  for (i = 0; i < m->nworkers; i++)
+    bad |= ludo__buf_printf(b, "ludo_worker_http_requests_total{worker="
+                               "\"%u\"} %lu\n", i,
+                            get(&m->workers[i].http_requests)) < 0;
+  bad |= ludo__buf_printf(b, "# HELP ludo_worker_forwarded_total Calls on "
+                             "a session of another worker, passed to it, "
+                             "by the worker that received them.\n"
+                             "# TYPE ludo_worker_forwarded_total "
+                             "counter\n") < 0;
+  for (i = 0; i < m->nworkers; i++)
+    bad |= ludo__buf_printf(b, "ludo_worker_forwarded_total{worker=\"%u\"} "
+                               "%lu\n", i,
+                            get(&m->workers[i].forwarded)) < 0;
+  return bad;
+}
+
 int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b) {
   unsigned long cum = 0;
   size_t i;
@@ -115,5 +149,6 @@ int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b) {
                  get(&m->http_requests));
   bad |= counter(b, "ludo_ws_messages_total",
                  "WebSocket messages received.", get(&m->ws_messages));
+  if (m->nworkers > 0) bad |= render_workers(m, b);
   return bad ? -1 : 0;
 }

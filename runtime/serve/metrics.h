@@ -28,6 +28,15 @@ enum {
   LUDO__MERR_N
 };
 
+/* One worker's share of the counters, in a group of servers. */
+typedef struct ludo__worker_metrics_s {
+  atomic_long sessions_open;
+  atomic_ulong http_requests;  /* requests received, WebSocket upgrades
+                                  included */
+  atomic_ulong forwarded;      /* calls it passed to the worker owning
+                                  the session */
+} ludo__worker_metrics_t;
+
 typedef struct ludo__metrics_s {
   atomic_long sessions_open;
   atomic_ulong sessions_opened, sessions_closed;
@@ -38,9 +47,13 @@ typedef struct ludo__metrics_s {
   atomic_ulong proto_errors[LUDO__MERR_N];
   atomic_ulong bytes_in, bytes_out;      /* request bodies, messages */
   atomic_ulong http_requests, ws_messages;
+  /* In a group: one entry per worker (borrowed from the group, which
+   * sets them after ludo__metrics_init); NULL for a lone server. */
+  ludo__worker_metrics_t *workers;
+  unsigned nworkers;
 } ludo__metrics_t;
 
-/* Zeroes `m`. */
+/* Zeroes `m` (no workers). */
 void ludo__metrics_init(ludo__metrics_t *m);
 
 /* Counts a step that took `us` microseconds (from the message's arrival
@@ -53,8 +66,9 @@ void ludo__metrics_error(ludo__metrics_t *m, int err);
 /* Counts a protocol error (LUDO__MERR_*). */
 void ludo__metrics_proto(ludo__metrics_t *m, int which);
 
-/* Appends the Prometheus text format (version 0.0.4) of `m` to `b`.
- * Returns 0, or -1 when `b` cannot grow. */
+/* Appends the Prometheus text format (version 0.0.4) of `m` to `b`, with
+ * the per-worker series (label worker="N") in a group. Returns 0, or -1
+ * when `b` cannot grow. */
 int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b);
 
 #endif

@@ -337,18 +337,14 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
   int why, rc;
   if (id != NULL) {
     char msg[200];
-    x = sv_sess_find(sv, id);
-    if (x == NULL || x->opening) {
-      snprintf(msg, sizeof msg, "Unknown session_id: %.64s", id);
-      sv_respond_detail(sv, req, 404, msg);
-    } else if (x->ws != NULL) {
-      snprintf(msg, sizeof msg, "Session %s belongs to a WebSocket; send "
-               "its calls there", x->id);
-      sv_respond_detail(sv, req, 409, msg);
-    } else if (x->busy) {
-      snprintf(msg, sizeof msg, "Session %s is busy with another call",
-               x->id);
-      sv_respond_detail(sv, req, 409, msg);
+    int st;
+    if (sv_fwd_http(sv, req, id, kind, input, len, http_done)) {
+      free(input); /* another worker's session: passed on */
+      return;
+    }
+    st = sv_check_http(sv, id, &x, msg, sizeof msg);
+    if (st != 0) {
+      sv_respond_detail(sv, req, st, msg);
     } else {
       x->req = req;
       x->t0_us = sv_now_us();

@@ -1,6 +1,8 @@
 /* serve.c - the server object (options, listening, closing), the first
  * look at every request (authentication, upgrades), and the session
- * records: capacity, ids, calls with their continuations, idle reaping. */
+ * records: capacity, ids, calls with their continuations, idle reaping.
+ * In a group of workers, ids name the worker ("w<N>-<uuid>") and records
+ * of other workers' sessions (proxies) hand their calls to forward.c. */
 #include "serve/internal.h"
 
 #include <stdio.h>
@@ -65,6 +67,7 @@ static void sess_free(sv_sess_t *x) {
   else sv->sessions = x->next;
   if (x->next) x->next->prev = x->prev;
   sv->nsessions--;
+  if (sv->wm) atomic_fetch_sub(&sv->wm->sessions_open, 1);
   atomic_fetch_sub(&sv->shared->open, 1);
   atomic_fetch_add(&sv->shared->metrics.sessions_closed, 1);
   atomic_fetch_sub(&sv->shared->metrics.sessions_open, 1);
@@ -81,7 +84,10 @@ static void on_open(ludo_session_t *s, int status, void *ud) {
   x->opening = 0;
   if (status == 0) {
     x->s = s;
-    snprintf(x->id, sizeof x->id, "%s", s->id);
+    if (sv->group && sv_group_size(sv->group) > 1) /* names the worker */
+      snprintf(x->id, sizeof x->id, "w%u-%s", sv->worker, s->id);
+    else
+      snprintf(x->id, sizeof x->id, "%s", s->id);
     x->hnext = sv->buckets[hash_id(x->id)];
     sv->buckets[hash_id(x->id)] = x;
     s->nest_metadata = 1;
@@ -133,6 +139,7 @@ sv_sess_t *sv_sess_open(ludo__serve_t *sv, int kind, sv_done_fn done,
   if (sv->sessions) sv->sessions->prev = x;
   sv->sessions = x;
   sv->nsessions++;
+  if (sv->wm) atomic_fetch_add(&sv->wm->sessions_open, 1);
   atomic_fetch_add(&sv->shared->metrics.sessions_opened, 1);
   atomic_fetch_add(&sv->shared->metrics.sessions_open, 1);
   if (ludo__session_open_async(sv->env, on_open, x) != 0) {
@@ -169,6 +176,7 @@ static void on_call(ludo_session_t *s, int status, const char *data,
 int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
                  sv_done_fn done) {
   int rc;
+  if (x->owner) return sv_proxy_call(x, kind, json, len, done);
   if (x->dead || x->s == NULL) return LUDO_ECLOSED;
   if (x->busy) return LUDO_EBUSY;
   x->busy = 1;
@@ -185,6 +193,10 @@ int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
 
 void sv_sess_close(sv_sess_t *x) {
   ludo_session_t *s;
+  if (x->owner) {
+    sv_proxy_close(x);
+    return;
+  }
   if (x->dead) return;
   x->dead = 1;
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
@@ -199,6 +211,11 @@ void sv_sess_close(sv_sess_t *x) {
   x->in_close--;
   if (x->busy || x->in_cb) return; /* on_call frees it */
   sess_free(x);
+}
+
+void sv_sess_detach(sv_sess_t *x) {
+  x->ws = NULL;
+  if (x->owner) sv_proxy_detach(x);
 }
 
 unsigned ludo__serve_sessions(const ludo__serve_t *sv) {
@@ -272,6 +289,7 @@ static void on_request(void *ud, ludo__http_req_t *req) {
   const char *path = ludo__http_req_path(req);
   size_t len;
   atomic_fetch_add(&sv->shared->metrics.http_requests, 1);
+  if (sv->wm) atomic_fetch_add(&sv->wm->http_requests, 1);
   ludo__http_req_body(req, &len);
   atomic_fetch_add(&sv->shared->metrics.bytes_in, len);
   if (!authorized(sv, req)) {
@@ -318,8 +336,7 @@ void ludo__serve_options_init(ludo_server_options_t *o) {
 }
 
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
-                    ludo__serve_shared_t *shared, ludo__serve_t **out,
-                    const char **errmsg) {
+                    ludo__serve_t **out, char *err, size_t errlen) {
   ludo_runtime_t *rt = env->rt;
   ludo__core_t *core = &rt->core;
   ludo__serve_t *sv;
@@ -328,7 +345,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   json_error_t jerr;
   int rc;
   *out = NULL;
-  *errmsg = "";
+  err[0] = '\0';
   sv = ludo__calloc(&core->heap, sizeof *sv);
   if (sv == NULL) return LUDO_ENOMEM;
   sv->rt = rt;
@@ -341,6 +358,11 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
     if (sv->token == NULL) goto nomem;
   }
   sv->o.token = NULL;
+  sv->group = (ludo__serve_group_t *)sv->o.group;
+  sv->worker = sv->o.worker;
+  sv->o.group = NULL;
+  ludo__serve_shared_init(&sv->own);
+  sv->shared = sv->group ? sv_group_shared(sv->group) : &sv->own;
   if (sv->o.max_sessions == 0) /* the default */
     sv->o.max_sessions = env->concurrent ? DEFAULT_MAX_SESSIONS : 1;
   if (!env->concurrent && sv->o.max_sessions > 1) {
@@ -348,12 +370,27 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
              "concurrent (concurrent = false): it cannot serve %u sessions;"
              " use max sessions 1", env->label ? env->label : env->name,
              sv->o.max_sessions);
-    *errmsg = sv->errmsg;
+    sv->group = NULL;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
     ludo__serve_close(sv, NULL, NULL);
     return LUDO_EINVAL;
   }
-  ludo__serve_shared_init(&sv->own);
-  sv->shared = shared ? shared : &sv->own;
+  if (!env->concurrent && sv->group && sv_group_size(sv->group) > 1) {
+    snprintf(sv->errmsg, sizeof sv->errmsg, "environment %s is not "
+             "concurrent (concurrent = false): it cannot be served by %u "
+             "workers; use one worker", env->label ? env->label : env->name,
+             sv_group_size(sv->group));
+    sv->group = NULL;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
+    ludo__serve_close(sv, NULL, NULL);
+    return LUDO_EINVAL;
+  }
+  if (sv->group && sv_fwd_start(sv) != 0) {
+    sv->group = NULL;
+    snprintf(err, errlen, "%s", sv->errmsg); /* sv goes next */
+    ludo__serve_close(sv, NULL, NULL);
+    return LUDO_EINVAL;
+  }
   sv->info = json_loadb(env->info.p ? env->info.p : "{}", env->info.len, 0,
                         &jerr);
   if (sv->info == NULL) goto nomem;
@@ -379,7 +416,13 @@ nomem:
 }
 
 int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
-  int rc = ludo__server_listen(sv->http, host, port);
+  unsigned flags = 0;
+  int rc;
+  if (sv->o.reuseport || (sv->group && sv_group_size(sv->group) > 1))
+    flags = LUDO__LISTEN_REUSEPORT;
+  if (sv->group && sv_group_size(sv->group) > 1 && sv->worker == 0)
+    flags |= LUDO__LISTEN_EXCLUSIVE;
+  rc = ludo__server_listen(sv->http, host, port, flags);
   if (rc != 0)
     snprintf(sv->errmsg, sizeof sv->errmsg, "%s",
              ludo__server_errmsg(sv->http));
@@ -405,7 +448,8 @@ static void serve_free(ludo__serve_t *sv) {
 /* Frees the server once its HTTP server, timer and sessions are gone. */
 void sv_maybe_finish(ludo__serve_t *sv) {
   if (sv->http_closed && sv->reaper_closed && sv->sessions == NULL &&
-      sv->clients == NULL)
+      sv->clients == NULL && sv->nproxies == 0 &&
+      (!sv->inbox_on || sv->inbox_closed))
     serve_free(sv);
 }
 
@@ -433,6 +477,7 @@ void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
     next = x->next;
     if (x->ws == NULL) sv_sess_close(x);
   }
+  if (sv->inbox_on) sv_fwd_stop(sv);
   if (sv->reaper_on) {
     uv_close((uv_handle_t *)&sv->reaper, on_reaper_closed);
   } else {

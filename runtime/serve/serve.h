@@ -25,19 +25,36 @@ typedef struct ludo__serve_shared_s {
 
 void ludo__serve_shared_init(ludo__serve_shared_t *sh);
 
+/* A group of servers for one environment, one per worker thread (group.c):
+ * the shared count and metrics, and each worker's inbox, the queue of
+ * messages other workers send it (forward.c: calls on the sessions it
+ * owns, and their answers). ludo_server_group_t is this type. */
+typedef struct ludo__serve_group_s ludo__serve_group_t;
+
+/* Makes a group for `n` servers (1 to LUDO_SERVER_MAX_WORKERS). Its memory
+ * comes from the C library's allocator through ludo__alloc_default: it
+ * belongs to no runtime (a runtime's heap counts for one thread). Returns
+ * 0, LUDO_EINVAL or LUDO_ENOMEM. */
+int ludo__serve_group_new(unsigned n, ludo__serve_group_t **out);
+
+/* Frees the group; its servers must all be closed. Accepts NULL. */
+void ludo__serve_group_free(ludo__serve_group_t *g);
+
 /* Fills `o` with the defaults of ludo_server_options_t. */
 void ludo__serve_options_init(ludo_server_options_t *o);
 
 /* Creates a server for `env` on its runtime's loop, from the public
- * options `o` (copied; the token too). `shared` may be NULL (the server
- * then has its own). Returns 0, LUDO_EINVAL (bad options; *errmsg says
- * which) or LUDO_ENOMEM. */
+ * options `o` (copied; the token too). With o->group it joins that group
+ * as worker o->worker (else it has a count and metrics of its own).
+ * Returns 0, LUDO_EINVAL (bad options; the message is copied into
+ * err/errlen) or LUDO_ENOMEM. */
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
-                    ludo__serve_shared_t *shared, ludo__serve_t **out,
-                    const char **errmsg);
+                    ludo__serve_t **out, char *err, size_t errlen);
 
-/* Listens on host:port (port 0: any free one). Returns 0, LUDO_EINVAL or
- * LUDO_EIO; ludo__serve_errmsg says why. */
+/* Listens on host:port (port 0: any free one), with SO_REUSEPORT when
+ * the options ask for it or the server is one of a group of several
+ * (worker 0 checking that nothing listens there yet). Returns 0,
+ * LUDO_EINVAL or LUDO_EIO; ludo__serve_errmsg says why. */
 int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port);
 
 /* The port listened on, or 0. */

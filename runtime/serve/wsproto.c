@@ -54,6 +54,10 @@ void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
 }
 
 void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
+  if (c->remote_from) { /* another worker's WebSocket (forward.c) */
+    sv_stub_close(c, code, reason);
+    return;
+  }
   if (c->closing) return;
   c->closing = 1;
   if (c->sess) {
@@ -65,9 +69,11 @@ void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
 }
 
 void sv_ws_close_all(ludo__serve_t *sv) {
-  sv_ws_t *c;
-  for (c = sv->clients; c; c = c->next) sv_ws_close(c, 1001, "server "
-                                                     "shutting down");
+  sv_ws_t *c, *next;
+  for (c = sv->clients; c; c = next) {
+    next = c->next; /* a stub is freed at once */
+    sv_ws_close(c, 1001, "server shutting down");
+  }
 }
 
 /* ---- replies ---------------------------------------------------------- */
@@ -302,7 +308,7 @@ static void on_close(void *ud, ludo__ws_t *ws, int code, const char *reason,
     c->sess = NULL;
     if (x->kind == SV_SESS_MCP || x->kind == SV_SESS_HTTP) {
       /* attached (?session_id=): the session outlives the socket */
-      x->ws = NULL;
+      sv_sess_detach(x);
     } else {
       sv_sess_close(x);
     }
@@ -362,16 +368,10 @@ static const char *query_value(const char *q, const char *key, char *buf,
 /* Attaches c to the session named by ?session_id=; 0, or -1 after
  * refusing (the connection closes). */
 static int attach(sv_ws_t *c, const char *id) {
-  sv_sess_t *x = sv_sess_find(c->sv, id);
+  sv_sess_t *x;
   char msg[160];
-  if (x == NULL || (x->kind != SV_SESS_MCP && x->kind != SV_SESS_HTTP))
-    snprintf(msg, sizeof msg, "Unknown session_id: %.64s", id);
-  else if (x->opening)
-    snprintf(msg, sizeof msg, "Session %s is still initializing", x->id);
-  else if (x->ws != NULL)
-    snprintf(msg, sizeof msg, "Session %s already has an attached "
-             "WebSocket", x->id);
-  else {
+  if (sv_fwd_attach(c, id)) return 0; /* another worker's session */
+  if (sv_check_attach(c->sv, id, &x, msg, sizeof msg) == 0) {
     x->ws = c;
     c->sess = x;
     return 0;

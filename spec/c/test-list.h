@@ -172,7 +172,13 @@
   X(net_socket_slow_client)                                                  \
   X(net_socket_connection_limit)                                             \
   X(net_socket_server_close)                                                 \
-  X(net_listen_errors)
+  X(net_listen_errors)                                                       \
+  X(net_listen_reuseport)                                                    \
+  /* test-workers.c: server groups on two threads (runtime/serve) */        \
+  X(workers_group_checks)                                                    \
+  X(workers_forward_calls)                                                   \
+  X(workers_shared_capacity)                                                 \
+  X(workers_owner_stopped)
 
 TEST_LIST(TEST_DECLARE)
 

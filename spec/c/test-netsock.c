@@ -197,7 +197,7 @@ static void srv_start_on(srv_t *s, const ludo__http_options_t *o,
     net_core_init(&s->core);
   }
   ASSERT_OK(ludo__server_new(&s->core, o, &handler, s, &s->server));
-  ASSERT_OK(ludo__server_listen(s->server, "127.0.0.1", 0));
+  ASSERT_OK(ludo__server_listen(s->server, "127.0.0.1", 0, 0));
   s->port = ludo__server_port(s->server);
   ASSERT_GT(s->port, 0);
 }
@@ -523,16 +523,18 @@ TEST_IMPL(net_listen_errors) {
   memset(&t, 0, sizeof t);
   net_core_init(&t.core);
   ASSERT_OK(ludo__server_new(&t.core, NULL, &handler, &t, &t.server));
-  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", s.port), LUDO_EIO);
+  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", s.port, 0),
+             LUDO_EIO);
   ASSERT_STR_CONTAINS(ludo__server_errmsg(t.server), "in use");
-  ASSERT_ERR(ludo__server_listen(t.server, "example.com", 0), LUDO_EINVAL);
+  ASSERT_ERR(ludo__server_listen(t.server, "example.com", 0, 0),
+             LUDO_EINVAL);
   ASSERT_STR_CONTAINS(ludo__server_errmsg(t.server), "numeric");
-  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", 70000),
+  ASSERT_ERR(ludo__server_listen(t.server, "127.0.0.1", 70000, 0),
              LUDO_EINVAL);
   ASSERT_EQ(ludo__server_port(t.server), 0);
-  ASSERT_ERR(ludo__server_listen(s.server, "127.0.0.1", 0), LUDO_EINVAL);
+  ASSERT_ERR(ludo__server_listen(s.server, "127.0.0.1", 0, 0), LUDO_EINVAL);
   signal(SIGPIPE, SIG_DFL);
-  ASSERT_OK(ludo__server_listen(t.server, "localhost", 0));
+  ASSERT_OK(ludo__server_listen(t.server, "localhost", 0, 0));
   ASSERT_GT(ludo__server_port(t.server), 0);
   ASSERT_OK(sigaction(SIGPIPE, NULL, &sa));
   ASSERT_TRUE(sa.sa_handler == SIG_IGN); /* the default would kill */
@@ -542,4 +544,79 @@ TEST_IMPL(net_listen_errors) {
   ludo__core_close(&t.core);
   ludo__server_close(s.server, server_closed, &s);
   srv_finish(&s);
+}
+
+/* SO_REUSEPORT (LUDO__LISTEN_REUSEPORT): a second listener joins the
+ * first's port, the kernel spreads connections over both, and the first
+ * of a group (LUDO__LISTEN_EXCLUSIVE) never joins a port someone listens
+ * on; a listener without the flag cannot take the group's port, nor the
+ * group a port held without it. */
+#define RP_CLIENTS 32
+static srv_t rp_s, rp_t;
+static ludo__server_t *rp_plain, *rp_late, *rp_hold;
+static int rp_done;
+
+static void rp_eof(cli_t *c) {
+  cli_close(c);
+  if (++rp_done < RP_CLIENTS) return;
+  ludo__server_close(rp_s.server, server_closed, &rp_s);
+  ludo__server_close(rp_t.server, server_closed, &rp_t);
+  ludo__server_close(rp_plain, NULL, NULL);
+  ludo__server_close(rp_late, NULL, NULL);
+  ludo__server_close(rp_hold, NULL, NULL);
+}
+
+TEST_IMPL(net_listen_reuseport) {
+  static const char req[] =
+      "GET /r HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+  static cli_t c[RP_CLIENTS];
+  const unsigned both = LUDO__LISTEN_REUSEPORT | LUDO__LISTEN_EXCLUSIVE;
+  int i;
+  memset(&rp_s, 0, sizeof rp_s);
+  memset(&rp_t, 0, sizeof rp_t);
+  net_core_init(&rp_s.core);
+  ASSERT_OK(ludo__server_new(&rp_s.core, NULL, &handler, &rp_s,
+                             &rp_s.server));
+  ASSERT_OK(ludo__server_new(&rp_s.core, NULL, &handler, &rp_t,
+                             &rp_t.server));
+  ASSERT_OK(ludo__server_new(&rp_s.core, NULL, &handler, NULL, &rp_plain));
+  ASSERT_OK(ludo__server_new(&rp_s.core, NULL, &handler, NULL, &rp_late));
+  ASSERT_OK(ludo__server_new(&rp_s.core, NULL, &handler, NULL, &rp_hold));
+  ASSERT_ERR(ludo__server_listen(rp_s.server, "127.0.0.1", 0,
+                                 LUDO__LISTEN_EXCLUSIVE), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo__server_errmsg(rp_s.server), "flags");
+  ASSERT_OK(ludo__server_listen(rp_s.server, "127.0.0.1", 0, both));
+  rp_s.port = ludo__server_port(rp_s.server);
+  ASSERT_GT(rp_s.port, 0);
+  ASSERT_OK(ludo__server_listen(rp_t.server, "127.0.0.1", rp_s.port,
+                                LUDO__LISTEN_REUSEPORT));
+  ASSERT_EQ(ludo__server_port(rp_t.server), rp_s.port);
+  /* another group's first, and a listener without the flag: refused */
+  ASSERT_ERR(ludo__server_listen(rp_plain, "127.0.0.1", rp_s.port, both),
+             LUDO_EIO);
+  ASSERT_STR_CONTAINS(ludo__server_errmsg(rp_plain), "in use");
+  ASSERT_ERR(ludo__server_listen(rp_plain, "127.0.0.1", rp_s.port, 0),
+             LUDO_EIO);
+  /* a port held without the flag: the group cannot join it */
+  ASSERT_OK(ludo__server_listen(rp_hold, "127.0.0.1", 0, 0));
+  ASSERT_ERR(ludo__server_listen(rp_late, "127.0.0.1",
+                                 ludo__server_port(rp_hold),
+                                 LUDO__LISTEN_REUSEPORT), LUDO_EIO);
+  for (i = 0; i < RP_CLIENTS; i++) {
+    memset(&c[i], 0, sizeof c[i]);
+    c[i].send = req;
+    c[i].send_len = sizeof req - 1;
+    c[i].on_eof = rp_eof;
+    cli_start(&c[i], rp_s.core.loop, rp_s.port);
+  }
+  srv_finish(&rp_s);
+  ASSERT_TRUE(rp_t.closed);
+  ASSERT_EQ(rp_s.requests + rp_t.requests, RP_CLIENTS);
+  /* 32 connections all hashed to one of two sockets: odds 2^-31 */
+  ASSERT_GT(rp_s.requests, 0);
+  ASSERT_GT(rp_t.requests, 0);
+  for (i = 0; i < RP_CLIENTS; i++) {
+    ASSERT_TRUE(c[i].closed);
+    ASSERT_STR_CONTAINS(c[i].in, "HTTP/1.1 200 OK");
+  }
 }

@@ -807,12 +807,363 @@ else:
     results["passed"] += 1
 
 
-check_status = S.stop()
-if check_status != 0:
-    print("FAIL server_exit: status", check_status)
-    results["failed"] += 1
-else:
-    print("ok server_exit")
-    results["passed"] += 1
+# ---- workers (--workers N; docs/serve-workers.md) --------------------------
+
+def metric(text, name, **labels):
+    """The value of a Prometheus series in /metrics text."""
+    sel = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    pat = "^" + re.escape(name + ("{" + sel + "}" if sel else "")) + r" (\S+)$"
+    m = re.search(pat, text, re.M)
+    if not m:
+        raise AssertionError(f"no {name} {labels} in /metrics")
+    return float(m.group(1))
+
+
+def per_worker(srv, name, n=2):
+    text = srv.http("GET", "/metrics")[1]
+    return [metric(text, name, worker=i) for i in range(n)]
+
+
+class Conn:
+    """A keep-alive HTTP connection: all its requests reach one worker."""
+
+    def __init__(self, port):
+        self.c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+
+    def call(self, method, path, body=None, headers=None):
+        self.c.request(method, path, body=None if body is None else
+                       json.dumps(body), headers=headers or {})
+        r = self.c.getresponse()
+        text = r.read()
+        return r.status, json.loads(text) if text else None, \
+            dict(r.getheaders())
+
+    def rpc(self, method, params=None, id_=1):
+        msg = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return self.call("POST", "/mcp", msg)[1]
+
+
+def conns_by_worker(srv):
+    """One keep-alive connection on each of two workers: a session made
+    on a connection names the worker that made it ("w<N>-")."""
+    got = {}
+    for _ in range(64):
+        c = Conn(srv.port)
+        sid = c.call("POST", "/reset", {})[2]["X-Session-Id"]
+        c.call("POST", "/mcp", {"jsonrpc": "2.0", "id": 0, "method":
+                                "openenv/session/close",
+                                "params": {"session_id": sid}})
+        got.setdefault(int(sid[1]), c)
+        if len(got) == 2:
+            return got[0], got[1]
+    raise AssertionError("64 connections, all on one worker")
+
+
+def forwarded(srv):
+    return per_worker(srv, "ludo_worker_forwarded_total")
+
+
+@test
+def workers_spread():
+    # Every request opens a new connection (Server.http): the kernel's
+    # SO_REUSEPORT hash sends each to either worker, and both serve.
+    w = Server("examples/echo", "--workers", "2")
+    try:
+        for _ in range(32):
+            check(w.http("GET", "/health")[0] == 200, "health")
+        per = per_worker(w, "ludo_worker_http_requests_total")
+        check(all(v > 0 for v in per), f"requests by worker: {per}")
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
+W2 = Server("examples/echo", "--workers", "2")
+
+
+@test
+def workers_forward_http_sessions():
+    c0, c1 = conns_by_worker(W2)
+    st, v, h = c0.call("POST", "/reset", {})
+    sid = h["X-Session-Id"]
+    check(st == 200 and re.match(r"^w0-[0-9a-f-]{36}$", sid), sid)
+    before = forwarded(W2)
+    for i in range(8):  # worker 1 passes each to worker 0
+        st, v, h = c1.call("POST", "/step", {"action": {"message": f"m{i}"}},
+                           {"X-Session-Id": sid})
+        check(st == 200 and v["observation"]["echoed_message"] == f"m{i}"
+              and h["X-Session-Id"] == sid, (st, v))
+    st, v, _ = c1.call("GET", "/state?session_id=" + sid)
+    check(st == 200 and v["step_count"] == 8, v)
+    after = forwarded(W2)
+    check(after[1] - before[1] == 9 and after[0] == before[0],
+          (before, after))
+    # the owner's refusals come back as they are
+    st, v, _ = c1.call("POST", "/step", {"action": {"message": 5}},
+                       {"X-Session-Id": sid})
+    check(st == 422 and v["detail"][0]["loc"] == ["message"], (st, v))
+    st, v, _ = c1.call("GET", "/state", headers={"X-Session-Id":
+                                                  "w0-" + "0" * 36})
+    check(st == 404 and "Unknown session_id" in v["detail"], (st, v))
+    v = c1.rpc("openenv/session/close", {"session_id": sid})
+    check(v["result"] == {"session_id": sid, "closed": True}, v)
+    st, v, _ = c1.call("POST", "/step", {"action": {"message": "x"}},
+                       {"X-Session-Id": sid})
+    check(st == 404, (st, v))
+
+
+@test
+def workers_forward_mcp_sessions():
+    # MCPToolClient's production mode: create, then tools/call with the
+    # session_id, whichever worker each request reaches
+    c0, c1 = conns_by_worker(W2)
+    msid = c1.rpc("openenv/session/create")["result"]["session_id"]
+    check(msid.startswith("w1-"), msid)
+    for i in range(4):
+        v = c0.rpc("tools/call", {"name": "echo_message", "session_id": msid,
+                                  "arguments": {"message": f"t{i}"}}, 2 + i)
+        check(v["id"] == 2 + i and v["result"]["data"] == f"t{i}", v)
+    v = c0.rpc("tools/call", {"name": "nope", "session_id": msid}, 7)
+    check(v["error"]["code"] == -32602 and "nope" in v["error"]["message"],
+          v)
+    v = c0.rpc("openenv/session/close", {"session_id": msid}, 8)
+    check(v["id"] == 8 and v["result"] == {"session_id": msid,
+                                           "closed": True}, v)
+    v = c0.rpc("openenv/session/close", {"session_id": msid}, 9)
+    check(v["error"]["code"] == -32602 and "Unknown" in
+          v["error"]["message"], v)
+    v = c0.rpc("tools/call", {"name": "echo_message", "session_id": msid,
+                              "arguments": {"message": "x"}}, 10)
+    check(v["error"]["code"] == -32602, v)
+
+
+@test
+async def workers_forward_attached_websocket():
+    c0, c1 = conns_by_worker(W2)
+    msid = c0.rpc("openenv/session/create")["result"]["session_id"]
+    # attach until one WebSocket reached worker 1, which passes its frames
+    # to worker 0 (the forwarded count says which did)
+    crossed = 0
+    for i in range(40):
+        before = sum(forwarded(W2))
+        async with W2.ws("/ws?session_id=" + msid) as ws:
+            v = await rpc(ws, {"type": "step", "data": {"message": f"a{i}"}})
+            check(v["type"] == "observation" and
+                  v["data"]["observation"]["echoed_message"] == f"a{i}", v)
+            v = await rpc(ws, {"type": "mcp", "data": {
+                "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+                    "name": "echo_with_length",
+                    "arguments": {"message": "ab"}}}})
+            check(v["data"]["result"]["structuredContent"] ==
+                  {"message": "ab", "length": 2}, v)
+            v = await rpc(ws, {"type": "mcp", "data": {
+                "jsonrpc": "2.0", "id": 10, "method":
+                "openenv/session/close", "params": {"session_id": msid}}})
+            check(v["data"]["error"]["code"] == -32600, v)
+        after = sum(forwarded(W2))
+        if after - before >= 3:  # attach, step, tools/call
+            crossed += 1
+            break
+    check(crossed, "40 WebSockets, none reached worker 1")
+    # the detached session stayed; one attached at a time, across workers
+    async with W2.ws("/ws?session_id=" + msid) as ws:
+        v = await rpc(ws, {"type": "state"})
+        check(v["type"] == "state" and v["data"]["step_count"] >= 1, v)
+        for _ in range(4):
+            async with W2.ws("/ws?session_id=" + msid) as ws2:
+                v = json.loads(await ws2.recv())
+                check(v["data"]["code"] == "SESSION_ERROR" and
+                      "already has" in v["data"]["message"], v)
+        # closed from worker 1: the attached WebSocket closes, 1000
+        v = c1.rpc("openenv/session/close", {"session_id": msid})
+        check(v["result"] == {"session_id": msid, "closed": False,
+                              "closing": True}, v)
+        try:
+            await asyncio.wait_for(ws.recv(), 10)
+            check(False, "the attached WebSocket stayed open")
+        except websockets.ConnectionClosed as e:
+            check(e.code == 1000, e)
+    v = c1.rpc("tools/call", {"name": "echo_message", "session_id": msid,
+                              "arguments": {"message": "x"}})
+    check(v["error"]["code"] == -32602, v)
+    async with W2.ws("/ws?session_id=w1-" + "0" * 36) as ws:
+        v = json.loads(await ws.recv())
+        check("Unknown session_id" in v["data"]["message"], v)
+    for _ in range(50):
+        if metric(W2.http("GET", "/metrics")[1], "ludo_sessions_open") == 0:
+            break
+        time.sleep(0.1)
+    check(metric(W2.http("GET", "/metrics")[1], "ludo_sessions_open") == 0,
+          "sessions left open")
+
+
+class GenericEnvClientFrames:
+    """The frames OpenEnv's GenericEnvClient sends and how it reads the
+    answers (OPENENV.md 2.1, 2.2), for the README's snippet: openenv
+    cannot be installed here. The URL becomes ws://.../ws; the connection
+    offers permessage-deflate (websockets' default) with OpenEnv's
+    open_timeout and max_size; reset(**kw) sends {"type":"reset","data":
+    kw}, step(action) {"type":"step","data":action}, state() {"type":
+    "state"}; each waits for one frame, and an error frame raises
+    RuntimeError("Server error: <message> (code: <code>)")."""
+
+    def __init__(self, base_url):
+        self.url = base_url.rstrip("/").replace("http://", "ws://") + "/ws"
+
+    async def connect(self):
+        self.ws = await websockets.connect(self.url, open_timeout=10.0,
+                                           max_size=100 * 1024 * 1024)
+        return self
+
+    async def _send_and_receive(self, msg):
+        await self.ws.send(json.dumps(msg))
+        reply = json.loads(await asyncio.wait_for(self.ws.recv(), 60.0))
+        if reply.get("type") == "error":
+            d = reply.get("data", {})
+            raise RuntimeError(f"Server error: {d.get('message')} "
+                               f"(code: {d.get('code')})")
+        return reply
+
+    def _parse_result(self, payload):  # StepResult's fields
+        return (payload.get("observation", {}), payload.get("reward"),
+                payload.get("done", False))
+
+    async def reset(self, **kwargs):
+        r = await self._send_and_receive({"type": "reset", "data": kwargs})
+        return self._parse_result(r.get("data", {}))
+
+    async def step(self, action, **kwargs):
+        r = await self._send_and_receive({"type": "step", "data": action})
+        return self._parse_result(r.get("data", {}))
+
+    async def state(self):
+        return (await self._send_and_receive({"type": "state"}))["data"]
+
+    async def close(self):
+        try:
+            await self.ws.send(json.dumps({"type": "close"}))
+        except websockets.ConnectionClosed:
+            pass
+        await self.ws.close()
+
+
+@test
+async def generic_env_client_frames():
+    # the README's snippet, as GenericEnvClient runs it, eight at once
+    # against the two-worker server
+    async def episode(k):
+        env = await GenericEnvClientFrames(
+            f"http://127.0.0.1:{W2.port}/").connect()
+        obs, reward, done = await env.reset(seed=k)
+        check(obs["echoed_message"] == "Echo environment ready!" and
+              done is False, obs)
+        obs, reward, done = await env.step({"message": "hello"})
+        check(obs["echoed_message"] == "hello" and obs["message_length"] ==
+              5 and reward == obs["metadata"]["rubrics"]["total"] and
+              done is False, (obs, reward))
+        obs, reward, done = await env.step({
+            "type": "call_tool", "tool_name": "echo_message",
+            "arguments": {"message": "via a tool"}})
+        check(obs["result"]["data"] == "via a tool", obs)
+        st = await env.state()
+        check(st["step_count"] == 2 and isinstance(st["episode_id"], str),
+              st)
+        try:
+            await env.step({"message": 7})
+            check(False, "no error for a bad action")
+        except RuntimeError as e:
+            check("(code: VALIDATION_ERROR)" in str(e), e)
+        await env.close()
+    await asyncio.gather(*(episode(k) for k in range(8)))
+
+
+@test
+async def workers_capacity_is_shared():
+    w = Server("examples/echo", "--workers", "2", "--max-sessions", "2")
+    try:
+        async with w.ws() as a, w.ws() as b:
+            await rpc(a, {"type": "reset"})
+            await rpc(b, {"type": "reset"})
+            # the third is refused whichever worker it reaches
+            for _ in range(8):
+                async with w.ws() as third:
+                    v = json.loads(await third.recv())
+                    check(v["data"]["code"] == "CAPACITY_REACHED" and
+                          v["data"]["active_sessions"] == 2 and
+                          v["data"]["max_sessions"] == 2, v)
+            for i in range(4):
+                v = w.http("POST", "/mcp", {"jsonrpc": "2.0", "id": i,
+                                            "method":
+                                            "openenv/session/create"})[1]
+                check(v["error"]["code"] == -32000, v)
+            per = per_worker(w, "ludo_worker_http_requests_total")
+            check(all(v > 0 for v in per), f"requests by worker: {per}")
+            open_ = per_worker(w, "ludo_worker_sessions_open")
+            check(sum(open_) == 2, open_)
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
+@test
+async def workers_sigterm_closes_everything():
+    w = Server("examples/echo", "--workers", "2")
+    sockets = []
+    try:
+        for _ in range(8):
+            ws = await w.ws()
+            await rpc(ws, {"type": "reset"})
+            sockets.append(ws)
+        open_ = per_worker(w, "ludo_worker_sessions_open")
+        check(sum(open_) == 8, open_)
+        w.p.send_signal(signal.SIGTERM)
+        for ws in sockets:
+            try:
+                await asyncio.wait_for(ws.recv(), 10)
+                check(False, "no close")
+            except websockets.ConnectionClosed as e:
+                check(e.code == 1001, e)
+        check(w.p.wait(timeout=20) == 0, "exit status")
+    finally:
+        w.stop()
+
+
+@test
+def workers_not_concurrent():
+    def start(*args):
+        return subprocess.run([LUDO, "serve", "spec/fixtures/serve/single",
+                               "--port", "0", *args], stderr=subprocess.PIPE,
+                              text=True, timeout=20)
+    r = start("--workers", "2")
+    check(r.returncode == 1 and "cannot be served by 2 workers" in
+          r.stderr, r.stderr)
+    r = start("--max-sessions", "3")
+    check(r.returncode == 1 and "cannot serve 3 sessions" in r.stderr,
+          r.stderr)
+    r = start("--workers", "0")
+    check(r.returncode == 2 and "--workers" in r.stderr, r.stderr)
+    # by default: one worker (and one session, not_concurrent_env), and a
+    # note saying so after the start line
+    p = subprocess.Popen([LUDO, "serve", "spec/fixtures/serve/single",
+                          "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        check("(simulation mode, 1 worker)" in line, line)
+        note = p.stderr.readline()
+        check("concurrent = false: one worker, one session" in note, note)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        check(p.wait(timeout=20) == 0, "exit status")
+        p.stderr.close()
+
+
+for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
+    check_status = srv.stop()
+    if check_status != 0:
+        print(f"FAIL {name}: status", check_status)
+        results["failed"] += 1
+    else:
+        print("ok", name)
+        results["passed"] += 1
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)
