@@ -81,7 +81,7 @@ static void *watch(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* never run host handlers */
-  while (!w->stop) {
+  while (!atomic_load(&w->stop)) {
     uint64_t now = ludo__clock_ns(), d = earliest(w), until;
     struct timespec ts;
     if (d != 0 && now >= d) {
@@ -130,7 +130,7 @@ void ludo__watchdog_leave(ludo__wd_entry_t *e) {
 
 void ludo__watchdog_free(ludo__watchdog_t *w) {
   if (w->started == 1) {
-    w->stop = 1;
+    atomic_store(&w->stop, 1);
     sem_post(&w->wake);
     pthread_join(w->thread, NULL);
   }

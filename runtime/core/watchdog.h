@@ -46,7 +46,8 @@ typedef struct ludo__watchdog_s {
   pthread_t thread;               /* the watchdog */
   pthread_t target;               /* the runtime's thread */
   sem_t wake;
-  int started, stop, ok;
+  int started, ok;
+  _Atomic int stop;               /* set by ludo__watchdog_free */
   _Atomic int depth;              /* entries active */
   _Atomic uint64_t deadline[LUDO__WD_DEPTH]; /* earliest of each entry */
   _Atomic uint64_t next_wake;     /* when the thread wakes next */
