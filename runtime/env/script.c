@@ -173,7 +173,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                          json, json ? len : 0, script_done, sc);
   if (rc != 0) return rc;
   /* The loop runs while the call waits; its completions wake it. */
-  rt->blocking++;
+  ludo__core_block(&rt->core);
   while (!sc->done) {
     if (sc->runnable) {
       sc->runnable = 0;
@@ -182,7 +182,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
     }
     ludo__core_run_once(&rt->core);
   }
-  rt->blocking--;
+  ludo__core_unblock(&rt->core);
   if (sc->status != 0) return sc->status;
   *out = sc->out.p ? sc->out.p : "null";
   *out_len = sc->out.p ? sc->out.len : 4;
