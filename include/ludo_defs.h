@@ -24,14 +24,19 @@
 #define LUDO_ERRNO_MAP(X)                                                    \
   X(EIO, -100, "input/output error")                                         \
   X(ENOENT, -101, "no such file or module")                                  \
+  X(ECONNECT, -102, "cannot connect to the server")                          \
+  X(EDISCONNECTED, -103, "the connection to the server was lost")            \
+  X(ENOREPLY, -104, "the server did not reply in time")                      \
   X(EPARSE, -200, "malformed JSON")                                          \
   X(ESCHEMA, -201, "value does not match the declared schema")               \
   X(EVALUE, -202, "value cannot be represented as JSON")                     \
   X(ETOOBIG, -203, "input larger than the configured limit")                 \
+  X(EPROTO, -204, "the server broke the protocol")                           \
   X(EINVAL, -300, "invalid argument")                                        \
   X(EBUSY, -301, "a call is already in progress")                            \
   X(ECLOSED, -302, "session or runtime is closed")                           \
   X(ECANCELED, -303, "call was cancelled")                                   \
+  X(ECAPACITY, -304, "the server is at capacity")                            \
   X(ESCRIPT, -400, "error raised by Lua code")                               \
   X(ELOAD, -401, "environment module failed to load")                        \
   X(ENOMEM, -500, "memory limit exceeded")                                   \
