@@ -136,6 +136,35 @@ typedef struct ludo_server_options_s {
 
 typedef struct ludo_server_s ludo_server_t;
 
+/* Options of a client of an OpenEnv server (ludo_client_connect).
+ * Initialise with ludo_client_options_init(); a field left 0 takes its
+ * default. */
+typedef struct ludo_client_options_s {
+  uint32_t connect_timeout_ms; /* resolving the name, connecting and the
+                                  WebSocket handshake: default 10000 */
+  uint32_t timeout_ms;         /* waiting for a reply: default 60000;
+                                  UINT32_MAX: no limit. A call that runs
+                                  out of it fails with LUDO_ENOREPLY and
+                                  the connection is dropped */
+  uint32_t ping_interval_ms;   /* keepalive pings after this long without
+                                  a frame from the server: default 20000;
+                                  UINT32_MAX: none (tunnels that drop
+                                  pings, OpenEnv issue #875) */
+  uint32_t pong_timeout_ms;    /* the server must answer a ping within:
+                                  default 20000 */
+  size_t max_message_bytes;    /* the largest reply accepted: default
+                                  100 MiB, as OpenEnv's client */
+  const char *token;           /* sent as "Authorization: Bearer <token>"
+                                  (ludo serve --token); copied; NULL:
+                                  none */
+  int no_reconnect;            /* 1: once the connection is lost, every
+                                  call fails with LUDO_EDISCONNECTED
+                                  (default 0: the next reset, or tool call,
+                                  connects again) */
+} ludo_client_options_t;
+
+typedef struct ludo_client_s ludo_client_t;
+
 /* Memory figures of a runtime. */
 typedef struct ludo_stats_s {
   size_t lua_bytes;      /* bytes held by the Lua states of sessions and
@@ -210,6 +239,13 @@ typedef void (*ludo_open_cb)(ludo_session_t *s, int status, void *ud);
 
 /* Completion of ludo_session_close_async; the session is gone. */
 typedef void (*ludo_close_cb)(int status, void *ud);
+
+/* Completion of a client call (ludo_client_*_async): `status` 0 or a
+ * negative code; on success `data` is the result JSON, on failure the
+ * error message (also in ludo_client_errmsg). Borrowed until the callback
+ * returns. The callback may start the next call on `c`, or close it. */
+typedef void (*ludo_client_cb)(ludo_client_t *c, int status,
+                               const char *data, size_t len, void *ud);
 
 /* One result of a batched step: the i-th session's status and result (or
  * error message), borrowed until the callback returns. */

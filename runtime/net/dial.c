@@ -66,9 +66,12 @@ static void maybe_free(ludo__dial_t *d) {
   ludo__free(&d->core->heap, d, sizeof *d);
 }
 
+/* A handle closed. The core hears of it last: the conn's closed callback
+ * and the frees use the core's allocator, which may go with its last
+ * handle. */
 static void handle_closed(uv_handle_t *h) {
   ludo__dial_t *d = h->data;
-  ludo__core_handle_closed(d->core);
+  ludo__core_t *core = d->core;
   if (h == (uv_handle_t *)&d->tcp)
     d->tcp_open = 0;
   else
@@ -80,6 +83,7 @@ static void handle_closed(uv_handle_t *h) {
     ludo__net_conn_closed(&d->conn);
   }
   maybe_free(d);
+  ludo__core_handle_closed(core);
 }
 
 static void close_tcp(ludo__dial_t *d) {
@@ -150,12 +154,13 @@ static void on_connect(uv_connect_t *req, int status) {
 /* The handle of a failed attempt closed: the next address. */
 static void attempt_closed(uv_handle_t *h) {
   ludo__dial_t *d = h->data;
-  ludo__core_handle_closed(d->core);
+  ludo__core_t *core = d->core;
   d->tcp_open = 0;
   if (d->state == D_CONNECTING)
     try_next(d);
   else
     maybe_free(d);
+  ludo__core_handle_closed(core);
 }
 
 static void try_next(ludo__dial_t *d) {

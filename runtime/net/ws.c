@@ -654,3 +654,11 @@ int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason) {
   leave(ws);
   return rc;
 }
+
+void ludo__ws_abort(ludo__ws_t *ws) {
+  if (ws == NULL || ws->dead || ws->nc == NULL) return;
+  enter(ws);
+  ws->state = WS_DONE;
+  ludo__net_conn_close(ws->nc, 1);
+  leave(ws);
+}

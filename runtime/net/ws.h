@@ -126,6 +126,11 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len);
  * frame was sent or received already). */
 int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason);
 
+/* Ends the connection now, without a closing handshake (a client giving
+ * up: the runtime closing). The close callback follows from the loop
+ * (1006 unless a close frame was exchanged before). */
+void ludo__ws_abort(ludo__ws_t *ws);
+
 /* Bytes waiting to be sent (queued messages and unsent frames). */
 size_t ludo__ws_queued(const ludo__ws_t *ws);
 
