@@ -53,7 +53,7 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 # Lua C modules loadable by a stock lua5.4 (busted specs, Lua hosts): each is
 # a link to libludo.so, which exports luaopen_ludo_<name>.
-CMODS    := json re host
+CMODS    := json re host client
 
 # Host libraries the CLI specs load (spec/fixtures/hostlib/): one whose
 # init fails, one without ludo_host_init.

@@ -104,7 +104,18 @@ typedef struct ludo_options_s {
                               long before yielding to the loop (the call
                               goes on in the next pass); 0: no slicing.
                               Default 0. Polls use their own budget. */
+  unsigned lua_client;     /* where Lua may require("ludo.client") and
+                              reach OpenEnv servers over the network:
+                              LUDO_LUA_CLIENT_SCRIPTS (scripts: policies,
+                              tools run by ludo_script_open),
+                              LUDO_LUA_CLIENT_SESSIONS (environment code:
+                              leaves the sandbox, docs/sandbox.md).
+                              Default 0: nowhere */
 } ludo_options_t;
+
+/* Flags of ludo_options_t.lua_client. */
+#define LUDO_LUA_CLIENT_SCRIPTS 1u
+#define LUDO_LUA_CLIENT_SESSIONS 2u
 
 /* Options of an OpenEnv server (ludo_server_new). Initialise with
  * ludo_server_options_init(); a field left 0 takes its default. */

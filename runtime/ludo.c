@@ -30,16 +30,28 @@ LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *o) {
   memset(o, 0, sizeof *o);
 }
 
+/* The Lua face of the client (net/lclient.c): every runtime's states may
+ * require it, and it decides where it may run (ludo_options_t.lua_client). */
+LUDO_EXTERN int luaopen_ludo_client(lua_State *L);
+
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts) {
   ludo_options_t def;
+  int rc;
   if (out == NULL) return LUDO_EINVAL;
   *out = NULL;
   if (opts == NULL) {
     ludo_options_init(&def);
     opts = &def;
   }
-  return ludo__runtime_new(out, opts);
+  rc = ludo__runtime_new(out, opts);
+  if (rc == 0 && ludo__registry_add(&(*out)->core.cmods, "ludo.client",
+                                    luaopen_ludo_client, NULL) != 0) {
+    ludo__runtime_free(*out);
+    *out = NULL;
+    return LUDO_ENOMEM;
+  }
+  return rc;
 }
 
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {

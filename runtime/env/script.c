@@ -143,6 +143,8 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   rc = ludo__pstate_new(rt, &sc->modules, sc->name, &sc->ps);
   if (rc == 0) {
     sc->ps->st.owner = sc;
+    sc->ps->st.may_connect =
+        (rt->opts.lua_client & LUDO_LUA_CLIENT_SCRIPTS) != 0;
     rc = ludo__pstate_run(rt, sc->ps, script_init, sc, "ELOAD");
   }
   if (rc != 0) {

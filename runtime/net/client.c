@@ -163,7 +163,10 @@ static void complete(ludo_client_t *c, int status, const char *data,
     c->op_state = 0;
     return;
   }
-  ludo__core_post_delivery(c->core, &c->deliver);
+  if (c->unheld)
+    ludo__core_post(c->core, &c->deliver);
+  else
+    ludo__core_post_delivery(c->core, &c->deliver);
 }
 
 /* complete() with a message made of `fmt`. */
@@ -263,6 +266,11 @@ static void ws_closed(void *ud, ludo__ws_t *ws, int code, const char *reason,
     snprintf(why, sizeof why, "the connection to %s closed (%d%s%.*s)",
              c->url.ws, code, len ? " " : "", (int)(len < 123 ? len : 123),
              reason);
+  if (code == 1009 && c->op != 0 && c->op_state == OP_SENT)
+    fail(c, LUDO_ETOOBIG, "ETOOBIG: %s during %s: a message was too big "
+         "for one side (a reply over max_message_bytes, %zu, or a request "
+         "over the server's limit)", why, ludo__clientproto_name(c->op),
+         c->o.max_message_bytes);
   connection_gone(c, why);
   if (!c->closing) proceed(c);
   leave(c);
@@ -790,6 +798,38 @@ void ludo__client_close(ludo_client_t *c, ludo__client_closed_cb cb,
   }
   if (c->timer_open && !uv_is_closing((uv_handle_t *)&c->timer))
     uv_close((uv_handle_t *)&c->timer, timer_closed);
+  leave(c);
+}
+
+/* The callback of an abandoned call. */
+static void abandoned(ludo_client_t *c, int status, const char *data,
+                      size_t len, void *ud) {
+  (void)c;
+  (void)status;
+  (void)data;
+  (void)len;
+  (void)ud;
+}
+
+void ludo__client_abandon(ludo_client_t *c) {
+  if (c->op == 0 || c->cb == NULL) return;
+  enter(c);
+  c->cb = abandoned;
+  c->cb_ud = NULL;
+  if (c->op_state != OP_DONE) {
+    fail(c, LUDO_ECANCELED, "ECANCELED: %s was given up",
+         ludo__clientproto_name(c->op));
+    if (c->ws && (c->conn == CN_OPEN)) {
+      ludo__ws_close(c->ws, 1000, "the call was given up");
+      c->conn = CN_CLOSING;
+    } else if (c->conn == CN_HANDSHAKE) {
+      ludo__net_conn_close(c->nc, 1);
+    } else if (c->conn == CN_DIAL) {
+      ludo__dial_cancel(c->dial);
+      c->dial = NULL;
+      c->conn = CN_DOWN;
+    }
+  }
   leave(c);
 }
 

@@ -68,6 +68,9 @@ struct ludo_client_s {
   ludo__url_t url;
   ludo_client_options_t o;   /* defaults filled; token: our copy */
   void *data;                /* the host's */
+  int unheld;                /* callbacks are ludo's own (ludo.client
+                                resuming Lua): never held while a blocking
+                                call runs the loop */
 
   /* The connection. */
   int conn;                  /* CN_* (client.c) */
@@ -148,6 +151,12 @@ int ludo__client_call(ludo_client_t *c, int kind, const char *json,
  * this. */
 void ludo__client_close(ludo_client_t *c, ludo__client_closed_cb cb,
                         void *ud);
+
+/* The caller gives up the call in flight (a Lua call waiting on it was
+ * cancelled): its callback will not run, and the connection is dropped,
+ * as its reply could no longer be told from the next one's (the episode
+ * goes with it: rule 1 above). No-op without a call. */
+void ludo__client_abandon(ludo_client_t *c);
 
 /* The message of the last failure ("" before any). Borrowed until the
  * next call. */
