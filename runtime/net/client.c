@@ -484,6 +484,10 @@ static void proceed(ludo_client_t *c) {
         return;
       }
       rc = ludo__ws_send(c->ws, 0, c->frame.p, c->frame.len);
+      if (rc == LUDO_ECLOSED) { /* the server's close came: on after it */
+        c->conn = CN_CLOSING;
+        return;
+      }
       if (rc != 0) {
         fail(c, rc == LUDO_ENOMEM ? rc : LUDO_EDISCONNECTED,
              "%s: cannot send %s to %s (%s)",
