@@ -427,9 +427,11 @@ LUDO_EXTERN void ludo_server_close(ludo_server_t *sv, void (*cb)(void *ud),
  * LUDO_ECLOSED, LUDO_EINVAL / LUDO_EPARSE (input that is not a JSON
  * object; nothing was sent), LUDO_ECONNECT, LUDO_EDISCONNECTED,
  * LUDO_ENOREPLY (no reply within timeout_ms: the connection is dropped,
- * as a late reply could not be told from the next), LUDO_EPROTO (the
- * server broke the protocol), LUDO_ECANCELED (closed meanwhile),
- * LUDO_ENOMEM, and the server's errors: LUDO_EPARSE (INVALID_JSON),
+ * as a late reply could not be told from the next), LUDO_ETOOBIG (a
+ * reply over max_message_bytes, or a request over the server's limit: the
+ * connection is dropped), LUDO_EPROTO (the server broke the protocol),
+ * LUDO_ECANCELED (closed meanwhile), LUDO_ENOMEM, and the server's
+ * errors: LUDO_EPARSE (INVALID_JSON),
  * LUDO_ESCHEMA (VALIDATION_ERROR: the action does not match the schema),
  * LUDO_ESCRIPT or the code a ludo server names (EXECUTION_ERROR:
  * "ETIMEOUT: ..."), LUDO_ECAPACITY (CAPACITY_REACHED), LUDO_ELOAD

@@ -202,7 +202,8 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
            reenter_close_self batch_async alloc_fault_injection \
            http_abort_pending ws_upgrade_pipelined net_socket_ws_echo \
-           net_socket_server_close; do
+           net_socket_server_close client_calls client_reconnect \
+           client_close_in_flight; do
     check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \
