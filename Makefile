@@ -164,7 +164,7 @@ $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a $(LUA_A)
 # Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
 # coverage in build-fuzz/, each spec/fuzz/fuzz_<name>.c links against it.
 FUZZ_BUILD   := build-fuzz
-FUZZ_NAMES   := json schema step re pattern net
+FUZZ_NAMES   := json schema step re pattern net client
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

@@ -227,7 +227,7 @@ fi
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"
   if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
-    for t in json schema step re pattern net; do
+    for t in json schema step re pattern net client; do
       check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
         fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
     done

@@ -11,6 +11,7 @@
 
 typedef struct {
   const char *s;
+  size_t len;       /* of s */
   ludo__buf_t *scratch;
   ludo__jsonraw_t *m;
   size_t n;
@@ -21,10 +22,11 @@ typedef struct {
   size_t start;     /* where that value starts */
 } raw_t;
 
-/* The offset where the value after a key ending at `at` starts. */
-static size_t value_start(const char *s, size_t at) {
-  while (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' || s[at] == '\r' ||
-         s[at] == ':')
+/* The offset where the value after a key ending at `at` starts (the
+ * text may end there: the parse then fails after this key). */
+static size_t value_start(const char *s, size_t len, size_t at) {
+  while (at < len && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n' ||
+                      s[at] == '\r' || s[at] == ':'))
     at++;
   return at;
 }
@@ -77,7 +79,7 @@ static int r_key(void *ud, const char *k, size_t n) {
   for (i = 0; i < r->n; i++) {
     if (strlen(r->m[i].key) == n && memcmp(r->m[i].key, k, n) == 0) {
       r->cur = (long)i;
-      r->start = value_start(r->s, r->pos);
+      r->start = value_start(r->s, r->len, r->pos);
       break;
     }
   }
@@ -130,6 +132,7 @@ int ludo__jsonraw_members(const char *s, size_t len, int maxdepth,
   cb.scratch = r_scratch;
   cb.pos = &r.pos;
   r.s = s;
+  r.len = len;
   r.scratch = scratch;
   r.m = m;
   r.n = n;

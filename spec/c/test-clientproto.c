@@ -408,5 +408,12 @@ TEST_IMPL(client_jsonraw_members) {
   ASSERT_ERR(ludo__jsonraw_object(J("\"x\""), 64, &scratch, &err),
              LUDO_EINVAL);
   ASSERT_OK(ludo__jsonraw_object(J(" {} "), 64, &scratch, &err));
+  /* A text ending right after a wanted key (found by fuzz_client: the
+   * value's start was looked for past the end). */
+  m[0].key = "type";
+  ASSERT_ERR(ludo__jsonraw_members(J("{\"type\":"), 64, m, 1, &scratch,
+                                   &err), LUDO_EPARSE);
+  ASSERT_ERR(ludo__jsonraw_members(J("{\"type\""), 64, m, 1, &scratch,
+                                   &err), LUDO_EPARSE);
   bufs_free();
 }
