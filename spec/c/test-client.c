@@ -389,7 +389,7 @@ TEST_IMPL(client_session_ended) {
   int rc;
   srv_t s;
   ludo_server_options_init(&so);
-  so.session_timeout_ms = 20;
+  so.session_timeout_ms = 300; /* reaped at the next 1 s tick */
   serve(&s, rt, "examples/echo", &so, 0);
   ASSERT_OK(ludo_client_connect(rt, s.url, NULL, &c));
   RESET(c, NULL);
