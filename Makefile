@@ -53,7 +53,7 @@ CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 # Lua C modules loadable by a stock lua5.4 (busted specs, Lua hosts): each is
 # a link to libludo.so, which exports luaopen_ludo_<name>.
-CMODS    := json re host
+CMODS    := json re host client
 
 # Host libraries the CLI specs load (spec/fixtures/hostlib/): one whose
 # init fails, one without ludo_host_init.
@@ -164,7 +164,7 @@ $(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a $(LUA_A)
 # Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
 # coverage in build-fuzz/, each spec/fuzz/fuzz_<name>.c links against it.
 FUZZ_BUILD   := build-fuzz
-FUZZ_NAMES   := json schema step re pattern net
+FUZZ_NAMES   := json schema step re pattern net client
 FUZZ_SECONDS ?= 60
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

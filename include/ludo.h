@@ -457,6 +457,171 @@ LUDO_EXTERN int ludo_server_group_new(unsigned workers,
 /* Frees the group, once all of its servers are closed. Accepts NULL. */
 LUDO_EXTERN void ludo_server_group_free(ludo_server_group_t *g);
 
+/* ---- clients ---------------------------------------------------------
+ * A client of an OpenEnv server (`ludo serve`, or OpenEnv's own), on the
+ * runtime's loop: one WebSocket to the server's /ws route speaking its
+ * session protocol (docs/client.md). The URL is given as OpenEnv's client
+ * takes it: "http://host:8000" (or "host:8000") means
+ * "ws://host:8000/ws", a "ws://" URL with a path is used as it is;
+ * https:// and wss:// are refused (no TLS).
+ *
+ * One call at a time per client; each gets the server's next frame as its
+ * reply. Results are the server's JSON, byte for byte: a reset's or
+ * step's {"observation":{...},"reward":R,"done":B,"metadata":{...}}, a
+ * state, MCP results. Calls come in two forms, like a session's: blocking
+ * (run the loop until the reply; other work of the loop goes on, so a
+ * server of the same runtime keeps serving) and non-blocking (`_async`:
+ * `cb` runs from the loop, never inside the call; held while a blocking
+ * call of a session or script runs the loop). A blocking call from inside
+ * a callback or host function returns LUDO_EBUSY.
+ *
+ * Keepalive: pings after ping_interval_ms without a frame from the server,
+ * and the connection is dropped when no pong comes within
+ * pong_timeout_ms, so a dead server is noticed while a long step runs
+ * (OpenEnv issue #875).
+ *
+ * Lost connections (OpenEnv issue #1103). The server's session and its
+ * episode live as long as the WebSocket. When the connection goes (the
+ * server closed it or ended the session, the network failed, keepalive
+ * failed, a reply did not come in time):
+ *   - a call in flight fails with LUDO_EDISCONNECTED (or the code of the
+ *     error frame the server sent before closing, e.g. LUDO_ECAPACITY),
+ *     its message saying why and that the episode is gone;
+ *   - if an episode was under way (a reset had succeeded), step and state
+ *     fail the same way, sending nothing, until a reset;
+ *   - the next reset (or tool call) connects again, opening a new session,
+ *     and starts a new episode there.
+ * With no_reconnect set, a lost connection stays lost. A connection that
+ * cannot be made fails the call that needed it with LUDO_ECONNECT; the
+ * next call tries again.
+ *
+ * Error codes of every call: LUDO_EBUSY (a call in flight),
+ * LUDO_ECLOSED, LUDO_EINVAL / LUDO_EPARSE (input that is not a JSON
+ * object; nothing was sent), LUDO_ECONNECT, LUDO_EDISCONNECTED,
+ * LUDO_ENOREPLY (no reply within timeout_ms: the connection is dropped,
+ * as a late reply could not be told from the next), LUDO_ETOOBIG (a
+ * reply over max_message_bytes, or a request over the server's limit: the
+ * connection is dropped), LUDO_EPROTO (the server broke the protocol),
+ * LUDO_ECANCELED (closed meanwhile), LUDO_ENOMEM, and the server's
+ * errors: LUDO_EPARSE (INVALID_JSON),
+ * LUDO_ESCHEMA (VALIDATION_ERROR: the action does not match the schema),
+ * LUDO_ESCRIPT or the code a ludo server names (EXECUTION_ERROR:
+ * "ETIMEOUT: ..."), LUDO_ECAPACITY (CAPACITY_REACHED), LUDO_ELOAD
+ * (FACTORY_ERROR), LUDO_EDISCONNECTED (SESSION_ERROR). The message
+ * (ludo_client_errmsg, or the callback's data) keeps the server's words
+ * and names its code: "ESCHEMA: Invalid message: message: expected string,
+ * got integer (VALIDATION_ERROR)". After an error the client stays
+ * usable. */
+
+/* Fills `o` with the defaults (see ludo_client_options_t). */
+LUDO_EXTERN void ludo_client_options_init(ludo_client_options_t *o);
+
+/* Connects to the server at `url` (copied) with `o` (NULL: defaults;
+ * copied, the token too), blocking. Stores the client in *out (caller
+ * frees with ludo_client_close). Returns 0, or LUDO_EINVAL (a URL or
+ * option that cannot work, e.g. https://), LUDO_ECONNECT (no connection,
+ * or the server refused the WebSocket: a 401 without the token, say),
+ * LUDO_EBUSY (from inside a callback), LUDO_ENOMEM: then *out is NULL and
+ * ludo_runtime_errmsg(rt) says why. */
+LUDO_EXTERN int ludo_client_connect(ludo_runtime_t *rt, const char *url,
+                                    const ludo_client_options_t *o,
+                                    ludo_client_t **out);
+
+/* Connects without blocking: stores the client in *out at once (it can
+ * be closed, or given calls, while it connects: they wait for the
+ * connection) and `cb` runs from the loop with the outcome (data: the
+ * WebSocket URL, or the error message). A failed connection leaves the
+ * client usable: the next call tries again. Returns 0, or LUDO_EINVAL /
+ * LUDO_ENOMEM (*out NULL, `cb` never runs; ludo_runtime_errmsg says
+ * why). */
+LUDO_EXTERN int ludo_client_connect_async(ludo_runtime_t *rt,
+                                          const char *url,
+                                          const ludo_client_options_t *o,
+                                          ludo_client_cb cb, void *ud,
+                                          ludo_client_t **out);
+
+/* Blocking calls. Input: reset options ({"seed":1,...}, or NULL/0 for
+ * none), the action for step, {"name":"tool","arguments":{...}} for
+ * call_tool, nothing for the others. On success *out and *out_len (out_len
+ * may be NULL) receive the result, borrowed until the next call on `c` or
+ * its close:
+ *   reset, step  the server's {"observation":...,"reward":...,"done":...}
+ *   state        {"episode_id":...,"step_count":N,...}
+ *   list_tools   MCP's tools/list result {"tools":[{"name",
+ *                "description","inputSchema"}]}
+ *   call_tool    MCP's tools/call result (CallToolResult, see
+ *                ludo_session_call_tool); a tool call is not a step
+ *   info         the environment's description as ludo_env_info has it
+ *                ({"name",...,"action","observation","state"}), from the
+ *                server's GET /metadata and /schema (own connections)
+ * Returns 0 or a code listed above. */
+LUDO_EXTERN int ludo_client_reset(ludo_client_t *c, const char *json,
+                                  size_t len, const char **out,
+                                  size_t *out_len);
+LUDO_EXTERN int ludo_client_step(ludo_client_t *c, const char *json,
+                                 size_t len, const char **out,
+                                 size_t *out_len);
+LUDO_EXTERN int ludo_client_state(ludo_client_t *c, const char **out,
+                                  size_t *out_len);
+LUDO_EXTERN int ludo_client_list_tools(ludo_client_t *c, const char **out,
+                                       size_t *out_len);
+LUDO_EXTERN int ludo_client_call_tool(ludo_client_t *c, const char *json,
+                                      size_t len, const char **out,
+                                      size_t *out_len);
+LUDO_EXTERN int ludo_client_info(ludo_client_t *c, const char **out,
+                                 size_t *out_len);
+
+/* Non-blocking calls: check and copy the input, start the call and
+ * return; `cb` runs from the loop with the outcome (and counts as a call
+ * in flight for ludo_runtime_run / ludo_runtime_poll). Returns 0, or
+ * LUDO_EBUSY / LUDO_ECLOSED / LUDO_EINVAL / LUDO_EPARSE /
+ * LUDO_EDISCONNECTED (an episode lost, see above) / LUDO_ENOMEM, in which
+ * case `cb` never runs and ludo_client_errmsg says why. */
+LUDO_EXTERN int ludo_client_reset_async(ludo_client_t *c, const char *json,
+                                        size_t len, ludo_client_cb cb,
+                                        void *ud);
+LUDO_EXTERN int ludo_client_step_async(ludo_client_t *c, const char *json,
+                                       size_t len, ludo_client_cb cb,
+                                       void *ud);
+LUDO_EXTERN int ludo_client_state_async(ludo_client_t *c, ludo_client_cb cb,
+                                        void *ud);
+LUDO_EXTERN int ludo_client_list_tools_async(ludo_client_t *c,
+                                             ludo_client_cb cb, void *ud);
+LUDO_EXTERN int ludo_client_call_tool_async(ludo_client_t *c,
+                                            const char *json, size_t len,
+                                            ludo_client_cb cb, void *ud);
+LUDO_EXTERN int ludo_client_info_async(ludo_client_t *c, ludo_client_cb cb,
+                                       void *ud);
+
+/* Closes the client: a call in flight completes at once (its callback
+ * runs inside this with LUDO_ECANCELED, or with its outcome when that had
+ * come); then, from the loop, the server is told ({"type":"close"} and
+ * the WebSocket's closing handshake, bounded by 5 s) and the memory is
+ * released. Accepts NULL. Fine from inside the client's own callback. `c`
+ * is invalid after this. ludo_runtime_free closes every client left (a
+ * call in flight completes with LUDO_ECANCELED) without waiting for the
+ * server. */
+LUDO_EXTERN void ludo_client_close(ludo_client_t *c);
+
+/* The same, and `cb(ud)` runs from the loop once everything is released
+ * (a call in flight meanwhile for ludo_runtime_run). Returns 0 or
+ * LUDO_EINVAL (`c` NULL). */
+LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
+                                        void (*cb)(void *ud), void *ud);
+
+/* Message for the client's last failed call ("" before any), e.g.
+ * "EDISCONNECTED: the connection to ws://127.0.0.1:8000/ws closed (1000)
+ * during step; ...". Borrowed until the next call on `c`. Never NULL. */
+LUDO_EXTERN const char *ludo_client_errmsg(const ludo_client_t *c);
+
+/* The WebSocket URL the client uses ("ws://host:8000/ws"). Borrowed until
+ * close. */
+LUDO_EXTERN const char *ludo_client_url(const ludo_client_t *c);
+
+/* Host data slot: the library never touches it. */
+LUDO_EXTERN void ludo_client_set_data(ludo_client_t *c, void *data);
+LUDO_EXTERN void *ludo_client_get_data(const ludo_client_t *c);
+
 /* ---- scripts ---------------------------------------------------------
  * A script is a Lua module in a sandboxed state of its own, with the same
  * sandbox, memory cap and CPU budget as a session: an agent's policy, a

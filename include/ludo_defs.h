@@ -24,16 +24,21 @@
 #define LUDO_ERRNO_MAP(X)                                                    \
   X(EIO, -100, "input/output error")                                         \
   X(ENOENT, -101, "no such file or module")                                  \
+  X(ECONNECT, -102, "cannot connect to the server")                          \
+  X(EDISCONNECTED, -103, "the connection to the server was lost")            \
+  X(ENOREPLY, -104, "the server did not reply in time")                      \
   X(EPARSE, -200, "malformed JSON")                                          \
   X(ESCHEMA, -201, "value does not match the declared schema")               \
   X(EVALUE, -202, "value cannot be represented as JSON")                     \
   X(ETOOBIG, -203, "input larger than the configured limit")                 \
+  X(EPROTO, -204, "the server broke the protocol")                           \
   X(EINVAL, -300, "invalid argument")                                        \
   X(EBUSY, -301, "a call is already in progress")                            \
   X(ECLOSED, -302, "session or runtime is closed")                           \
   X(ECANCELED, -303, "call was cancelled")                                   \
   X(ENOTSUP, -304, "not offered by the environment")                         \
   X(ERANGE, -305, "index out of range")                                      \
+  X(ECAPACITY, -306, "the server is at capacity")                            \
   X(ESCRIPT, -400, "error raised by Lua code")                               \
   X(ELOAD, -401, "environment module failed to load")                        \
   X(ENOMEM, -500, "memory limit exceeded")                                   \
@@ -101,6 +106,13 @@ typedef struct ludo_options_s {
                               long before yielding to the loop (the call
                               goes on in the next pass); 0: no slicing.
                               Default 0. Polls use their own budget. */
+  unsigned lua_client;     /* where Lua may require("ludo.client") and
+                              reach OpenEnv servers over the network:
+                              LUDO_LUA_CLIENT_SCRIPTS (scripts: policies,
+                              tools run by ludo_script_open),
+                              LUDO_LUA_CLIENT_SESSIONS (environment code:
+                              leaves the sandbox, docs/sandbox.md).
+                              Default 0: nowhere */
 } ludo_options_t;
 
 /* Servers on several threads (workers) serving one environment on one
@@ -109,6 +121,10 @@ typedef struct ludo_server_group_s ludo_server_group_t;
 
 /* The most servers a group holds. */
 #define LUDO_SERVER_MAX_WORKERS 1024
+
+/* Flags of ludo_options_t.lua_client. */
+#define LUDO_LUA_CLIENT_SCRIPTS 1u
+#define LUDO_LUA_CLIENT_SESSIONS 2u
 
 /* Options of an OpenEnv server (ludo_server_new). Initialise with
  * ludo_server_options_init(); a field left 0 takes its default. */
@@ -158,6 +174,35 @@ typedef struct ludo_server_options_s {
 } ludo_server_options_t;
 
 typedef struct ludo_server_s ludo_server_t;
+
+/* Options of a client of an OpenEnv server (ludo_client_connect).
+ * Initialise with ludo_client_options_init(); a field left 0 takes its
+ * default. */
+typedef struct ludo_client_options_s {
+  uint32_t connect_timeout_ms; /* resolving the name, connecting and the
+                                  WebSocket handshake: default 10000 */
+  uint32_t timeout_ms;         /* waiting for a reply: default 60000;
+                                  UINT32_MAX: no limit. A call that runs
+                                  out of it fails with LUDO_ENOREPLY and
+                                  the connection is dropped */
+  uint32_t ping_interval_ms;   /* keepalive pings after this long without
+                                  a frame from the server: default 20000;
+                                  UINT32_MAX: none (tunnels that drop
+                                  pings, OpenEnv issue #875) */
+  uint32_t pong_timeout_ms;    /* the server must answer a ping within:
+                                  default 20000 */
+  size_t max_message_bytes;    /* the largest reply accepted: default
+                                  100 MiB, as OpenEnv's client */
+  const char *token;           /* sent as "Authorization: Bearer <token>"
+                                  (ludo serve --token); copied; NULL:
+                                  none */
+  int no_reconnect;            /* 1: once the connection is lost, every
+                                  call fails with LUDO_EDISCONNECTED
+                                  (default 0: the next reset, or tool call,
+                                  connects again) */
+} ludo_client_options_t;
+
+typedef struct ludo_client_s ludo_client_t;
 
 /* Memory figures of a runtime. */
 typedef struct ludo_stats_s {
@@ -233,6 +278,13 @@ typedef void (*ludo_open_cb)(ludo_session_t *s, int status, void *ud);
 
 /* Completion of ludo_session_close_async; the session is gone. */
 typedef void (*ludo_close_cb)(int status, void *ud);
+
+/* Completion of a client call (ludo_client_*_async): `status` 0 or a
+ * negative code; on success `data` is the result JSON, on failure the
+ * error message (also in ludo_client_errmsg). Borrowed until the callback
+ * returns. The callback may start the next call on `c`, or close it. */
+typedef void (*ludo_client_cb)(ludo_client_t *c, int status,
+                               const char *data, size_t len, void *ud);
 
 /* One result of a batched step: the i-th session's status and result (or
  * error message), borrowed until the callback returns. */

@@ -7,6 +7,7 @@
 
 #include "base/errors.h"
 #include "env/env.h"
+#include "net/client.h"
 #include "serve/serve.h"
 
 
@@ -29,16 +30,28 @@ LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *o) {
   memset(o, 0, sizeof *o);
 }
 
+/* The Lua face of the client (net/lclient.c): every runtime's states may
+ * require it, and it decides where it may run (ludo_options_t.lua_client). */
+LUDO_EXTERN int luaopen_ludo_client(lua_State *L);
+
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts) {
   ludo_options_t def;
+  int rc;
   if (out == NULL) return LUDO_EINVAL;
   *out = NULL;
   if (opts == NULL) {
     ludo_options_init(&def);
     opts = &def;
   }
-  return ludo__runtime_new(out, opts);
+  rc = ludo__runtime_new(out, opts);
+  if (rc == 0 && ludo__registry_add(&(*out)->core.cmods, "ludo.client",
+                                    luaopen_ludo_client, NULL) != 0) {
+    ludo__runtime_free(*out);
+    *out = NULL;
+    return LUDO_ENOMEM;
+  }
+  return rc;
 }
 
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {
@@ -370,4 +383,208 @@ LUDO_EXTERN int ludo_server_group_new(unsigned workers,
 
 LUDO_EXTERN void ludo_server_group_free(ludo_server_group_t *g) {
   ludo__serve_group_free((ludo__serve_group_t *)g);
+}
+
+/* ---- clients ----------------------------------------------------------- */
+
+/* A ludo_client_t is the net layer's client (net/client.h), counting its
+ * non-blocking calls in the runtime's calls in flight. */
+
+LUDO_EXTERN void ludo_client_options_init(ludo_client_options_t *o) {
+  if (o) ludo__client_options_init(o);
+}
+
+static int client_new(ludo_runtime_t *rt, const char *url,
+                      const ludo_client_options_t *o, ludo_client_t **out) {
+  char err[512];
+  int rc;
+  rt->errmsg[0] = '\0';
+  rc = ludo__client_new(&rt->core, &rt->calls, url, o, out, err, sizeof err);
+  if (rc != 0)
+    ludo__runtime_seterr(rt, "%s: %s", ludo_err_name(rc), err);
+  return rc;
+}
+
+LUDO_EXTERN int ludo_client_connect(ludo_runtime_t *rt, const char *url,
+                                    const ludo_client_options_t *o,
+                                    ludo_client_t **out) {
+  ludo_client_t *c;
+  int rc;
+  if (out != NULL) *out = NULL;
+  if (rt == NULL || url == NULL || out == NULL) return LUDO_EINVAL;
+  if (!ludo__runtime_may_block(rt)) {
+    ludo__runtime_seterr(rt, "EBUSY: a blocking connect cannot be made "
+                             "from inside a callback or a host function");
+    return LUDO_EBUSY;
+  }
+  rc = client_new(rt, url, o, &c);
+  if (rc != 0) return rc;
+  rc = ludo__client_call(c, LUDO__CL_CONNECT, NULL, 0, NULL, NULL, NULL,
+                         NULL);
+  if (rc != 0) {
+    ludo__runtime_seterr(rt, "%s", ludo__client_errmsg(c));
+    ludo__client_close(c, NULL, NULL);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+LUDO_EXTERN int ludo_client_connect_async(ludo_runtime_t *rt,
+                                          const char *url,
+                                          const ludo_client_options_t *o,
+                                          ludo_client_cb cb, void *ud,
+                                          ludo_client_t **out) {
+  ludo_client_t *c;
+  int rc;
+  if (out != NULL) *out = NULL;
+  if (rt == NULL || url == NULL || cb == NULL || out == NULL)
+    return LUDO_EINVAL;
+  rc = client_new(rt, url, o, &c);
+  if (rc != 0) return rc;
+  rc = ludo__client_call(c, LUDO__CL_CONNECT, NULL, 0, cb, ud, NULL, NULL);
+  if (rc != 0) {
+    ludo__runtime_seterr(rt, "%s", ludo__client_errmsg(c));
+    ludo__client_close(c, NULL, NULL);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* A blocking call of kind `kind`. */
+static int client_call(ludo_client_t *c, int kind, const char *json,
+                       size_t len, const char **out, size_t *out_len) {
+  if (c == NULL || out == NULL) return LUDO_EINVAL;
+  return ludo__client_call(c, kind, json, len, NULL, NULL, out, out_len);
+}
+
+/* A non-blocking call of kind `kind`. */
+static int client_call_async(ludo_client_t *c, int kind, const char *json,
+                             size_t len, ludo_client_cb cb, void *ud) {
+  if (c == NULL || cb == NULL) return LUDO_EINVAL;
+  return ludo__client_call(c, kind, json, len, cb, ud, NULL, NULL);
+}
+
+LUDO_EXTERN int ludo_client_reset(ludo_client_t *c, const char *json,
+                                  size_t len, const char **out,
+                                  size_t *out_len) {
+  return client_call(c, LUDO__CP_RESET, json, len, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_step(ludo_client_t *c, const char *json,
+                                 size_t len, const char **out,
+                                 size_t *out_len) {
+  return client_call(c, LUDO__CP_STEP, json, len, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_state(ludo_client_t *c, const char **out,
+                                  size_t *out_len) {
+  return client_call(c, LUDO__CP_STATE, NULL, 0, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_list_tools(ludo_client_t *c, const char **out,
+                                       size_t *out_len) {
+  return client_call(c, LUDO__CP_TOOLS, NULL, 0, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_call_tool(ludo_client_t *c, const char *json,
+                                      size_t len, const char **out,
+                                      size_t *out_len) {
+  return client_call(c, LUDO__CP_CALL_TOOL, json, len, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_info(ludo_client_t *c, const char **out,
+                                 size_t *out_len) {
+  return client_call(c, LUDO__CL_INFO, NULL, 0, out, out_len);
+}
+
+LUDO_EXTERN int ludo_client_reset_async(ludo_client_t *c, const char *json,
+                                        size_t len, ludo_client_cb cb,
+                                        void *ud) {
+  return client_call_async(c, LUDO__CP_RESET, json, len, cb, ud);
+}
+
+LUDO_EXTERN int ludo_client_step_async(ludo_client_t *c, const char *json,
+                                       size_t len, ludo_client_cb cb,
+                                       void *ud) {
+  return client_call_async(c, LUDO__CP_STEP, json, len, cb, ud);
+}
+
+LUDO_EXTERN int ludo_client_state_async(ludo_client_t *c, ludo_client_cb cb,
+                                        void *ud) {
+  return client_call_async(c, LUDO__CP_STATE, NULL, 0, cb, ud);
+}
+
+LUDO_EXTERN int ludo_client_list_tools_async(ludo_client_t *c,
+                                             ludo_client_cb cb, void *ud) {
+  return client_call_async(c, LUDO__CP_TOOLS, NULL, 0, cb, ud);
+}
+
+LUDO_EXTERN int ludo_client_call_tool_async(ludo_client_t *c,
+                                            const char *json, size_t len,
+                                            ludo_client_cb cb, void *ud) {
+  return client_call_async(c, LUDO__CP_CALL_TOOL, json, len, cb, ud);
+}
+
+LUDO_EXTERN int ludo_client_info_async(ludo_client_t *c, ludo_client_cb cb,
+                                       void *ud) {
+  return client_call_async(c, LUDO__CL_INFO, NULL, 0, cb, ud);
+}
+
+LUDO_EXTERN void ludo_client_close(ludo_client_t *c) {
+  if (c != NULL) ludo__client_close(c, NULL, NULL);
+}
+
+/* The host's close callback, counted as a call in flight. */
+typedef struct {
+  ludo__alloc_t *heap;
+  unsigned *calls;
+  void (*cb)(void *ud);
+  void *ud;
+} client_closing_t;
+
+static void client_closed(void *p) {
+  client_closing_t w = *(client_closing_t *)p;
+  ludo__free(w.heap, p, sizeof w);
+  (*w.calls)--;
+  w.cb(w.ud);
+}
+
+LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
+                                        void (*cb)(void *ud), void *ud) {
+  client_closing_t *w;
+  if (c == NULL) return LUDO_EINVAL;
+  if (cb == NULL || c->closing) {
+    ludo__client_close(c, NULL, NULL);
+    return 0;
+  }
+  w = ludo__malloc(&c->core->heap, sizeof *w);
+  if (w == NULL) {
+    ludo__client_close(c, NULL, NULL); /* closes anyway, unannounced */
+    return LUDO_ENOMEM;
+  }
+  w->heap = &c->core->heap;
+  w->calls = c->inflight;
+  w->cb = cb;
+  w->ud = ud;
+  (*w->calls)++;
+  ludo__client_close(c, client_closed, w);
+  return 0;
+}
+
+LUDO_EXTERN const char *ludo_client_errmsg(const ludo_client_t *c) {
+  return c ? ludo__client_errmsg(c) : "EINVAL: no client";
+}
+
+LUDO_EXTERN const char *ludo_client_url(const ludo_client_t *c) {
+  return c ? c->url.ws : "";
+}
+
+LUDO_EXTERN void ludo_client_set_data(ludo_client_t *c, void *data) {
+  if (c) c->data = data;
+}
+
+LUDO_EXTERN void *ludo_client_get_data(const ludo_client_t *c) {
+  return c ? c->data : NULL;
 }

@@ -42,10 +42,11 @@ for f in $(find runtime -name '*.[ch]' | sort); do
   done < <(sed -n 's/^#include "\(.*\)"/\1/p' "$f")
 done
 # The transport of runtime/net (byte stream, HTTP/1.1, WebSocket, TCP
-# server) knows no Lua, sessions or OpenEnv: it uses base/, core/ and its
-# own headers only, so the protocol layers above it (OpenEnv routes, MCP)
-# build on it, never the other way round.
-TRANSPORT="conn http response ws handshake server"
+# server, and the client's: outgoing connections, responses read, URLs,
+# GETs) knows no Lua, sessions or OpenEnv: it uses base/, core/ and its
+# own headers only, so the protocol layers above it (OpenEnv routes, MCP,
+# the OpenEnv client) build on it, never the other way round.
+TRANSPORT="conn http response ws handshake server dial reply url fetch"
 for f in $(find runtime/net -name '*.[ch]' 2>/dev/null | sort); do
   stem=$(basename "$f"); stem=${stem%.*}
   case " $TRANSPORT " in *" $stem "*) ;; *) continue ;; esac

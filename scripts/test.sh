@@ -239,7 +239,8 @@ if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
            core_free_with_pending_lifecycle async_runtime_free_in_flight \
            reenter_close_self batch_async alloc_fault_injection \
            http_abort_pending ws_upgrade_pipelined net_socket_ws_echo \
-           net_socket_server_close; do
+           net_socket_server_close client_calls client_reconnect \
+           client_close_in_flight; do
     check "valgrind: $t" env LUDO_CTEST_TIMEOUT=300 valgrind --quiet \
       --trace-children=yes --leak-check=full \
       --errors-for-leak-kinds=definite --error-exitcode=99 \
@@ -263,7 +264,7 @@ fi
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke"
   if make --no-print-directory fuzz-build >/tmp/ludo-fuzz-build.out 2>&1; then
-    for t in json schema step re pattern net; do
+    for t in json schema step re pattern net client; do
       check "fuzz_$t runs 5 s without a crash" make --no-print-directory \
         fuzz FUZZ_NAMES=$t FUZZ_SECONDS=5
     done

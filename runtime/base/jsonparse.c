@@ -299,6 +299,11 @@ static int unescape(parser_t *ps, pos_t p, pos_t q, char *o, size_t *olen) {
   return 0;
 }
 
+/* Tells the caller where the parser is (cb->pos), before a callback. */
+static void mark(const parser_t *ps) {
+  if (ps->cb->pos) *ps->cb->pos = (size_t)(ps->p - ps->s);
+}
+
 /* Parses the string at ps->p and reports it as a key or a string value. */
 static int parse_string(parser_t *ps, int is_key) {
   int (*fn)(void *, const char *, size_t) =
@@ -319,6 +324,7 @@ static int parse_string(parser_t *ps, int is_key) {
     text = o;
   }
   ps->p = q + 1;
+  mark(ps);
   return fn ? stopped(ps, start, fn(ps->ud, text, len)) : 0;
 }
 
@@ -472,6 +478,7 @@ static int parse_number(parser_t *ps) {
   if (scan_number(ps, &n, &tend) != 0)
     return fail_near(ps, start, "invalid number");
   ps->p = tend;
+  mark(ps);
   if (n.is_real) return report_real(ps, &n, start, tend);
   return report_integer(ps, &n, start);
 }
@@ -492,6 +499,7 @@ static int parse_literal(parser_t *ps) {
   if (n == 0 || (left > n && is_word(p[n])))
     return fail_near(ps, p, "invalid token");
   ps->p = p + n;
+  mark(ps);
   if (kind == 'n' && ps->cb->null_value)
     rc = ps->cb->null_value(ps->ud);
   else if (kind != 'n' && ps->cb->boolean)
@@ -511,6 +519,7 @@ static int open_container(parser_t *ps, int is_obj) {
   if (d >= ps->maxdepth)
     return fail(ps, LUDO_EPARSE, LUDO__JSONPARSE_EDEPTH, at,
                 "nesting deeper than %d", ps->maxdepth);
+  mark(ps);
   if (is_obj)
     rc = ps->cb->begin_object ? ps->cb->begin_object(ps->ud) : 0;
   else
@@ -531,6 +540,7 @@ static int close_container(parser_t *ps) {
   int rc, is_obj = top_is_object(ps);
   ps->depth--;
   ps->p++;
+  mark(ps);
   if (is_obj)
     rc = ps->cb->end_object ? ps->cb->end_object(ps->ud) : 0;
   else

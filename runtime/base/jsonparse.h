@@ -72,6 +72,12 @@ typedef struct ludo__jsonparse_cb_s {
   /* Called about every LUDO__JSONPARSE_TICK bytes of input, with the
    * offset reached, so the caller can enforce a CPU budget. */
   int (*tick)(void *ud, size_t offset);
+  /* When not NULL, the parser stores here, before each callback but
+   * `scratch` and `tick`, the byte offset it reached: just past the token
+   * reported (a scalar, a key, a closing bracket), or at the opening
+   * bracket for begin_object and begin_array. With it a caller finds the
+   * raw text of a value (base/jsonraw.h). */
+  size_t *pos;
 } ludo__jsonparse_cb_t;
 
 /* Parses the `len` bytes at `s` (borrowed; no NUL needed) as one JSON text,

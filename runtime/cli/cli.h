@@ -72,6 +72,7 @@ void ludo__cli_help_options(const ludo__cli_cmd_t *cmd, FILE *f);
 /* The commands (one file each). */
 extern const ludo__cli_cmd_t ludo__cli_cmd_run;
 extern const ludo__cli_cmd_t ludo__cli_cmd_serve;
+extern const ludo__cli_cmd_t ludo__cli_cmd_client;
 
 /* ---- host libraries (hostlib.c) ---------------------------------------
  * The one place where the commands that run environments (run; later

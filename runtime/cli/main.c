@@ -114,9 +114,10 @@ static const ludo__cli_cmd_t cmd_lua_path_def = {
     "lua-path", "",
     "print LUA_PATH/LUA_CPATH for stock lua5.4 and busted",
     "Prints shell lines that point LUA_PATH at ludo's Lua modules and\n"
-    "LUA_CPATH at its Lua C modules (ludo.json, ludo.re, ludo.host), so\n"
-    "`require(\"ludo.rubrics\")` and `require(\"ludo.json\")` work in a stock\n"
-    "lua5.4 and in `busted --lua=lua5.4`:\n"
+    "LUA_CPATH at its Lua C modules (ludo.json, ludo.re, ludo.host,\n"
+    "ludo.client), so `require(\"ludo.rubrics\")` and\n"
+    "`require(\"ludo.json\")` work in a stock lua5.4 and in\n"
+    "`busted --lua=lua5.4`:\n"
     "\n"
     "  eval \"$(ludo lua-path)\"\n",
     lua_path_opts, NULL, cmd_lua_path};
@@ -135,7 +136,8 @@ static const ludo__cli_cmd_t cmd_help_def = {
     help_opts, NULL, cmd_help};
 
 static const ludo__cli_cmd_t *const commands[] = {
-    &ludo__cli_cmd_run, &ludo__cli_cmd_serve, &cmd_lua_path_def,
+    &ludo__cli_cmd_run, &ludo__cli_cmd_serve, &ludo__cli_cmd_client,
+    &cmd_lua_path_def,
     &cmd_help_def, NULL};
 
 enum { TOP_VERSION = 2 };

@@ -1,4 +1,5 @@
-/* run.c - `ludo run ENV`: runs episodes in-process with a Lua policy. */
+/* run.c - `ludo run ENV`: runs episodes with a Lua policy, in-process, or
+ * against an OpenEnv server when ENV is its URL (ludo's client). */
 #include <errno.h>
 #include <stddef.h>
 #include <jansson.h>
@@ -102,16 +103,17 @@ static void read_result(const char *json, size_t len, double *reward,
 
 /* What `ludo run` was asked to do. */
 typedef struct {
-  const char *env_path, *policy_file, *trace_path, *host_lib;
+  const char *env_path, *policy_file, *trace_path, *host_lib, *token;
   long long episodes, seed, max_steps, budget_ms, cap_mb;
-  int as_json, verbose, strict, no_host_lib;
+  int as_json, verbose, strict, no_host_lib, allow_client;
+  int remote;                  /* env_path is a server's URL */
   FILE *trace;
 } run_args_t;
 
 enum {
   OPT_EPISODES = 2, OPT_SEED, OPT_POLICY, OPT_MAX_STEPS, OPT_CPU_BUDGET,
   OPT_MEMORY_CAP, OPT_JSON, OPT_TRACE, OPT_VERBOSE, OPT_STRICT,
-  OPT_NO_STRICT, OPT_HOST_LIB, OPT_NO_HOST_LIB
+  OPT_NO_STRICT, OPT_HOST_LIB, OPT_NO_HOST_LIB, OPT_TOKEN, OPT_ALLOW_CLIENT
 };
 
 static const ludo__cli_opt_t run_opts[] = {
@@ -146,6 +148,13 @@ static const ludo__cli_opt_t run_opts[] = {
     {OPT_NO_HOST_LIB, "--no-host-lib", NULL, NULL,
      "never load native code: fail when the\n"
      "environment's manifest.json names a host library"},
+    {OPT_TOKEN, "--token", NULL, "T",
+     "with a server's URL: send 'Authorization: Bearer\n"
+     "T' (default: $LUDO_TOKEN, else none)"},
+    {OPT_ALLOW_CLIENT, "--allow-client", NULL, NULL,
+     "let the policy require(\"ludo.client\") and reach\n"
+     "OpenEnv servers over the network (off: the\n"
+     "policy stays sandboxed)"},
     {OPT_JSON, "--json", NULL, NULL, "print one JSON object per episode"},
     {OPT_TRACE, "--trace", NULL, "FILE",
      "write one JSON line per reset and step (episode,\n"
@@ -205,6 +214,8 @@ static int apply(run_args_t *ra, int id, const char *val) {
     case OPT_STRICT: ra->strict = 1; break;
     case OPT_NO_STRICT: ra->strict = 0; break;
     case OPT_NO_HOST_LIB: ra->no_host_lib = 1; break;
+    case OPT_TOKEN: ra->token = val; break;
+    case OPT_ALLOW_CLIENT: ra->allow_client = 1; break;
     default: break;
   }
   return 0;
@@ -222,6 +233,7 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   ra->budget_ms = 10000;
   ra->cap_mb = 64;
   ra->strict = 1;
+  ra->token = getenv("LUDO_TOKEN");
   while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
          LUDO__CLI_END) {
     if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
@@ -246,7 +258,39 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
     ludo__cli_error("--host-lib and --no-host-lib contradict each other");
     return LUDO__CLI_USAGE;
   }
+  ra->remote = strncmp(ra->env_path, "http://", 7) == 0 ||
+               strncmp(ra->env_path, "https://", 8) == 0 ||
+               strncmp(ra->env_path, "ws://", 5) == 0 ||
+               strncmp(ra->env_path, "wss://", 6) == 0;
+  if (ra->remote && ra->host_lib != NULL) {
+    ludo__cli_error("--host-lib loads native code for a local environment, "
+                    "not for a server at %s", ra->env_path);
+    return LUDO__CLI_USAGE;
+  }
   return -1;
+}
+
+/* Where episodes run: a session of this process, or a server's (through
+ * one client, whose reset reconnects after a lost connection). */
+typedef struct {
+  ludo_session_t *s;
+  ludo_client_t *c;
+} target_t;
+
+static int target_reset(target_t *t, const char *json, size_t len,
+                        const char **out, size_t *out_len) {
+  return t->c ? ludo_client_reset(t->c, json, len, out, out_len)
+              : ludo_session_reset(t->s, json, len, out, out_len);
+}
+
+static int target_step(target_t *t, const char *json, size_t len,
+                       const char **out, size_t *out_len) {
+  return t->c ? ludo_client_step(t->c, json, len, out, out_len)
+              : ludo_session_step(t->s, json, len, out, out_len);
+}
+
+static const char *target_errmsg(const target_t *t) {
+  return t->c ? ludo_client_errmsg(t->c) : ludo_session_errmsg(t->s);
 }
 
 /* One episode's outcome. */
@@ -289,7 +333,7 @@ static void trace_step(const run_args_t *ra, int i, long long step,
 }
 
 /* Resets the session and tells the policy. */
-static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
+static int episode_reset(const run_args_t *ra, int i, target_t *s,
                          policy_t *pol, const char **out, size_t *out_len,
                          episode_t *ep) {
   char reset_json[64];
@@ -299,9 +343,9 @@ static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
     snprintf(reset_json, sizeof reset_json, "{\"seed\":%lld}", ra->seed + i);
   else
     strcpy(reset_json, "{}");
-  if (ludo_session_reset(s, reset_json, strlen(reset_json), out, out_len)) {
-    episode_fail(ep, ludo_session_errmsg(s));
-    ludo__cli_error("episode %d: reset: %s", i + 1, ludo_session_errmsg(s));
+  if (target_reset(s, reset_json, strlen(reset_json), out, out_len)) {
+    episode_fail(ep, target_errmsg(s));
+    ludo__cli_error("episode %d: reset: %s", i + 1, target_errmsg(s));
     return -1;
   }
   trace_step(ra, i, 0, "null", 4, *out, *out_len);
@@ -320,7 +364,7 @@ static int episode_reset(const run_args_t *ra, int i, ludo_session_t *s,
 }
 
 /* One step: the policy's action for the last result, then the step. */
-static int episode_step(const run_args_t *ra, int i, ludo_session_t *s,
+static int episode_step(const run_args_t *ra, int i, target_t *s,
                         policy_t *pol, const char **out, size_t *out_len,
                         double *r, int *has_r, episode_t *ep) {
   const char *action;
@@ -335,10 +379,10 @@ static int episode_step(const run_args_t *ra, int i, ludo_session_t *s,
     episode_fail(ep, ludo_script_errmsg(pol->sc));
     return -1;
   }
-  if (ludo_session_step(s, action, alen, out, out_len) != 0) {
-    episode_fail(ep, ludo_session_errmsg(s));
+  if (target_step(s, action, alen, out, out_len) != 0) {
+    episode_fail(ep, target_errmsg(s));
     ludo__cli_error("episode %d: step %lld: %s", i + 1, ep->steps + 1,
-                    ludo_session_errmsg(s));
+                    target_errmsg(s));
     return -1;
   }
   ep->steps++;
@@ -348,7 +392,7 @@ static int episode_step(const run_args_t *ra, int i, ludo_session_t *s,
   return 0;
 }
 
-static void print_episode(const run_args_t *ra, int i, ludo_session_t *s,
+static void print_episode(const run_args_t *ra, int i, const target_t *t,
                           const episode_t *ep) {
   char total[40];
   fmt_float(total, sizeof total, ep->total);
@@ -358,11 +402,17 @@ static void print_episode(const run_args_t *ra, int i, ludo_session_t *s,
       ludo__cli_buf_json_string(&why, ep->why);
     else
       ludo__cli_buf_printf(&why, "null");
-    printf("{\"episode\":%d,\"session\":\"%s\",\"steps\":%lld,"
+    ludo__cli_buf_t sid = {0};
+    if (t->s != NULL)
+      ludo__cli_buf_json_string(&sid, ludo_session_id(t->s));
+    else
+      ludo__cli_buf_printf(&sid, "null"); /* the server's, unknown here */
+    printf("{\"episode\":%d,\"session\":%s,\"steps\":%lld,"
            "\"total_reward\":%s,\"done\":%s,\"failed\":%s,\"error\":%s}\n",
-           i + 1, ludo_session_id(s), ep->steps, total,
+           i + 1, sid.p, ep->steps, total,
            ep->done ? "true" : "false", ep->err ? "true" : "false", why.p);
     ludo__cli_buf_free(&why);
+    ludo__cli_buf_free(&sid);
   } else if (ep->err) {
     printf("episode %d: FAILED after %lld steps: %s\n", i + 1, ep->steps,
            ep->why);
@@ -373,30 +423,32 @@ static void print_episode(const run_args_t *ra, int i, ludo_session_t *s,
   }
 }
 
-/* Runs episode i on a new session. Returns -1 when no session opens. */
+/* Runs episode i on a new session, or on the server's through `c`.
+ * Returns -1 when no session opens. */
 static int run_episode(const run_args_t *ra, int i, ludo_env_t *env,
-                       ludo_runtime_t *rt, policy_t *pol, episode_t *ep) {
-  ludo_session_t *s;
+                       ludo_client_t *c, ludo_runtime_t *rt, policy_t *pol,
+                       episode_t *ep) {
+  target_t t = {NULL, c};
   const char *out = NULL;
   size_t out_len = 0;
   double r = 0;
   int has_r = 0;
   memset(ep, 0, sizeof *ep);
-  if (ludo_session_open(env, &s) != 0) {
+  if (c == NULL && ludo_session_open(env, &t.s) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(rt));
     return -1;
   }
-  if (ludo_session_set_strict(s, ra->strict) != 0) { /* a fresh session */
-    ludo__cli_error("cannot set strict mode");
-    ludo_session_close(s);
+  if (t.s != NULL && ludo_session_set_strict(t.s, ra->strict) != 0) {
+    ludo__cli_error("cannot set strict mode"); /* (a fresh session) */
+    ludo_session_close(t.s);
     return -1;
   }
-  ep->err = episode_reset(ra, i, s, pol, &out, &out_len, ep) != 0;
+  ep->err = episode_reset(ra, i, &t, pol, &out, &out_len, ep) != 0;
   while (!ep->err && !ep->done && ep->steps < ra->max_steps)
-    ep->err = episode_step(ra, i, s, pol, &out, &out_len, &r, &has_r,
+    ep->err = episode_step(ra, i, &t, pol, &out, &out_len, &r, &has_r,
                            ep) != 0;
-  print_episode(ra, i, s, ep);
-  ludo_session_close(s);
+  print_episode(ra, i, &t, ep);
+  ludo_session_close(t.s);
   return 0;
 }
 
@@ -418,10 +470,12 @@ static void verbose_log(void *ud, ludo_log_level_t level, const char *who,
 }
 
 /* The runtime (with the environment's host library), the environment
- * and the policy of a run. */
+ * (or a client of the server at its URL) and the policy of a run. */
 static int open_run(const run_args_t *ra, ludo__cli_hostlib_t *lib,
-                    ludo_runtime_t **rt, ludo_env_t **env, policy_t *pol) {
+                    ludo_runtime_t **rt, ludo_env_t **env, ludo_client_t **c,
+                    policy_t *pol) {
   ludo_options_t opts;
+  ludo_client_options_t copts;
   const char *info;
   size_t info_len;
   int rc;
@@ -434,6 +488,24 @@ static int open_run(const run_args_t *ra, ludo__cli_hostlib_t *lib,
   opts.prewarm = 1;
   opts.cpu_budget_ms = (uint32_t)ra->budget_ms;
   opts.memory_cap = (size_t)ra->cap_mb << 20;
+  if (ra->allow_client) opts.lua_client = LUDO_LUA_CLIENT_SCRIPTS;
+  if (ra->remote) {
+    if ((rc = ludo_runtime_new(rt, &opts)) != 0) {
+      ludo__cli_error("cannot start: %s", ludo_strerror(rc));
+      return -1;
+    }
+    ludo_client_options_init(&copts);
+    copts.token = ra->token && *ra->token ? ra->token : NULL;
+    if (ludo_client_connect(*rt, ra->env_path, &copts, c) != 0) {
+      ludo__cli_error("%s", ludo_runtime_errmsg(*rt));
+      return -1;
+    }
+    if (ludo_client_info(*c, &info, &info_len) != 0) {
+      ludo__cli_error("%s", ludo_client_errmsg(*c));
+      return -1;
+    }
+    return policy_open(pol, *rt, ra->policy_file, info, info_len);
+  }
   if (ludo__cli_hostlib_open(lib, ra->env_path, ra->host_lib,
                              ra->no_host_lib) != 0)
     return -1;
@@ -453,8 +525,9 @@ static int open_run(const run_args_t *ra, ludo__cli_hostlib_t *lib,
 /* Frees what open_run made, the host library last (the runtime's
  * states hold its functions until the runtime is freed). */
 static void close_run(ludo__cli_hostlib_t *lib, ludo_runtime_t *rt,
-                      policy_t *pol) {
+                      ludo_client_t *c, policy_t *pol) {
   policy_close(pol);
+  ludo_client_close(c);
   ludo_runtime_free(rt);
   ludo__cli_hostlib_close(lib);
 }
@@ -464,14 +537,15 @@ static int cmd_run(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
   ludo__cli_hostlib_t lib;
   ludo_runtime_t *rt = NULL;
   ludo_env_t *env = NULL;
+  ludo_client_t *c = NULL;
   policy_t pol;
   double sum_reward = 0;
   int i, failures = 0, rc = parse_args(cmd, argc, argv, &ra);
   if (rc >= 0) return rc;
   memset(&pol, 0, sizeof pol);
   memset(&lib, 0, sizeof lib);
-  if (open_run(&ra, &lib, &rt, &env, &pol) != 0) {
-    close_run(&lib, rt, &pol);
+  if (open_run(&ra, &lib, &rt, &env, &c, &pol) != 0) {
+    close_run(&lib, rt, c, &pol);
     return 1;
   }
   if (ra.trace_path != NULL) {
@@ -479,14 +553,14 @@ static int cmd_run(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
                                                : fopen(ra.trace_path, "w");
     if (ra.trace == NULL) {
       ludo__cli_error("--trace: cannot write %s", ra.trace_path);
-      close_run(&lib, rt, &pol);
+      close_run(&lib, rt, c, &pol);
       return 1;
     }
   }
   for (i = 0; i < ra.episodes; i++) {
     episode_t ep;
     current_episode = i + 1;
-    if (run_episode(&ra, i, env, rt, &pol, &ep) != 0) {
+    if (run_episode(&ra, i, env, c, rt, &pol, &ep) != 0) {
       failures++;
       break;
     }
@@ -502,15 +576,17 @@ static int cmd_run(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
            failures > 0 ? " (over the episodes that did not fail)" : "");
   }
   if (ra.trace != NULL && ra.trace != stdout) fclose(ra.trace);
-  close_run(&lib, rt, &pol);
+  close_run(&lib, rt, c, &pol);
   return failures ? 1 : 0;
 }
 
 const ludo__cli_cmd_t ludo__cli_cmd_run = {
-    "run", "ENV [options]", "run episodes in-process with a Lua policy",
+    "run", "ENV [options]", "run episodes with a Lua policy",
     "Runs episodes of the environment at ENV (a folder with env.lua, or a\n"
-    ".lua file) in-process. Each episode: reset, then step with actions\n"
-    "from the policy until done or --max-steps.\n",
+    ".lua file) in-process, or of the OpenEnv server at ENV when it is a\n"
+    "URL (http://HOST:PORT or ws://HOST:PORT/ws; ludo serve or OpenEnv's\n"
+    "own). Each episode: reset, then step with actions from the policy\n"
+    "until done or --max-steps.\n",
     run_opts,
     "An episode that fails (an error in the environment, its rubric or the\n"
     "policy, or with --strict an observation off its schema) is reported\n"
@@ -520,5 +596,11 @@ const ludo__cli_cmd_t ludo__cli_cmd_run = {
     "Host library: an environment whose host modules are C (see ludo.h)\n"
     "names a shared object in ENV/manifest.json, {\"host_lib\": \"x.so\"}:\n"
     "a path relative to ENV, or a file name looked up in ENV and then next\n"
-    "to this ludo binary. It is loaded before the environment.\n",
+    "to this ludo binary. It is loaded before the environment.\n"
+    "\n"
+    "Against a server, the environment's description comes from its\n"
+    "/metadata and /schema, the episodes share one connection (a lost one\n"
+    "fails its episode; the next reset connects again), --strict,\n"
+    "--cpu-budget and --memory-cap concern the policy only (the server has\n"
+    "its own; ludo serve --strict), and --json reports \"session\": null.\n",
     cmd_run};

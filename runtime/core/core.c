@@ -64,8 +64,14 @@ static void idle_closed(uv_handle_t *h) {
 }
 
 void ludo__core_close(ludo__core_t *c) {
+  while (c->closers) { /* each unregisters itself */
+    ludo__closer_t *cl = c->closers;
+    cl->fn(cl);
+    if (c->closers == cl) ludo__core_remove_closer(c, cl);
+  }
   c->closing = 1;
   c->ready.head = c->ready.tail = c->later.head = c->later.tail = NULL;
+  c->held.head = c->held.tail = NULL;
   if (c->has_watchdog) ludo__watchdog_free(&c->watchdog);
   ludo__codecache_free(&c->cache);
   ludo__registry_free(&c->cmods);
@@ -124,8 +130,50 @@ void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t) {
 
 void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t) {
   if (!t->queued) return;
-  if (!remove_from(&c->ready, t)) remove_from(&c->later, t);
+  if (!remove_from(&c->ready, t) && !remove_from(&c->later, t))
+    remove_from(&c->held, t);
   t->queued = 0;
+}
+
+void ludo__core_post_delivery(ludo__core_t *c, ludo__task_t *t) {
+  if (c->blocking == 0) {
+    ludo__core_post(c, t);
+    return;
+  }
+  if (t->queued || c->closing) return;
+  t->queued = 1;
+  push(&c->held, t);
+}
+
+void ludo__core_block(ludo__core_t *c) { c->blocking++; }
+
+void ludo__core_unblock(ludo__core_t *c) {
+  ludo__task_t *t;
+  if (--c->blocking > 0) return;
+  while ((t = c->held.head) != NULL) {
+    c->held.head = t->next;
+    if (c->held.head == NULL) c->held.tail = NULL;
+    t->queued = 0;
+    ludo__core_post(c, t);
+  }
+}
+
+void ludo__core_add_closer(ludo__core_t *c, ludo__closer_t *cl) {
+  cl->prev = NULL;
+  cl->next = c->closers;
+  if (c->closers) c->closers->prev = cl;
+  c->closers = cl;
+}
+
+void ludo__core_remove_closer(ludo__core_t *c, ludo__closer_t *cl) {
+  if (cl->prev)
+    cl->prev->next = cl->next;
+  else if (c->closers == cl)
+    c->closers = cl->next;
+  else
+    return; /* not registered */
+  if (cl->next) cl->next->prev = cl->prev;
+  cl->next = cl->prev = NULL;
 }
 
 int ludo__core_loop_recent(const ludo__core_t *c) {

@@ -40,6 +40,17 @@ typedef struct ludo__queue_s {
   ludo__task_t *head, *tail;
 } ludo__queue_t;
 
+/* Something of a layer above that must end before the core closes (a
+ * client's connection: its handles are on the loop), embedded in its
+ * owner. ludo__core_close calls `fn` of every closer still registered,
+ * first: `fn` starts closing its handles (their close callbacks count as
+ * usual) and unregisters itself. */
+typedef struct ludo__closer_s ludo__closer_t;
+struct ludo__closer_s {
+  void (*fn)(ludo__closer_t *cl);
+  ludo__closer_t *next, *prev;
+};
+
 typedef struct ludo__core_s {
   ludo__alloc_t heap;        /* every byte of the runtime goes through it */
   ludo__log_t log;
@@ -50,6 +61,10 @@ typedef struct ludo__core_s {
   int closing, handles;
   ludo__queue_t ready;       /* tasks for this pass */
   ludo__queue_t later;       /* tasks posted from host callbacks */
+  ludo__queue_t held;        /* deliveries kept while a blocking call runs
+                                the loop (ludo__core_post_delivery) */
+  int blocking;              /* blocking calls running the loop (depth) */
+  ludo__closer_t *closers;   /* see ludo__closer_t */
   uint64_t deadline_ns;      /* end of the current poll; 0: none */
   uint64_t slice_ns;         /* time slice of Lua runs outside poll; 0 */
   uint64_t last_pass_ns;     /* when the loop last ran the queue */
@@ -91,8 +106,30 @@ void ludo__core_post(ludo__core_t *c, ludo__task_t *t);
  * that should not hold the current pass: pool refills. */
 void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t);
 
-/* Takes `t` out of the queue if it is there. */
+/* Takes `t` out of the queue (or of the held deliveries) if it is
+ * there. */
 void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t);
+
+/* Posts `t`, the delivery of a host's completion callback: now, or, while
+ * a blocking call runs the loop (ludo__core_block), once the outermost one
+ * has returned, so a host callback never runs inside a blocking call.
+ * [never fails] */
+void ludo__core_post_delivery(ludo__core_t *c, ludo__task_t *t);
+
+/* A blocking call starts running the loop / has returned. When the
+ * outermost returns, the held deliveries are posted. */
+void ludo__core_block(ludo__core_t *c);
+void ludo__core_unblock(ludo__core_t *c);
+
+/* 1 when a blocking call may run the loop now: not from inside a host
+ * function or callback, nor inside the loop (it would re-enter it). */
+static inline int ludo__core_may_block(const ludo__core_t *c) {
+  return c->in_callback == 0 && c->lua_depth == 0 && c->in_run == 0;
+}
+
+/* Registers / unregisters a closer (see ludo__closer_t). */
+void ludo__core_add_closer(ludo__core_t *c, ludo__closer_t *cl);
+void ludo__core_remove_closer(ludo__core_t *c, ludo__closer_t *cl);
 
 /* Runs ready work for at most `budget_ns` (0: what is ready now, without
  * a limit). Never blocks. */

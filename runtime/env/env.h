@@ -41,10 +41,8 @@ struct ludo_runtime_s {
   size_t lua_live;             /* bytes in session and pool states */
   unsigned nsessions, calls;
   unsigned gc_seed;            /* spreads the states' GC pacing */
-  int blocking;                /* inside a blocking call's loop */
   ludo__pstate_t *retired;     /* states of closed sessions, to free */
   ludo__task_t reclaim;        /* frees them from the loop */
-  ludo_session_t *held;        /* deliveries kept until it returns */
   struct ludo__hostmod_s *hostmods; /* ludo_runtime_add_module copies */
   char errmsg[2048];
 };
@@ -107,8 +105,6 @@ struct ludo_session_s {
   void *cb_ud;
   ludo_close_cb close_cb;
   void *close_ud;
-  ludo_session_t *held_next;   /* in rt->held */
-  int held;
   ludo_session_t *next, *prev;
 };
 
@@ -190,8 +186,7 @@ void ludo__tools_free(ludo_env_t *env);
  * callback, nor inside the loop (it would re-enter it). The one place the
  * re-entrancy rule is decided. */
 static inline int ludo__runtime_may_block(const ludo_runtime_t *rt) {
-  const ludo__core_t *c = &rt->core;
-  return c->in_callback == 0 && c->lua_depth == 0 && c->in_run == 0;
+  return ludo__core_may_block(&rt->core);
 }
 
 /* Scripts (script.c). */

@@ -143,6 +143,8 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   rc = ludo__pstate_new(rt, &sc->modules, sc->name, &sc->ps);
   if (rc == 0) {
     sc->ps->st.owner = sc;
+    sc->ps->st.may_connect =
+        (rt->opts.lua_client & LUDO_LUA_CLIENT_SCRIPTS) != 0;
     rc = ludo__pstate_run(rt, sc->ps, script_init, sc, "ELOAD");
   }
   if (rc != 0) {
@@ -173,7 +175,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                          json, json ? len : 0, script_done, sc);
   if (rc != 0) return rc;
   /* The loop runs while the call waits; its completions wake it. */
-  rt->blocking++;
+  ludo__core_block(&rt->core);
   while (!sc->done) {
     if (sc->runnable) {
       sc->runnable = 0;
@@ -182,7 +184,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
     }
     ludo__core_run_once(&rt->core);
   }
-  rt->blocking--;
+  ludo__core_unblock(&rt->core);
   if (sc->status != 0) return sc->status;
   *out = sc->out.p ? sc->out.p : "null";
   *out_len = sc->out.p ? sc->out.len : 4;

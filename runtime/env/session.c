@@ -157,36 +157,6 @@ static void on_wake(ludo__sched_t *sc, void *ud) {
 
 static void teardown(ludo_session_t *s);
 
-/* Keeps a delivery until the blocking call in progress returns. */
-static void hold(ludo_session_t *s) {
-  ludo_runtime_t *rt = s->env->rt;
-  s->held = 1;
-  s->held_next = rt->held;
-  rt->held = s;
-}
-
-static void unhold(ludo_session_t *s) {
-  ludo_session_t **pp;
-  if (!s->held) return;
-  for (pp = &s->env->rt->held; *pp; pp = &(*pp)->held_next) {
-    if (*pp == s) {
-      *pp = s->held_next;
-      break;
-    }
-  }
-  s->held = 0;
-}
-
-/* After a blocking call: the kept deliveries run from the next pass. */
-static void release_held(ludo_runtime_t *rt) {
-  while (rt->held) {
-    ludo_session_t *s = rt->held;
-    rt->held = s->held_next;
-    s->held = 0;
-    ludo__core_post(&rt->core, &s->task);
-  }
-}
-
 /* After Lua of this session ran: a close asked from inside it happens
  * now. */
 static void settle(ludo_session_t *s) {
@@ -228,8 +198,10 @@ static void session_task(ludo__task_t *t) {
       settle(s);
       break;
     case LUDO__PH_DELIVER:
-      if (s->env->rt->blocking) { /* no callbacks inside a blocking call */
-        hold(s);
+      if (s->env->rt->core.blocking) {
+        /* No callbacks inside a blocking call: this task runs again once
+         * the call has returned (the core holds it). */
+        ludo__core_post_delivery(&s->env->rt->core, &s->task);
         break;
       }
       deliver(s); /* the callback may free s: nothing after it */
@@ -404,10 +376,10 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
     post(s, LUDO__PH_START);
     return 0;
   }
-  rt->blocking++;
+  ludo__core_block(&rt->core);
   start(s, 0);
   while (!s->done) ludo__core_run_once(&rt->core);
-  if (--rt->blocking == 0) release_held(rt);
+  ludo__core_unblock(&rt->core);
   if (s->close_requested) {
     teardown(s);
     return LUDO_ECANCELED;
@@ -455,7 +427,7 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   size_t i;
   int *rcs = ludo__malloc(&rt->core.heap, n * sizeof *rcs);
   if (rcs == NULL) return LUDO_ENOMEM;
-  rt->blocking++;
+  ludo__core_block(&rt->core);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
     if (s == NULL || s->env->rt != rt || s->batch == (void *)rcs) {
@@ -469,7 +441,7 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   }
   for (i = 0; i < n; i++)
     while (rcs[i] == 0 && !ss[i]->done) ludo__core_run_once(&rt->core);
-  if (--rt->blocking == 0) release_held(rt);
+  ludo__core_unblock(&rt->core);
   rt->core.in_callback++;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
@@ -570,8 +542,7 @@ static void teardown(ludo_session_t *s) {
   void *cud = s->close_ud;
   s->closing = 1;
   s->close_requested = 0;
-  ludo__core_unpost(&rt->core, &s->task);
-  unhold(s);
+  ludo__core_unpost(&rt->core, &s->task); /* held deliveries too */
   if (s->phase == LUDO__PH_START) { /* the call never began */
     fail_call(s, LUDO_ECANCELED, "ECANCELED: the call was cancelled");
     rt->calls--;

@@ -5,6 +5,9 @@
 #include <nettle/sha1.h>
 #include <string.h>
 #include <strings.h>
+#include <uv.h>
+
+#include "ludo_defs.h"
 
 /* RFC 6455 section 1.3. */
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -87,4 +90,77 @@ void ludo__handshake_accept_key(const char *key, char *out) {
   sha1_digest(&ctx, sizeof digest, digest);
   base64_encode_raw(out, sizeof digest, digest);
   out[LUDO__HANDSHAKE_ACCEPT_LEN] = '\0';
+}
+
+/* ---- the client's side ------------------------------------------------ */
+
+int ludo__handshake_new_key(char *key) {
+  uint8_t raw[16];
+  if (uv_random(NULL, NULL, raw, sizeof raw, 0, NULL) != 0) return LUDO_EIO;
+  base64_encode_raw(key, sizeof raw, raw);
+  key[LUDO__HANDSHAKE_KEY_LEN] = '\0';
+  return 0;
+}
+
+int ludo__handshake_request(ludo__buf_t *b, const char *target,
+                            const char *host, const char *key,
+                            const char *token) {
+  int rc = ludo__buf_printf(b,
+                            "GET %s HTTP/1.1\r\n"
+                            "Host: %s\r\n"
+                            "Upgrade: websocket\r\n"
+                            "Connection: Upgrade\r\n"
+                            "Sec-WebSocket-Key: %s\r\n"
+                            "Sec-WebSocket-Version: 13\r\n"
+                            "User-Agent: ludo/" LUDO_VERSION_STRING "\r\n",
+                            target, host, key);
+  if (rc == 0 && token != NULL)
+    rc = ludo__buf_printf(b, "Authorization: Bearer %s\r\n", token);
+  if (rc == 0) rc = ludo__buf_adds(b, "\r\n");
+  return rc == 0 ? 0 : LUDO_ENOMEM;
+}
+
+/* 1 when a field of the response named `name` holds `token`. */
+static int reply_has_token(const ludo__reply_t *r, const char *name,
+                           const char *token) {
+  size_t i, n = ludo__reply_nheaders(r);
+  for (i = 0; i < n; i++) {
+    const char *k, *v;
+    ludo__reply_header_at(r, i, &k, &v);
+    if (strcasecmp(k, name) == 0 && has_token(v, token)) return 1;
+  }
+  return 0;
+}
+
+int ludo__handshake_check_reply(const ludo__reply_t *r, const char *key,
+                                const char **why) {
+  char want[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
+  const char *v;
+  if (ludo__reply_status(r) != 101) {
+    *why = "the server did not switch protocols";
+    return -1;
+  }
+  if (!reply_has_token(r, "upgrade", "websocket")) {
+    *why = "the server's 101 has no Upgrade field naming websocket";
+    return -1;
+  }
+  if (!reply_has_token(r, "connection", "upgrade")) {
+    *why = "the server's 101 has no Connection field naming upgrade";
+    return -1;
+  }
+  ludo__handshake_accept_key(key, want);
+  v = ludo__reply_header(r, "sec-websocket-accept");
+  if (v == NULL || strcmp(v, want) != 0) {
+    *why = "the server's Sec-WebSocket-Accept does not match the key";
+    return -1;
+  }
+  if (ludo__reply_header(r, "sec-websocket-extensions") != NULL) {
+    *why = "the server chose a WebSocket extension, none was offered";
+    return -1;
+  }
+  if (ludo__reply_header(r, "sec-websocket-protocol") != NULL) {
+    *why = "the server chose a subprotocol, none was offered";
+    return -1;
+  }
+  return 0;
 }

@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <uv.h>
 #include <wslay/wslay.h>
 
 #include "base/alloc.h"
@@ -70,6 +71,8 @@ struct ludo__ws_s {
   int depth;
   int dead;
   ludo__task_t task;           /* reads `in` after the switch */
+  uint8_t rnd[64];             /* a client's masking keys, from the OS */
+  size_t rnd_left;
 };
 
 static const ludo__net_proto_t ws_proto;
@@ -193,6 +196,30 @@ static void on_msg(wslay_event_context_ptr ctx,
   default: /* pings are answered by wslay; pongs count as any frame */
     return;
   }
+}
+
+/* A client masks every frame with 4 random bytes (RFC 6455 section 5.3),
+ * drawn from the OS 64 bytes at a time. */
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+                      void *ud) {
+  ludo__ws_t *ws = ud;
+  (void)ctx;
+  while (len > 0) {
+    size_t n;
+    if (ws->rnd_left == 0) {
+      if (uv_random(NULL, NULL, ws->rnd, sizeof ws->rnd, 0, NULL) != 0) {
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+      }
+      ws->rnd_left = sizeof ws->rnd;
+    }
+    n = len < ws->rnd_left ? len : ws->rnd_left;
+    memcpy(buf, ws->rnd + sizeof ws->rnd - ws->rnd_left, n);
+    ws->rnd_left -= n;
+    buf += n;
+    len -= n;
+  }
+  return 0;
 }
 
 /* ---- sending ---------------------------------------------------------- */
@@ -445,6 +472,27 @@ static const ludo__net_proto_t ws_proto = {ws_read,    ws_eof,
                                            ws_timeout, ws_written,
                                            ws_shutdown, ws_closed};
 
+/* Makes `nc` the WebSocket's connection: its protocol from now on, the
+ * bytes that came after the handshake (`rest`) delivered from the loop,
+ * and what was sent or closed before sent now. */
+static void attach(ludo__ws_t *ws, ludo__net_conn_t *nc, const char *rest,
+                   size_t n) {
+  ws->nc = nc;
+  ludo__net_conn_set_proto(nc, &ws_proto, ws);
+  ws->state = ws->close_queued ? WS_CLOSING : WS_OPEN;
+  if (n > 0) {
+    if (ludo__buf_add(&ws->in, rest, n) != 0) {
+      ws->state = WS_DONE;
+      ludo__net_conn_close(nc, 1);
+      return;
+    }
+    ludo__core_post(ws->core, &ws->task);
+  }
+  pump(ws); /* what was sent or closed before the switch */
+  send_close(ws);
+  arm(ws);
+}
+
 /* The 101 response is written: the connection is the WebSocket's now
  * (nc NULL: it ended before). No handler callback runs here (this may be
  * inside ludo__ws_accept), except the close callback when nc is NULL,
@@ -453,27 +501,42 @@ static void on_switch(void *ud, ludo__net_conn_t *nc, const char *rest,
                       size_t n) {
   ludo__ws_t *ws = ud;
   enter(ws);
-  if (nc == NULL) {
+  if (nc == NULL)
     ws_closed(ws);
-    leave(ws);
-    return;
-  }
-  ws->nc = nc;
-  ludo__net_conn_set_proto(nc, &ws_proto, ws);
-  ws->state = ws->close_queued ? WS_CLOSING : WS_OPEN;
-  if (n > 0) {
-    if (ludo__buf_add(&ws->in, rest, n) != 0) {
-      ws->state = WS_DONE;
-      ludo__net_conn_close(nc, 1);
-      leave(ws);
-      return;
-    }
-    ludo__core_post(ws->core, &ws->task);
-  }
-  pump(ws); /* what was sent or closed before the switch */
-  send_close(ws);
-  arm(ws);
+  else
+    attach(ws, nc, rest, n);
   leave(ws);
+}
+
+/* A new WebSocket (not yet on a connection): server or client side. */
+static int ws_new(ludo__core_t *core, const ludo__ws_options_t *o,
+                  const ludo__ws_callbacks_t *cb, void *ud, int client,
+                  ludo__ws_t **out) {
+  static const struct wslay_event_callbacks server_cb = {
+      recv_cb, send_cb, NULL, NULL, NULL, NULL, on_msg};
+  static const struct wslay_event_callbacks client_cb = {
+      recv_cb, send_cb, genmask_cb, NULL, NULL, NULL, on_msg};
+  ludo__ws_t *ws = ludo__calloc(&core->heap, sizeof *ws);
+  int rc;
+  *out = NULL;
+  if (ws == NULL) return LUDO_ENOMEM;
+  ws->core = core;
+  ws->heap = &core->heap;
+  options_fill(&ws->o, o);
+  ws->cb = *cb;
+  ws->ud = ud;
+  ws->state = WS_PENDING;
+  ws->task.fn = task_fn;
+  ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
+  rc = client ? wslay_event_context_client_init(&ws->ev, &client_cb, ws)
+              : wslay_event_context_server_init(&ws->ev, &server_cb, ws);
+  if (rc != 0) {
+    ws_free(ws);
+    return LUDO_ENOMEM;
+  }
+  wslay_event_config_set_max_recv_msg_length(ws->ev, ws->o.max_message);
+  *out = ws;
+  return 0;
 }
 
 /* ---- the API ---------------------------------------------------------- */
@@ -492,8 +555,6 @@ static int refuse(ludo__http_req_t *req, int status, const char *why) {
 int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
                     const ludo__ws_callbacks_t *cb, void *ud,
                     ludo__ws_t **out) {
-  static const struct wslay_event_callbacks wcb = {
-      recv_cb, send_cb, NULL, NULL, NULL, NULL, on_msg};
   ludo__core_t *core;
   ludo__ws_t *ws;
   const char *why;
@@ -508,21 +569,8 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
     return rc == 0 ? LUDO_EINVAL : rc;
   }
   core = ludo__http_req_core(req);
-  ws = ludo__calloc(&core->heap, sizeof *ws);
-  if (ws == NULL) return LUDO_ENOMEM;
-  ws->core = core;
-  ws->heap = &core->heap;
-  options_fill(&ws->o, o);
-  ws->cb = *cb;
-  ws->ud = ud;
-  ws->state = WS_PENDING;
-  ws->task.fn = task_fn;
-  ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
-  if (wslay_event_context_server_init(&ws->ev, &wcb, ws) != 0) {
-    ws_free(ws);
-    return LUDO_ENOMEM;
-  }
-  wslay_event_config_set_max_recv_msg_length(ws->ev, ws->o.max_message);
+  rc = ws_new(core, o, cb, ud, 0, &ws);
+  if (rc != 0) return rc;
   ludo__handshake_accept_key(ludo__http_req_header(req, "sec-websocket-key"),
                              accept);
   n = snprintf(head, sizeof head,
@@ -540,6 +588,24 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
   }
   leave(ws);
   return rc;
+}
+
+int ludo__ws_client(ludo__core_t *core, ludo__net_conn_t *nc,
+                    const ludo__ws_options_t *o,
+                    const ludo__ws_callbacks_t *cb, void *ud,
+                    const char *rest, size_t n, ludo__ws_t **out) {
+  ludo__ws_t *ws;
+  int rc;
+  *out = NULL;
+  if (nc == NULL || cb == NULL || cb->message == NULL || cb->close == NULL)
+    return LUDO_EINVAL;
+  rc = ws_new(core, o, cb, ud, 1, &ws);
+  if (rc != 0) return rc;
+  *out = ws;
+  enter(ws);
+  attach(ws, nc, rest, n);
+  leave(ws);
+  return 0;
 }
 
 size_t ludo__ws_queued(const ludo__ws_t *ws) {
@@ -587,4 +653,12 @@ int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason) {
   rc = start_close(ws, code, reason ? reason : "", len);
   leave(ws);
   return rc;
+}
+
+void ludo__ws_abort(ludo__ws_t *ws) {
+  if (ws == NULL || ws->dead || ws->nc == NULL) return;
+  enter(ws);
+  ws->state = WS_DONE;
+  ludo__net_conn_close(ws->nc, 1);
+  leave(ws);
 }

@@ -1,6 +1,8 @@
-/* ws.h - the server side of a WebSocket connection (RFC 6455): the
- * opening handshake answered from an HTTP upgrade request, then messages
- * framed by wslay's event API over the same ludo__net_conn_t.
+/* ws.h - a WebSocket connection (RFC 6455) framed by wslay's event API
+ * over a ludo__net_conn_t: the server's side, whose opening handshake is
+ * answered from an HTTP upgrade request on the same connection, and the
+ * client's (ludo__ws_client), made once its handshake succeeded; the
+ * client masks what it sends and expects unmasked frames.
  *
  * What wslay does on receipt: reassembles fragmented messages, unmasks
  * client frames (an unmasked one fails the connection with 1002), answers
@@ -94,6 +96,19 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
                     const ludo__ws_callbacks_t *cb, void *ud,
                     ludo__ws_t **out);
 
+/* Makes a client WebSocket of `nc`, a connection whose opening handshake
+ * succeeded (handshake.h): it becomes its protocol. `o` (copied; NULL:
+ * defaults) and `cb` (copied) configure it; `ud` is passed to the
+ * callbacks. `rest`/`n` are bytes the server sent after its 101 (copied;
+ * delivered from the loop). No callback runs before this returns.
+ * Returns 0 (*out is the WebSocket, which owns `nc` now: the close
+ * callback comes when it is gone), LUDO_EINVAL (`cb` lacks a callback) or
+ * LUDO_ENOMEM (`nc` untouched: the caller closes it). */
+int ludo__ws_client(ludo__core_t *core, ludo__net_conn_t *nc,
+                    const ludo__ws_options_t *o,
+                    const ludo__ws_callbacks_t *cb, void *ud,
+                    const char *rest, size_t n, ludo__ws_t **out);
+
 /* Queues a message (copied): `binary` 0 sends text, which must be valid
  * UTF-8, 1 binary. Returns 0, LUDO_EINVAL (text that is not UTF-8),
  * LUDO_EBUSY (the queue holds bytes and would pass max_queued: the peer
@@ -110,6 +125,11 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len);
  * LUDO_EINVAL (a code or reason not allowed) or LUDO_ECLOSED (a close
  * frame was sent or received already). */
 int ludo__ws_close(ludo__ws_t *ws, int code, const char *reason);
+
+/* Ends the connection now, without a closing handshake (a client giving
+ * up: the runtime closing). The close callback follows from the loop
+ * (1006 unless a close frame was exchanged before). */
+void ludo__ws_abort(ludo__ws_t *ws);
 
 /* Bytes waiting to be sent (queued messages and unsent frames). */
 size_t ludo__ws_queued(const ludo__ws_t *ws);

@@ -74,6 +74,9 @@ typedef struct ludo__state_s {
   struct ludo__modules_s *modules; /* module resolver; borrowed */
   uv_loop_t *loop;            /* loop for waiting primitives; may be NULL */
   void *owner;                /* the session or other owner; opaque */
+  int may_connect;            /* its Lua may require ludo.client (reach
+                                 the network); set by the owner after
+                                 ludo__state_open */
   void *sched;                /* scheduler data of the call in flight */
 } ludo__state_t;
 

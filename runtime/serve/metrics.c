@@ -10,15 +10,10 @@ static const uint64_t bucket_us[LUDO__METRICS_BUCKETS] = {
     25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 10000000};
 
 /* ludo's codes, in the order of metrics->errors[]. */
-static const int codes[] = {LUDO_EIO,      LUDO_ENOENT,   LUDO_EPARSE,
-                            LUDO_ESCHEMA,  LUDO_EVALUE,   LUDO_ETOOBIG,
-                            LUDO_EINVAL,   LUDO_EBUSY,    LUDO_ECLOSED,
-                            LUDO_ECANCELED, LUDO_ENOTSUP, LUDO_ERANGE,
-                            LUDO_ESCRIPT,  LUDO_ELOAD,   LUDO_ENOMEM,
-                            LUDO_ETIMEOUT};
-_Static_assert(sizeof codes / sizeof *codes ==
-                   sizeof((ludo__metrics_t *)0)->errors /
-                       sizeof *((ludo__metrics_t *)0)->errors,
+#define LUDO__METRICS_CODE(name, code, msg) LUDO_##name,
+static const int codes[] = {LUDO_ERRNO_MAP(LUDO__METRICS_CODE)};
+#undef LUDO__METRICS_CODE
+_Static_assert(sizeof codes / sizeof *codes == LUDO__METRICS_NCODES,
                "one counter per ludo code");
 
 static const char *const proto_names[LUDO__MERR_N] = {

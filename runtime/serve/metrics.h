@@ -8,6 +8,12 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "ludo_defs.h"
+
+/* The number of ludo's error codes (ludo_defs.h), one counter each. */
+#define LUDO__METRICS_ONE(name, code, msg) +1
+enum { LUDO__METRICS_NCODES = 0 LUDO_ERRNO_MAP(LUDO__METRICS_ONE) };
+#undef LUDO__METRICS_ONE
 
 /* Upper bounds of the step latency histogram, in microseconds. */
 #define LUDO__METRICS_BUCKETS 16
@@ -43,7 +49,7 @@ typedef struct ludo__metrics_s {
   atomic_ulong resets, steps, tool_calls;
   atomic_ulong step_bucket[LUDO__METRICS_BUCKETS + 1]; /* last: +Inf */
   atomic_ulong step_us_sum;
-  atomic_ulong errors[16];               /* by ludo code (metrics.c) */
+  atomic_ulong errors[LUDO__METRICS_NCODES]; /* by ludo code */
   atomic_ulong proto_errors[LUDO__MERR_N];
   atomic_ulong bytes_in, bytes_out;      /* request bodies, messages */
   atomic_ulong http_requests, ws_messages;

@@ -25,7 +25,7 @@ TEST_IMPL(error_names) {
 #undef ROW
   };
   size_t i, j, n = sizeof codes / sizeof codes[0];
-  ASSERT_EQ(n, 16);
+  ASSERT_EQ(n, 21);
   for (i = 0; i < n; i++) {
     ASSERT_LT(codes[i].code, 0);
     ASSERT_STR_EQ(ludo_err_name(codes[i].code), codes[i].name);
@@ -35,6 +35,11 @@ TEST_IMPL(error_names) {
   /* The documented ranges. */
   ASSERT_EQ(LUDO_EIO / 100, -1);
   ASSERT_EQ(LUDO_ENOENT / 100, -1);
+  ASSERT_EQ(LUDO_ECONNECT / 100, -1);
+  ASSERT_EQ(LUDO_EDISCONNECTED / 100, -1);
+  ASSERT_EQ(LUDO_ENOREPLY / 100, -1);
+  ASSERT_EQ(LUDO_EPROTO / 100, -2);
+  ASSERT_EQ(LUDO_ECAPACITY / 100, -3);
   ASSERT_EQ(LUDO_EPARSE / 100, -2);
   ASSERT_EQ(LUDO_ESCHEMA / 100, -2);
   ASSERT_EQ(LUDO_EVALUE / 100, -2);

@@ -178,7 +178,28 @@
   X(workers_group_checks)                                                    \
   X(workers_forward_calls)                                                   \
   X(workers_shared_capacity)                                                 \
-  X(workers_owner_stopped)
+  X(workers_owner_stopped) \
+  /* test-clientproto.c: the client's protocol, byte scripts (runtime/net) */\
+  X(client_url_forms)                                                        \
+  X(client_reply_parser)                                                     \
+  X(client_handshake_request)                                                \
+  X(client_request_frames)                                                   \
+  X(client_reply_frames)                                                     \
+  X(client_jsonraw_members)                                                  \
+  /* test-client.c: the client on loopback sockets (runtime/net) */        \
+  X(client_calls)                                                            \
+  X(client_errors)                                                           \
+  X(client_async)                                                            \
+  X(client_close_in_flight)                                                  \
+  X(client_reconnect)                                                        \
+  X(client_session_ended)                                                    \
+  X(client_capacity)                                                         \
+  X(client_keepalive)                                                        \
+  X(client_reply_timeout)                                                    \
+  X(client_keepalive_long_step)                                              \
+  X(client_big_messages)                                                     \
+  X(client_token)                                                            \
+  X(client_scripted_server)
 
 TEST_LIST(TEST_DECLARE)
 
