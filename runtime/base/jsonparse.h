@@ -72,6 +72,14 @@ typedef struct ludo__jsonparse_cb_s {
   /* Called about every LUDO__JSONPARSE_TICK bytes of input, with the
    * offset reached, so the caller can enforce a CPU budget. */
   int (*tick)(void *ud, size_t offset);
+  /* Not a callback: when not NULL, the parser stores here, before each
+   * value callback (null_value to end_array), the 0-based byte offset in
+   * the input of what it reports: the opening quote of a string or key,
+   * the first byte of a number or literal, the '{' or '[' of a begin
+   * callback, the '}' or ']' of an end callback. So a caller can take a
+   * value's bytes as they are (from its begin to one past its end)
+   * instead of encoding it again. Borrowed for the parse. */
+  size_t *offset;
 } ludo__jsonparse_cb_t;
 
 /* Parses the `len` bytes at `s` (borrowed; no NUL needed) as one JSON text,

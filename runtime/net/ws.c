@@ -8,7 +8,11 @@
  * inside wslay_event_recv: a message sent from the message callback is
  * queued, and sent when the receive returns); its send callback copies
  * the frames into the conn, which always takes them, so wslay's own queue
- * is empty between calls, except before the 101 response went out.
+ * is empty between calls, except before the 101 response went out. A
+ * message sent while wslay holds nothing to send is framed here and
+ * written to the conn directly (send_direct): the frames on the wire are
+ * the same, without wslay's copy of the message and its 4 KiB passes
+ * (the common case, a reply to a request).
  *
  * States: PENDING (accepted, the 101 not yet written), OPEN, CLOSING (our
  * close frame sent, waiting for the peer's), DONE (the conn is closing),
@@ -547,6 +551,39 @@ size_t ludo__ws_queued(const ludo__ws_t *ws) {
   return ws->nc ? n + ludo__net_conn_pending(ws->nc) : n;
 }
 
+/* Writes a whole message as one frame straight into the conn (see
+ * ludo__ws_send): FIN, the opcode, the payload length in its shortest
+ * form (RFC 6455 5.2; a server's frames are not masked), the payload. */
+static int send_direct(ludo__ws_t *ws, int binary, const void *data,
+                       size_t len) {
+  uint8_t h[10];
+  size_t n = 2;
+  int i;
+  h[0] = (uint8_t)(0x80 | (binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME));
+  if (len < 126) {
+    h[1] = (uint8_t)len;
+  } else if (len <= 0xffff) {
+    h[1] = 126;
+    h[2] = (uint8_t)(len >> 8);
+    h[3] = (uint8_t)len;
+    n = 4;
+  } else {
+    h[1] = 127;
+    for (i = 0; i < 8; i++)
+      h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+    n = 10;
+  }
+  if (ludo__net_conn_write(ws->nc, h, n) != 0) return LUDO_ENOMEM;
+  if (len > 0 && ludo__net_conn_write(ws->nc, data, len) != 0) {
+    /* Half a frame is in the stream: the connection cannot go on. */
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return LUDO_ENOMEM;
+  }
+  if (!ws->in_recv) ludo__net_conn_flush(ws->nc); /* else after the recv */
+  return 0;
+}
+
 int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
   struct wslay_event_msg msg;
   size_t queued;
@@ -560,6 +597,18 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
       (queued >= ws->o.max_queued || len > ws->o.max_queued - queued)) {
     ws->refused = 1;
     return LUDO_EBUSY;
+  }
+  /* Nothing waits in wslay (no message, no control frame, no frame half
+   * sent) and no close was sent or received: the frame can go straight
+   * into the conn, without wslay's copy of the message. */
+  if (ws->state == WS_OPEN && ws->nc != NULL &&
+      !wslay_event_want_write(ws->ev) &&
+      !wslay_event_get_close_sent(ws->ev) &&
+      !wslay_event_get_close_received(ws->ev)) {
+    enter(ws);
+    r = send_direct(ws, binary, data, len);
+    leave(ws);
+    return r;
   }
   msg.opcode = binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME;
   msg.msg = data;
