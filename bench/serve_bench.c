@@ -200,10 +200,13 @@ static int start_ludo(proc_t *p, const char *ludo, const char *env,
                       const char *log) {
   char buf[4096];
   double t0 = now_us();
+  int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   p->port = 0;
+  if (lfd < 0) return -1;
+  close(lfd); /* emptied before the child runs: no old port is read */
   if ((p->pid = fork()) < 0) return -1;
   if (p->pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int fd = open(log, O_WRONLY | O_APPEND);
     int nul = open("/dev/null", O_RDWR);
     if (fd < 0 || nul < 0) _exit(127);
     dup2(nul, 0);
