@@ -224,7 +224,8 @@ bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
 	@BUILD=$(BUILD) scripts/bench.sh
 
 bench-serve: all $(BUILD)/ludo-serve-bench
-	$(BUILD)/ludo-serve-bench --json $(BUILD)/bench-serve.json
+	$(BUILD)/ludo-serve-bench --ludo $(BUILD)/ludo \
+	  --json $(BUILD)/bench-serve.json
 
 # Installed layout: bin/ludo; lib/libludo.a, lib/libludo.so.VERSION with
 # its SONAME link and the development link; include/ludo.h, ludo_defs.h;

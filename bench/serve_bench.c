@@ -778,7 +778,6 @@ static void connect_more(load_t *ld) {
   while (ld->next < ld->n && ld->connecting < ld->max_connecting &&
          !ld->stopping) {
     peer_t *p = &ld->peers[ld->next++];
-    p->ld = ld;
     p->rng = 2463534242u + (uint32_t)(p - ld->peers) * 2654435761u;
     uv_tcp_init(&ld->loop, &p->tcp);
     p->tcp.data = p;
@@ -873,6 +872,7 @@ static void on_tick(uv_timer_t *t) {
 }
 
 static void load_init(load_t *ld, int port, int mode, int n, pid_t server) {
+  int i;
   memset(ld, 0, sizeof *ld);
   uv_loop_init(&ld->loop);
   ld->port = port;
@@ -881,6 +881,7 @@ static void load_init(load_t *ld, int port, int mode, int n, pid_t server) {
   ld->server = server;
   ld->max_connecting = 100;
   ld->peers = calloc((size_t)n, sizeof *ld->peers);
+  for (i = 0; i < n; i++) ld->peers[i].ld = ld;
   ld->conn_ms = calloc((size_t)n, sizeof *ld->conn_ms);
   ld->caplat = 1u << 21;
   ld->lat = malloc(ld->caplat * sizeof *ld->lat);
@@ -1075,7 +1076,7 @@ static int group_10k(ctx_t *c) {
   load_t ld;
   double rss0, t0, cpu0, secs;
   int n = c->sessions;
-  char fig[48];
+  char fig[48], count[16];
   if (c->ludo_srv.extern_)
     srv = c->ludo_srv;
   else if (start_ludo(&srv, c->ludo, c->env, "build/serve-bench-10k.log"))
@@ -1093,15 +1094,18 @@ static int group_10k(ctx_t *c) {
           "(server CPU %.1f s)%s%s\n", n, ld.succeeded, ld.failed, secs,
           (proc_cpu_us(srv.pid) - cpu0) / 1e6, ld.why[0] ? "; first: " : "",
           ld.why);
-  snprintf(fig, sizeof fig, "%dk sessions reset+step, success",
-           n / 1000);
+  if (n % 1000 == 0)
+    snprintf(count, sizeof count, "%dk", n / 1000);
+  else
+    snprintf(count, sizeof count, "%d", n);
+  snprintf(fig, sizeof fig, "%s sessions reset+step, success", count);
   emit(fig, "%", 100.0 * ld.succeeded / n, "", NAN, T_GE, ON_MEASURED, 99);
-  snprintf(fig, sizeof fig, "%dk sessions: connect p50", n / 1000);
+  snprintf(fig, sizeof fig, "%s sessions: connect p50", count);
   emit(fig, "ms", median(ld.conn_ms, ld.nconn), "", NAN, T_LE, ON_MEASURED,
        50);
-  snprintf(fig, sizeof fig, "%dk sessions: connect p99", n / 1000);
+  snprintf(fig, sizeof fig, "%s sessions: connect p99", count);
   emit(fig, "ms", pct(ld.conn_ms, ld.nconn, 0.99), "", NAN, T_NONE, 0, 0);
-  snprintf(fig, sizeof fig, "%dk sessions: server RSS/session", n / 1000);
+  snprintf(fig, sizeof fig, "%s sessions: server RSS/session", count);
   emit(fig, "KB", (ld.rss_open - rss0) / n / 1024, "", NAN, T_LE,
        ON_MEASURED, 48);
   load_free(&ld);
@@ -1184,7 +1188,9 @@ static int write_json(const char *path, const row_t *rows, size_t n,
   fprintf(f, "{\n  \"date\": \"%s\",\n  \"machine\": \"%s\",\n", date,
           machine);
   fprintf(f, "  \"load_before\": %.2f,\n  \"rounds\": %d,\n  "
-          "\"window_s\": %.2f,\n", load, c->rounds, c->measure_s);
+          "\"window_s\": %.2f,\n  \"sessions\": %d,\n  "
+          "\"connecting\": %d,\n", load, c->rounds, c->measure_s,
+          c->sessions, c->connecting);
   fprintf(f, "  \"figures\": [\n");
   for (i = 0; i < n; i++) {
     const row_t *r = &rows[i];
