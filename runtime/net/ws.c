@@ -64,6 +64,8 @@ struct ludo__ws_s {
   char close_why[REASON_MAX + 1];
   size_t close_why_len;
   int awaiting_pong;
+  int rx_since_arm;            /* bytes came after the timer was armed */
+  uint64_t rx_ms;              /* when (the loop's clock) */
   uint32_t ping_seq;
   int code;                    /* why the connection ends (code_set) */
   int code_set;
@@ -136,6 +138,7 @@ static void done(ludo__ws_t *ws) {
 static void arm(ludo__ws_t *ws) {
   uint64_t ms = 0;
   if (ws->nc == NULL) return;
+  ws->rx_since_arm = 0;
   if (ws->state == WS_OPEN)
     ms = ws->awaiting_pong ? ws->o.pong_timeout_ms : ws->o.ping_interval_ms;
   else if (ws->state == WS_CLOSING)
@@ -338,12 +341,19 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
     fail(ws, 1011, "out of memory");
     return;
   }
-  /* Anything from the peer shows it is alive. */
-  ws->awaiting_pong = 0;
+  /* Anything from the peer shows it is alive. The keepalive timer is
+   * not moved for each read (a timer heap operation per message): its
+   * expiry looks at when bytes last came (ws_timeout). */
+  ws->rx_ms = uv_now(ws->core->loop);
+  ws->rx_since_arm = 1;
   pump(ws);
   send_close(ws);
   settle(ws);
-  if (ws->state == WS_OPEN) arm(ws);
+  if (ws->awaiting_pong && ws->state == WS_OPEN) {
+    ws->awaiting_pong = 0;
+    arm(ws);
+  }
+  ws->awaiting_pong = 0;
 }
 
 static void task_fn(ludo__task_t *t) {
@@ -388,6 +398,13 @@ static void ws_timeout(void *p) {
     static const char why[] = "keepalive ping timeout";
     start_close(ws, 1011, why, sizeof why - 1);
     done(ws); /* no waiting for an answer from a silent peer */
+  } else if (ws->state == WS_OPEN && ws->rx_since_arm &&
+             uv_now(ws->core->loop) - ws->rx_ms < ws->o.ping_interval_ms) {
+    /* The peer spoke since: the next ping is due ping_interval_ms after
+     * that. */
+    ws->rx_since_arm = 0;
+    ludo__net_conn_timer(ws->nc, ws->o.ping_interval_ms -
+                                     (uv_now(ws->core->loop) - ws->rx_ms));
   } else if (ws->state == WS_OPEN) {
     struct wslay_event_msg ping;
     uint8_t seq[4];

@@ -578,6 +578,15 @@ TEST_IMPL(ws_keepalive) {
   w.o.pong_timeout_ms = 500;
   ws_on(&m, &core, &w);
   ASSERT_EQ(m.timer_ms, 1000);
+  /* A message: the timer is not moved for it, but when it expires the
+   * ping waits a full interval after the message (the loop's clock stands
+   * still here: 1000 ms again). */
+  CLIENT(&m, 1, 1, "early");
+  ASSERT_EQ(w.messages, 1);
+  ASSERT_EQ(m.timer_ms, 1000);
+  mem_fire(&m);
+  ASSERT_EQ(frames(&m, f, 2), 0);
+  ASSERT_EQ(m.timer_ms, 1000);
   mem_fire(&m);
   ASSERT_EQ(frames(&m, f, 2), 1);
   ASSERT_EQ(f[0].opcode, 9);
