@@ -19,17 +19,21 @@
  *            `ludo serve` gave to the same step
  *
  * Figures (server CPU is utime+stime of the server process from
- * /proc/PID/stat, read at the start and end of the timed window):
+ * /proc/PID/stat, read at the start and end of the timed window; a
+ * window is 2 s after 0.5 s of warm-up; docs/performance.md, "Server"):
  *
  *   echo @64        64 sessions of examples/echo, each reset once, then
  *                   {"type":"step","data":{"message":"hi"}} in a loop:
  *                   steps/s against the Python server's; server CPU per
  *                   step against the TCP echo's CPU per round trip (the
- *                   same 64-connection client). Rounds alternate ludo,
- *                   tcp and python; medians.
+ *                   same 64-connection client); the client's CPU per
+ *                   step (it must stay below the server's) and the
+ *                   Python server's CPU per step, for comparison. Rounds
+ *                   alternate ludo, tcp and python; medians.
  *   latency @1      p50 of one session's step round trip against the TCP
  *                   echo's round trip p50 on one connection.
- *   scale           steps/s at 1,024 sessions against 16 sessions.
+ *   scale           steps/s at 1,024 sessions against 16 sessions, and
+ *                   the server's CPU per step at both.
  *   10k             a fresh server; 10,000 WebSocket sessions opened (at
  *                   most --connecting handshakes in flight, 100 by
  *                   default), each reset and stepped once, then all held
@@ -975,7 +979,7 @@ static void progress(const char *what, const result_t *r) {
 
 static int group_echo(ctx_t *c) {
   double ws_rate[9], ws_cpu[9], ws_cli[9], tcp_cpu[9], tcp_rate[9],
-      py_rate[9];
+      py_rate[9], py_cpu[9];
   int i, k = 0, kp = 0;
   result_t r;
   for (i = 0; i < c->rounds; i++) {
@@ -998,6 +1002,7 @@ static int group_echo(ctx_t *c) {
     if (run_steady(&c->py_srv, M_WS, 64, c->warm_s, c->measure_s, &r))
       return -1;
     progress("python @64", &r);
+    py_cpu[kp] = r.srv_us;
     py_rate[kp++] = r.per_s;
   }
   emit("echo @64 steps/s", "/s", median(ws_rate, k), "python websockets @64",
@@ -1009,6 +1014,8 @@ static int group_echo(ctx_t *c) {
        "echo @64 server CPU per step", median(ws_cpu, k), T_NONE, 0, 0);
   emit("tcp echo @64 round trips/s", "/s", median(tcp_rate, k),
        "echo @64 steps/s", median(ws_rate, k), T_NONE, 0, 0);
+  emit("python @64 server CPU per step", "us", median(py_cpu, kp),
+       "echo @64 server CPU per step", median(ws_cpu, k), T_NONE, 0, 0);
   return 0;
 }
 
