@@ -160,9 +160,9 @@ static void sink_write(ludo__net_conn_t *c, char *p, size_t len,
       ludo__net_conn_free_block(c, p, cap);
       return;
     }
-  } else if (n != UV_EAGAIN) {
+  } else if (n != UV_EAGAIN) { /* the peer is gone: as a failed write */
     ludo__net_conn_free_block(c, p, cap);
-    ludo__net_conn_error(c);
+    sock_close(k);
     return;
   } else {
     n = 0;

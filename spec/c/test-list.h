@@ -161,6 +161,7 @@
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \
+  X(net_socket_big_response)                                                 \
   X(net_socket_slow_client)                                                  \
   X(net_socket_connection_limit)                                             \
   X(net_socket_server_close)                                                 \
