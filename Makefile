@@ -5,6 +5,7 @@
 #   make test       install deps if missing, build, run every test
 #   make asan       ASan+UBSan build in build-asan/ and run the tests on it
 #   make bench      run the benchmarks (bench/)
+#   make bench-serve the figures of `ludo serve` (bench/serve_bench.c)
 #   make lint       luacheck over the tree's Lua (.luacheckrc)
 #   make fuzz       libFuzzer targets (spec/fuzz), FUZZ_SECONDS each
 #   make fuzz-smoke the same, a few seconds each (run by make test)
@@ -60,7 +61,8 @@ CMODS    := json re host client
 HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   $(BUILD)/fixtures/hostlib-nosym.so
 
-.PHONY: all deps run test test-only asan bench install uninstall clean lint \
+.PHONY: all deps run test test-only asan bench bench-serve install uninstall \
+  clean lint \
   examples \
   fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
@@ -212,8 +214,18 @@ $(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a $(LUA_A)
 $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
-bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench
+# The load generator of `ludo serve` (bench/serve_bench.c): libuv and
+# wslay only, no libludo; it starts build/ludo serve itself.
+$(BUILD)/ludo-serve-bench: bench/serve_bench.c
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(shell pkg-config --libs libuv) -lwslay -lm
+
+bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
+  $(BUILD)/ludo-serve-bench
 	@BUILD=$(BUILD) scripts/bench.sh
+
+bench-serve: all $(BUILD)/ludo-serve-bench
+	$(BUILD)/ludo-serve-bench --ludo $(BUILD)/ludo \
+	  --json $(BUILD)/bench-serve.json
 
 # Installed layout: bin/ludo; lib/libludo.a, lib/libludo.so.VERSION with
 # its SONAME link and the development link; include/ludo.h, ludo_defs.h;

@@ -2,7 +2,8 @@
 # Runs the benchmarks: the runtime's figures, each beside a baseline from
 # the same run, as a table and as $BUILD/bench.json (bench/core_bench.c;
 # docs/performance.md says what each figure measures), then the memory of
-# a session module by module and the rubric library in stock Lua.
+# a session module by module, the rubric library in stock Lua, and `ludo
+# serve` over loopback ($BUILD/bench-serve.json, bench/serve_bench.c).
 # usage: scripts/bench.sh [scale]   (make bench; scale multiplies samples)
 set -eu
 cd "$(dirname "$0")/.."
@@ -17,3 +18,8 @@ if [ -x "$BUILD/ludo-json-bench" ]; then
 fi
 echo "== rubrics (pure Lua; bench/rubrics_bench.lua)"
 LUA_PATH="lua/?.lua;lua/?/init.lua;./?.lua;;" lua5.4 bench/rubrics_bench.lua
+if [ -x "$BUILD/ludo-serve-bench" ]; then
+  echo "== ludo serve over loopback (bench/serve_bench.c; make bench-serve)"
+  "$BUILD/ludo-serve-bench" --ludo "$BUILD/ludo" \
+    --json "$BUILD/bench-serve.json"
+fi

@@ -52,6 +52,13 @@ static int fail(parser_t *ps, int rc, int kind, pos_t at, const char *fmt,
   return rc;
 }
 
+/* Tells the caller, before a callback, where the token about to be
+ * reported starts (cb->offset: `at`) and where the parser is (cb->pos). */
+static void mark(const parser_t *ps, pos_t at) {
+  if (ps->cb->offset) *ps->cb->offset = (size_t)(at - ps->s);
+  if (ps->cb->pos) *ps->cb->pos = (size_t)(ps->p - ps->s);
+}
+
 static int is_delim(unsigned c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ',' ||
          c == ':' || c == '[' || c == ']' || c == '{' || c == '}';
@@ -299,11 +306,6 @@ static int unescape(parser_t *ps, pos_t p, pos_t q, char *o, size_t *olen) {
   return 0;
 }
 
-/* Tells the caller where the parser is (cb->pos), before a callback. */
-static void mark(const parser_t *ps) {
-  if (ps->cb->pos) *ps->cb->pos = (size_t)(ps->p - ps->s);
-}
-
 /* Parses the string at ps->p and reports it as a key or a string value. */
 static int parse_string(parser_t *ps, int is_key) {
   int (*fn)(void *, const char *, size_t) =
@@ -324,7 +326,7 @@ static int parse_string(parser_t *ps, int is_key) {
     text = o;
   }
   ps->p = q + 1;
-  mark(ps);
+  mark(ps, start);
   return fn ? stopped(ps, start, fn(ps->ud, text, len)) : 0;
 }
 
@@ -457,18 +459,20 @@ static int report_integer(parser_t *ps, const num_t *n, pos_t start) {
     v = (int64_t)n->m;
   else
     v = n->m == 0 ? 0 : -(int64_t)(n->m - 1) - 1;
+  mark(ps, start);
   return ps->cb->integer ? stopped(ps, start, ps->cb->integer(ps->ud, v))
                          : 0;
 }
 
 static int report_real(parser_t *ps, const num_t *n, pos_t start,
                        pos_t tend) {
-  double d;
+  double d = 0;
   if (!real_fast(n, &d)) {
     int rc = real_slow(ps, start, tend, &d);
     if (rc != 0) return rc;
   }
   if (isinf(d)) return fail_range(ps, start, "number out of range");
+  mark(ps, start);
   return ps->cb->real ? stopped(ps, start, ps->cb->real(ps->ud, d)) : 0;
 }
 
@@ -478,7 +482,6 @@ static int parse_number(parser_t *ps) {
   if (scan_number(ps, &n, &tend) != 0)
     return fail_near(ps, start, "invalid number");
   ps->p = tend;
-  mark(ps);
   if (n.is_real) return report_real(ps, &n, start, tend);
   return report_integer(ps, &n, start);
 }
@@ -499,7 +502,7 @@ static int parse_literal(parser_t *ps) {
   if (n == 0 || (left > n && is_word(p[n])))
     return fail_near(ps, p, "invalid token");
   ps->p = p + n;
-  mark(ps);
+  mark(ps, p);
   if (kind == 'n' && ps->cb->null_value)
     rc = ps->cb->null_value(ps->ud);
   else if (kind != 'n' && ps->cb->boolean)
@@ -519,7 +522,7 @@ static int open_container(parser_t *ps, int is_obj) {
   if (d >= ps->maxdepth)
     return fail(ps, LUDO_EPARSE, LUDO__JSONPARSE_EDEPTH, at,
                 "nesting deeper than %d", ps->maxdepth);
-  mark(ps);
+  mark(ps, at);
   if (is_obj)
     rc = ps->cb->begin_object ? ps->cb->begin_object(ps->ud) : 0;
   else
@@ -540,7 +543,7 @@ static int close_container(parser_t *ps) {
   int rc, is_obj = top_is_object(ps);
   ps->depth--;
   ps->p++;
-  mark(ps);
+  mark(ps, at);
   if (is_obj)
     rc = ps->cb->end_object ? ps->cb->end_object(ps->ud) : 0;
   else

@@ -78,6 +78,14 @@ typedef struct ludo__jsonparse_cb_s {
    * bracket for begin_object and begin_array. With it a caller finds the
    * raw text of a value (base/jsonraw.h). */
   size_t *pos;
+  /* Not a callback: when not NULL, the parser stores here, before each
+   * value callback (null_value to end_array), the 0-based byte offset in
+   * the input of what it reports: the opening quote of a string or key,
+   * the first byte of a number or literal, the '{' or '[' of a begin
+   * callback, the '}' or ']' of an end callback. So a caller can take a
+   * value's bytes as they are (from its begin to one past its end)
+   * instead of encoding it again. Borrowed for the parse. */
+  size_t *offset;
 } ludo__jsonparse_cb_t;
 
 /* Parses the `len` bytes at `s` (borrowed; no NUL needed) as one JSON text,

@@ -2,8 +2,13 @@
  * (see server.h).
  *
  * One accepted connection is a `sock_t`: its uv_tcp_t, its uv_timer_t
- * (the conn's one timer) and its ludo__net_conn_t. Writes are uv_write
- * requests that own their block until the write callback; a graceful
+ * (the conn's one timer) and its ludo__net_conn_t. A write is first tried
+ * at once (uv_try_write): what the kernel takes then is reported to the
+ * conn from the run queue (the sock's task; the conn hears nothing
+ * inside sink->write), and the rest becomes a uv_write request that owns
+ * the block until its callback. Most responses and frames go out whole
+ * that way, without a request, and without the epoll_ctl() libuv makes
+ * when a uv_write completes (it re-registers the socket). A graceful
  * close is uv_shutdown (sent after the pending writes) while reading goes
  * on, and the handles are closed when the conn asks for an abort (the
  * peer closed too, or the linger time passed). The sock is freed once
@@ -15,6 +20,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -25,7 +31,12 @@
 #include "net/conn.h"
 
 #define READ_BUF ((size_t)64 << 10)
-#define BACKLOG 511
+/* Connections the kernel completes before they are accepted (it caps this
+ * at net.core.somaxconn, 4096 on current Linux). A burst past the backlog
+ * is dropped and retried by the clients a second later: with 1,000
+ * handshakes in flight, 511 gave a connect p99 of 3.5 s, 4096 0.6 s
+ * (bench/serve_bench.c --connecting 1000). */
+#define BACKLOG 4096
 
 typedef struct sock_s {
   uv_tcp_t tcp;
@@ -37,12 +48,14 @@ typedef struct sock_s {
   int handles;                 /* open handles of this sock */
   int shutting;                /* uv_shutdown requested */
   int closing;                 /* uv_close requested */
+  size_t sent;                 /* written at once, not yet reported */
+  ludo__task_t report;         /* reports `sent` to the conn */
 } sock_t;
 
 typedef struct wreq_s {
   uv_write_t req;
   char *p;
-  size_t len, cap;
+  size_t len, cap;             /* the block; len counts what it reports */
 } wreq_t;
 
 struct ludo__server_s {
@@ -104,6 +117,7 @@ static void sock_handle_closed(uv_handle_t *h) {
 static void sock_close(sock_t *k) {
   if (k->closing) return;
   k->closing = 1;
+  ludo__core_unpost(k->srv->core, &k->report);
   uv_close((uv_handle_t *)&k->tcp, sock_handle_closed);
   uv_close((uv_handle_t *)&k->timer, sock_handle_closed);
 }
@@ -122,14 +136,39 @@ static void on_written(uv_write_t *req, int status) {
     ludo__net_conn_error(&k->conn);
 }
 
+/* The run queue's report of what uv_try_write sent. */
+static void report_sent(ludo__task_t *t) {
+  sock_t *k = (sock_t *)((char *)t - offsetof(sock_t, report));
+  size_t n = k->sent;
+  k->sent = 0;
+  if (n > 0 && !k->closing) ludo__net_conn_written(&k->conn, n);
+}
+
 static void sink_write(ludo__net_conn_t *c, char *p, size_t len,
                        size_t cap) {
   sock_t *k = SOCK(c);
   wreq_t *w;
-  uv_buf_t b;
+  uv_buf_t b = uv_buf_init(p, (unsigned)len);
+  int n;
   if (k->closing || k->shutting) {
     ludo__net_conn_free_block(c, p, cap);
     return;
+  }
+  /* UV_EAGAIN also while earlier requests wait: the order is kept. */
+  n = uv_try_write((uv_stream_t *)&k->tcp, &b, 1);
+  if (n > 0) {
+    k->sent += (size_t)n;
+    ludo__core_post(k->srv->core, &k->report);
+    if ((size_t)n == len) {
+      ludo__net_conn_free_block(c, p, cap);
+      return;
+    }
+  } else if (n != UV_EAGAIN) { /* the peer is gone: as a failed write */
+    ludo__net_conn_free_block(c, p, cap);
+    sock_close(k);
+    return;
+  } else {
+    n = 0;
   }
   w = ludo__malloc(&k->srv->core->heap, sizeof *w);
   if (w == NULL) {
@@ -138,10 +177,10 @@ static void sink_write(ludo__net_conn_t *c, char *p, size_t len,
     return;
   }
   w->p = p;
-  w->len = len;
+  w->len = len - (size_t)n;
   w->cap = cap;
   w->req.data = k;
-  b = uv_buf_init(p, (unsigned)len);
+  b = uv_buf_init(p + n, (unsigned)(len - (size_t)n));
   if (uv_write(&w->req, (uv_stream_t *)&k->tcp, &b, 1, on_written) != 0) {
     ludo__net_conn_free_block(c, p, cap);
     ludo__free(&k->srv->core->heap, w, sizeof *w);
@@ -263,6 +302,7 @@ static void on_connection(uv_stream_t *l, int status) {
   k = ludo__calloc(&core->heap, sizeof *k);
   if (k == NULL) return;
   k->srv = s;
+  k->report.fn = report_sent;
   uv_tcp_init(core->loop, &k->tcp);
   uv_timer_init(core->loop, &k->timer);
   ludo__core_handle_opened(core);

@@ -8,7 +8,11 @@
  * inside wslay_event_recv: a message sent from the message callback is
  * queued, and sent when the receive returns); its send callback copies
  * the frames into the conn, which always takes them, so wslay's own queue
- * is empty between calls, except before the 101 response went out.
+ * is empty between calls, except before the 101 response went out. A
+ * message sent while wslay holds nothing to send is framed here and
+ * written to the conn directly (send_direct): the frames on the wire are
+ * the same, without wslay's copy of the message and its 4 KiB passes
+ * (the common case, a reply to a request).
  *
  * States: PENDING (accepted, the 101 not yet written), OPEN, CLOSING (our
  * close frame sent, waiting for the peer's), DONE (the conn is closing),
@@ -61,12 +65,15 @@ struct ludo__ws_s {
   char close_why[REASON_MAX + 1];
   size_t close_why_len;
   int awaiting_pong;
+  int rx_since_arm;            /* bytes came after the timer was armed */
+  uint64_t rx_ms;              /* when (the loop's clock) */
   uint32_t ping_seq;
   int code;                    /* why the connection ends (code_set) */
   int code_set;
   char reason[REASON_MAX + 1];
   size_t reason_len;
   int refused;                 /* a send was refused: drain when empty */
+  int client;                  /* the client side: frames are masked */
   int in_recv;                 /* inside wslay_event_recv */
   int depth;
   int dead;
@@ -135,6 +142,7 @@ static void done(ludo__ws_t *ws) {
 static void arm(ludo__ws_t *ws) {
   uint64_t ms = 0;
   if (ws->nc == NULL) return;
+  ws->rx_since_arm = 0;
   if (ws->state == WS_OPEN)
     ms = ws->awaiting_pong ? ws->o.pong_timeout_ms : ws->o.ping_interval_ms;
   else if (ws->state == WS_CLOSING)
@@ -361,12 +369,19 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
     fail(ws, 1011, "out of memory");
     return;
   }
-  /* Anything from the peer shows it is alive. */
-  ws->awaiting_pong = 0;
+  /* Anything from the peer shows it is alive. The keepalive timer is
+   * not moved for each read (a timer heap operation per message): its
+   * expiry looks at when bytes last came (ws_timeout). */
+  ws->rx_ms = uv_now(ws->core->loop);
+  ws->rx_since_arm = 1;
   pump(ws);
   send_close(ws);
   settle(ws);
-  if (ws->state == WS_OPEN) arm(ws);
+  if (ws->awaiting_pong && ws->state == WS_OPEN) {
+    ws->awaiting_pong = 0;
+    arm(ws);
+  }
+  ws->awaiting_pong = 0;
 }
 
 static void task_fn(ludo__task_t *t) {
@@ -411,6 +426,13 @@ static void ws_timeout(void *p) {
     static const char why[] = "keepalive ping timeout";
     start_close(ws, 1011, why, sizeof why - 1);
     done(ws); /* no waiting for an answer from a silent peer */
+  } else if (ws->state == WS_OPEN && ws->rx_since_arm &&
+             uv_now(ws->core->loop) - ws->rx_ms < ws->o.ping_interval_ms) {
+    /* The peer spoke since: the next ping is due ping_interval_ms after
+     * that. */
+    ws->rx_since_arm = 0;
+    ludo__net_conn_timer(ws->nc, ws->o.ping_interval_ms -
+                                     (uv_now(ws->core->loop) - ws->rx_ms));
   } else if (ws->state == WS_OPEN) {
     struct wslay_event_msg ping;
     uint8_t seq[4];
@@ -528,6 +550,7 @@ static int ws_new(ludo__core_t *core, const ludo__ws_options_t *o,
   ws->state = WS_PENDING;
   ws->task.fn = task_fn;
   ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
+  ws->client = client;
   rc = client ? wslay_event_context_client_init(&ws->ev, &client_cb, ws)
               : wslay_event_context_server_init(&ws->ev, &server_cb, ws);
   if (rc != 0) {
@@ -613,6 +636,39 @@ size_t ludo__ws_queued(const ludo__ws_t *ws) {
   return ws->nc ? n + ludo__net_conn_pending(ws->nc) : n;
 }
 
+/* Writes a whole message as one frame straight into the conn (see
+ * ludo__ws_send): FIN, the opcode, the payload length in its shortest
+ * form (RFC 6455 5.2; a server's frames are not masked), the payload. */
+static int send_direct(ludo__ws_t *ws, int binary, const void *data,
+                       size_t len) {
+  uint8_t h[10];
+  size_t n = 2;
+  int i;
+  h[0] = (uint8_t)(0x80 | (binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME));
+  if (len < 126) {
+    h[1] = (uint8_t)len;
+  } else if (len <= 0xffff) {
+    h[1] = 126;
+    h[2] = (uint8_t)(len >> 8);
+    h[3] = (uint8_t)len;
+    n = 4;
+  } else {
+    h[1] = 127;
+    for (i = 0; i < 8; i++)
+      h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+    n = 10;
+  }
+  if (ludo__net_conn_write(ws->nc, h, n) != 0) return LUDO_ENOMEM;
+  if (len > 0 && ludo__net_conn_write(ws->nc, data, len) != 0) {
+    /* Half a frame is in the stream: the connection cannot go on. */
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return LUDO_ENOMEM;
+  }
+  if (!ws->in_recv) ludo__net_conn_flush(ws->nc); /* else after the recv */
+  return 0;
+}
+
 int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
   struct wslay_event_msg msg;
   size_t queued;
@@ -626,6 +682,19 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
       (queued >= ws->o.max_queued || len > ws->o.max_queued - queued)) {
     ws->refused = 1;
     return LUDO_EBUSY;
+  }
+  /* A server's send (a client's frames are masked: wslay writes them)
+   * when nothing waits in wslay (no message, no control frame, no frame
+   * half sent) and no close was sent or received: the frame can go
+   * straight into the conn, without wslay's copy of the message. */
+  if (!ws->client && ws->state == WS_OPEN && ws->nc != NULL &&
+      !wslay_event_want_write(ws->ev) &&
+      !wslay_event_get_close_sent(ws->ev) &&
+      !wslay_event_get_close_received(ws->ev)) {
+    enter(ws);
+    r = send_direct(ws, binary, data, len);
+    leave(ws);
+    return r;
   }
   msg.opcode = binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME;
   msg.msg = data;

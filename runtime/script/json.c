@@ -332,7 +332,7 @@ static const ludo__jsonparse_cb_t dec_cb = {
     dec_null,         dec_boolean,     dec_integer,      dec_real,
     dec_string,       dec_key,         dec_begin_object, dec_end_object,
     dec_begin_array,  dec_end_array,   dec_scratch,      dec_tick,
-    NULL};
+    NULL,             NULL};
 
 /* Pushes "$.a[2].b", the path of the container being opened. [-0, +1, m] */
 static void dec_push_path(dec_t *d) {

@@ -16,6 +16,7 @@
 #define SV_BUCKETS 1024       /* session id hash buckets */
 #define SV_PROXY_BUCKETS 64   /* proxy hash buckets (by number) */
 #define SV_WS_QUEUE_MAX 64    /* messages a client may send ahead */
+#define SV_WRAP_KEEP 65536    /* scratch for /ws replies kept between uses */
 
 typedef struct sv_sess_s sv_sess_t;
 typedef struct sv_ws_s sv_ws_t;
@@ -131,6 +132,7 @@ struct ludo__serve_s {
   ludo__server_t *http;
   ludo__ws_options_t wso;
   json_t *info;             /* the environment's description */
+  ludo__buf_t wrap;         /* scratch: a /ws reply being put together */
   sv_sess_t *sessions;
   sv_sess_t *buckets[SV_BUCKETS];
   unsigned nsessions;
@@ -349,6 +351,26 @@ void sv_ws_close(sv_ws_t *c, int code, const char *reason);
 
 /* Ends every client (server closing): 1001. */
 void sv_ws_close_all(ludo__serve_t *sv);
+
+/* ---- wsscan.c: the fields of a /ws message ---------------------------- */
+
+/* What a common /ws message holds (sv_wsmsg_scan). */
+typedef struct sv_wsmsg_s {
+  char type[16];        /* the "type" string, NUL-terminated */
+  int has_data;         /* a "data" member is present (an object or null) */
+  int data_object;      /* ... and it is an object: */
+  size_t data_at;       /* its bytes in the message: from data_at, */
+  size_t data_len;      /* data_len of them ('{' to '}') */
+} sv_wsmsg_t;
+
+/* Scans the /ws message `text`/`len` (borrowed) with the streaming JSON
+ * parser. Returns 1 when it has the common shape, and fills *m: a JSON
+ * object starting at its first byte, whose members are "type", a string
+ * of 1 to 15 bytes, and optionally "data", an object or null, each at most
+ * once, with no NUL (\u0000) in any string or key. Returns 0 for any
+ * other text, valid or not: the caller then decodes it with jansson and
+ * answers as OpenEnv does. Never allocates. */
+int sv_wsmsg_scan(const char *text, size_t len, sv_wsmsg_t *m);
 
 /* ---- mcp.c: JSON-RPC ------------------------------------------------ */
 

@@ -351,6 +351,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   sv->rt = rt;
   sv->env = env;
   sv->core = core;
+  ludo__buf_init(&sv->wrap, ludo__alloc_fn, &core->heap);
   fill_options(&sv->o, o);
   if (sv->o.token != NULL && sv->o.token[0] != '\0') {
     sv->token = ludo__strndup(&core->heap, sv->o.token,
@@ -440,6 +441,7 @@ static void serve_free(ludo__serve_t *sv) {
   void *ud = sv->close_ud;
   ludo__core_t *core = sv->core;
   if (sv->info) json_decref(sv->info);
+  ludo__buf_free(&sv->wrap);
   if (sv->token) ludo__free(&core->heap, sv->token, strlen(sv->token) + 1);
   ludo__free(&core->heap, sv, sizeof *sv);
   if (cb) cb(ud);

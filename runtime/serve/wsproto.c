@@ -78,15 +78,24 @@ void sv_ws_close_all(ludo__serve_t *sv) {
 
 /* ---- replies ---------------------------------------------------------- */
 
-/* Wraps a result as {"type":T,"data":RESULT} and sends it. */
+/* Wraps a result as {"type":T,"data":RESULT} and sends it. The text is
+ * put together in the server's scratch buffer (the WebSocket copies it),
+ * which keeps its memory unless it grew past SV_WRAP_KEEP bytes. */
 static void send_wrapped(sv_ws_t *c, const char *type, const char *data,
                          size_t len) {
-  ludo__buf_t b;
-  ludo__buf_init(&b, ludo__alloc_fn, &c->sv->core->heap);
-  if (ludo__buf_printf(&b, "{\"type\":\"%s\",\"data\":", type) == 0 &&
-      ludo__buf_add(&b, data, len) == 0 && ludo__buf_addc(&b, '}') == 0)
-    sv_ws_send(c, b.p, b.len);
-  ludo__buf_free(&b);
+  ludo__buf_t *b = &c->sv->wrap;
+  size_t tlen = strlen(type);
+  ludo__buf_reset(b);
+  if (ludo__buf_reserve(b, tlen + len + 20) == 0) {
+    memcpy(b->p, "{\"type\":\"", 9);
+    memcpy(b->p + 9, type, tlen);
+    memcpy(b->p + 9 + tlen, "\",\"data\":", 9);
+    memcpy(b->p + 18 + tlen, data, len);
+    b->p[18 + tlen + len] = '}';
+    b->len = 19 + tlen + len;
+    sv_ws_send(c, b->p, b->len);
+  }
+  if (b->cap > SV_WRAP_KEEP) ludo__buf_free(b);
 }
 
 /* The continuation of a reset, step or state of a /ws client. */
@@ -145,25 +154,64 @@ static int extra_fields(sv_ws_t *c, json_t *m, const char *also) {
   return 0;
 }
 
-/* Starts call `kind` on the client's session with the JSON of `data`. */
-static void start_call(sv_ws_t *c, int kind, json_t *data, uint64_t t0) {
+/* Starts call `kind` on the client's session with the JSON text
+ * `text`/`len` (copied; NULL: no input). */
+static void start_call(sv_ws_t *c, int kind, const char *text, size_t len,
+                       uint64_t t0) {
   sv_sess_t *x = c->sess;
-  char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-  int rc;
   x->t0_us = t0;
-  rc = sv_sess_call(x, kind, text, text ? strlen(text) : 0, ws_done);
-  free(text);
-  if (rc != 0) {
+  if (sv_sess_call(x, kind, text, len, ws_done) != 0)
     sv_ws_error(c, "EXECUTION_ERROR", "the call could not start", NULL);
-  }
 }
 
-/* One /ws message; the session is open and idle. */
-static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
+/* Starts call `kind` with the JSON of `data` (NULL: no input). */
+static void start_call_value(sv_ws_t *c, int kind, json_t *data,
+                             uint64_t t0) {
+  char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+  start_call(c, kind, text, text ? strlen(text) : 0, t0);
+  free(text);
+}
+
+/* A message of the common shape (sv_wsmsg_scan), handled from the scan:
+ * "data" goes to the session as the bytes the client sent. Returns 0,
+ * having done nothing, when the message needs the full path (an error to
+ * report, a type to name). */
+static int ws_message_fast(sv_ws_t *c, const char *text, uint64_t t0,
+                           const sv_wsmsg_t *f) {
+  const char *data = f->data_object ? text + f->data_at : NULL;
+  size_t len = f->data_object ? f->data_len : 0;
+  if (strcmp(f->type, "step") == 0) {
+    if (!f->data_object) return 0;
+    start_call(c, LUDO__CALL_STEP, data, len, t0);
+  } else if (strcmp(f->type, "reset") == 0) {
+    start_call(c, LUDO__CALL_RESET, data, len, t0);
+  } else if (strcmp(f->type, "state") == 0) {
+    if (f->has_data) return 0;
+    start_call(c, LUDO__CALL_STATE, NULL, 0, t0);
+  } else if (strcmp(f->type, "close") == 0) {
+    if (f->has_data) return 0;
+    sv_ws_close(c, 1000, NULL);
+  } else if (strcmp(f->type, "mcp") == 0) {
+    if (!f->data_object) return 0;
+    sv_mcp_handle(c->sv, c->sess, NULL, c, 2, data, len);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+/* One /ws message `text`/`len` (borrowed), which came at t0; the session
+ * is open and idle. The common shapes take the scan; the rest is decoded
+ * with jansson, which names what is wrong. */
+static void ws_message(sv_ws_t *c, const char *text, size_t len,
+                       uint64_t t0) {
   json_error_t err;
-  json_t *root = json_loadb(m->data, m->len, JSON_ALLOW_NUL, &err), *type,
-         *data;
+  json_t *root, *type, *data;
   const char *t;
+  sv_wsmsg_t f;
+  if (sv_wsmsg_scan(text, len, &f) && ws_message_fast(c, text, t0, &f))
+    return;
+  root = json_loadb(text, len, JSON_ALLOW_NUL, &err);
   if (root == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "Invalid JSON: %s", err.text);
@@ -191,8 +239,8 @@ static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
       invalid_field(c, "dict_type", "data", "Input should be a valid "
                     "dictionary", data);
     } else {
-      start_call(c, LUDO__CALL_RESET, json_is_object(data) ? data : NULL,
-                 m->t0_us);
+      start_call_value(c, LUDO__CALL_RESET,
+                       json_is_object(data) ? data : NULL, t0);
     }
   } else if (strcmp(t, "step") == 0) {
     if (extra_fields(c, root, "data")) {
@@ -202,11 +250,11 @@ static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
       invalid_field(c, "dict_type", "data", "Input should be a valid "
                     "dictionary", data);
     } else {
-      start_call(c, LUDO__CALL_STEP, data, m->t0_us);
+      start_call_value(c, LUDO__CALL_STEP, data, t0);
     }
   } else if (strcmp(t, "state") == 0) {
     if (!extra_fields(c, root, NULL))
-      start_call(c, LUDO__CALL_STATE, NULL, m->t0_us);
+      start_call(c, LUDO__CALL_STATE, NULL, 0, t0);
   } else if (strcmp(t, "close") == 0) {
     if (!extra_fields(c, root, NULL)) sv_ws_close(c, 1000, NULL);
   } else if (strcmp(t, "mcp") == 0) {
@@ -229,17 +277,26 @@ static void ws_message(sv_ws_t *c, const sv_msg_t *m) {
   json_decref(root);
 }
 
+/* 1 when the client's session can take a message now. */
+static int ready(const sv_ws_t *c) {
+  return !c->closing && c->sess && !c->sess->busy && !c->sess->opening;
+}
+
+/* Handles one message (borrowed) now: the client is ready. */
+static void handle(sv_ws_t *c, const char *data, size_t len, uint64_t t0) {
+  if (c->mcp)
+    sv_mcp_handle(c->sv, c->sess, NULL, c, 1, data, len);
+  else
+    ws_message(c, data, len, t0);
+}
+
 void sv_ws_pump(sv_ws_t *c) {
-  while (c->head && !c->closing && c->sess && !c->sess->busy &&
-         !c->sess->opening) {
+  while (c->head && ready(c)) {
     sv_msg_t *m = c->head;
     c->head = m->next;
     if (c->head == NULL) c->tail = NULL;
     c->queued--;
-    if (c->mcp)
-      sv_mcp_handle(c->sv, c->sess, NULL, c, 1, m->data, m->len);
-    else
-      ws_message(c, m);
+    handle(c, m->data, m->len, m->t0_us);
     ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
   }
 }
@@ -268,6 +325,10 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
     sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
                 "send each message as a JSON text frame", NULL);
     sv_ws_close(c, 1003, "binary frames are not supported");
+    return;
+  }
+  if (c->head == NULL && ready(c)) { /* nothing waits: no copy */
+    handle(c, data, len, sv_now_us());
     return;
   }
   if (c->queued >= SV_WS_QUEUE_MAX) {

@@ -163,12 +163,17 @@
   X(ws_close_from_server)                                                    \
   X(ws_keepalive)                                                            \
   X(ws_send_queue)                                                           \
+  X(ws_send_paths)                                                           \
   X(ws_upgrade_pipelined)                                                    \
   X(ws_gone_before_switch)                                                   \
   X(ws_upgrade_input_bounded)                                                \
+  /* test-wsscan.c: parser offsets and the /ws fast path (runtime/serve) */ \
+  X(jsonparse_offsets)                                                       \
+  X(serve_wsscan)                                                            \
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \
+  X(net_socket_big_response)                                                 \
   X(net_socket_slow_client)                                                  \
   X(net_socket_connection_limit)                                             \
   X(net_socket_server_close)                                                 \

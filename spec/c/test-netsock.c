@@ -1,7 +1,8 @@
 /* test-netsock.c - the server on real sockets (runtime/net/server.c): a
  * listener on a free loopback port (port 0) and libuv clients on the same
  * loop doing HTTP requests, a WebSocket echo round trip (the client side
- * framed by wslay's client context), a slow client's timeout, the
+ * framed by wslay's client context), a response larger than the socket
+ * takes at once, a slow client's timeout, the
  * connection limit, the server closing under open connections, and
  * listen errors. Every test ends with the server and the core closed and
  * every byte returned. */
@@ -125,6 +126,8 @@ typedef struct srv_s {
   int ws_code;
   char ws_reason[64];
   int close_server_on_ws_close;
+  const char *big;       /* answer every request with this body */
+  size_t big_len;
 } srv_t;
 
 static void server_closed(void *ud) { ((srv_t *)ud)->closed = 1; }
@@ -163,6 +166,10 @@ static void on_request(void *ud, ludo__http_req_t *req) {
     ludo__ws_options_t o;
     ludo__ws_options_init(&o);
     ASSERT_OK(ludo__ws_accept(req, &o, &ws_cbs, s, &s->ws));
+    return;
+  }
+  if (s->big) {
+    ASSERT_OK(ludo__http_respond(req, 200, NULL, 0, s->big, s->big_len));
     return;
   }
   if (s->hold) {
@@ -379,6 +386,96 @@ TEST_IMPL(net_socket_ws_echo) {
   ASSERT_EQ(s.ws_code, 1000);
   ASSERT_STR_EQ(s.ws_reason, "bye");
   wslay_event_context_free(w.ev);
+}
+
+/* ---- a response larger than the socket takes at once ----------------- */
+
+#define BIG_LEN ((size_t)8 << 20)
+
+typedef struct big_s {
+  uv_tcp_t tcp;
+  uv_connect_t connect;
+  uv_write_t w;
+  char head[2048];
+  size_t hlen;
+  int in_body;
+  size_t body;   /* body bytes received */
+  size_t bad;    /* body bytes out of place */
+  int eof;
+} big_t;
+
+static void big_alloc(uv_handle_t *h, size_t want, uv_buf_t *b) {
+  static char buf[1 << 16];
+  (void)h;
+  (void)want;
+  *b = uv_buf_init(buf, sizeof buf);
+}
+
+static void big_closed(uv_handle_t *h) { (void)h; }
+
+/* Checks every body byte against the pattern the server sent, so bytes
+ * lost, repeated or reordered between the part written at once and the
+ * rest (written later) show. */
+static void big_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b) {
+  big_t *c = st->data;
+  ssize_t i = 0;
+  if (n < 0) {
+    c->eof = 1;
+    uv_close((uv_handle_t *)&c->tcp, big_closed);
+    ludo__server_close(the_srv->server, server_closed, the_srv);
+    return;
+  }
+  while (!c->in_body && i < n) {
+    char *end;
+    if (c->hlen == sizeof c->head - 1) FAIL("response head too long");
+    c->head[c->hlen++] = b->base[i++];
+    c->head[c->hlen] = '\0';
+    end = strstr(c->head, "\r\n\r\n");
+    if (end != NULL) c->in_body = 1;
+  }
+  for (; i < n; i++, c->body++)
+    if (b->base[i] != (char)('a' + c->body % 26)) c->bad++;
+}
+
+static void big_connected(uv_connect_t *req, int status) {
+  static const char get[] =
+      "GET /big HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+  big_t *c = req->data;
+  uv_buf_t b = uv_buf_init((char *)get, sizeof get - 1);
+  if (status != 0) FAIL("connect: %s", uv_strerror(status));
+  uv_read_start((uv_stream_t *)&c->tcp, big_alloc, big_read);
+  ASSERT_OK(uv_write(&c->w, (uv_stream_t *)&c->tcp, &b, 1, NULL));
+}
+
+/* An 8 MiB response: the kernel takes part of it at once (uv_try_write),
+ * the rest goes out as the client reads (uv_write), in order; the
+ * connection closes after it. */
+TEST_IMPL(net_socket_big_response) {
+  srv_t s;
+  big_t c;
+  struct sockaddr_in a;
+  char *body = malloc(BIG_LEN);
+  size_t i;
+  ASSERT_NOT_NULL(body);
+  for (i = 0; i < BIG_LEN; i++) body[i] = (char)('a' + i % 26);
+  srv_start(&s, NULL);
+  the_srv = &s;
+  s.big = body;
+  s.big_len = BIG_LEN;
+  memset(&c, 0, sizeof c);
+  c.tcp.data = &c;
+  c.connect.data = &c;
+  uv_tcp_init(s.core.loop, &c.tcp);
+  uv_ip4_addr("127.0.0.1", s.port, &a);
+  ASSERT_OK(uv_tcp_connect(&c.connect, &c.tcp, (const struct sockaddr *)&a,
+                           big_connected));
+  srv_finish(&s);
+  free(body);
+  ASSERT_TRUE(c.eof);
+  ASSERT_STR_CONTAINS(c.head, "HTTP/1.1 200 OK\r\n");
+  ASSERT_STR_CONTAINS(c.head, "Content-Length: 8388608\r\n");
+  ASSERT_UINT_EQ(c.body, BIG_LEN);
+  ASSERT_UINT_EQ(c.bad, 0);
 }
 
 /* A client that stops in the middle of its headers gets 408, then the

@@ -578,6 +578,15 @@ TEST_IMPL(ws_keepalive) {
   w.o.pong_timeout_ms = 500;
   ws_on(&m, &core, &w);
   ASSERT_EQ(m.timer_ms, 1000);
+  /* A message: the timer is not moved for it, but when it expires the
+   * ping waits a full interval after the message (the loop's clock stands
+   * still here: 1000 ms again). */
+  CLIENT(&m, 1, 1, "early");
+  ASSERT_EQ(w.messages, 1);
+  ASSERT_EQ(m.timer_ms, 1000);
+  mem_fire(&m);
+  ASSERT_EQ(frames(&m, f, 2), 0);
+  ASSERT_EQ(m.timer_ms, 1000);
   mem_fire(&m);
   ASSERT_EQ(frames(&m, f, 2), 1);
   ASSERT_EQ(f[0].opcode, 9);
@@ -608,6 +617,68 @@ TEST_IMPL(ws_keepalive) {
   w.o.ping_interval_ms = 0;
   ws_on(&m, &core, &w);
   ASSERT_EQ(m.timer_ms, 0);
+  ludo__net_conn_eof(&m.conn);
+  mem_finish(&m);
+  mem_free(&m);
+  net_core_free(&core);
+}
+
+/* Sends take two paths: straight into the conn when wslay holds nothing,
+ * through wslay's queue when it does (a pong it owes, say). Either way the
+ * frames are whole, valid (decoded by wslay's client side) and in order,
+ * with every length form of RFC 6455 5.2. */
+TEST_IMPL(ws_send_paths) {
+  static const size_t sizes[] = {0, 125, 126, 65535, 65536, 70000};
+  ludo__core_t core;
+  mem_t m;
+  wsrec_t w;
+  frame_t f[4];
+  char script[256], *big;
+  size_t n = 0, i;
+  net_core_init(&core);
+  memset(&w, 0, sizeof w);
+  w.echo = 1;
+  ws_on(&m, &core, &w);
+  CLIENT(&m, 1, 1, "a"); /* nothing pending: the echo goes straight */
+  ASSERT_OK(w.send_rc);
+  ASSERT_EQ(frames(&m, f, 4), 1);
+  ASSERT_EQ(f[0].opcode, 1);
+  ASSERT_STR_EQ(f[0].data, "a");
+  /* A ping first: wslay owes its pong when the echo is sent, so the echo
+   * waits behind it in wslay's queue. */
+  n += net_client_frame(script + n, 1, 9, "p1", 2);
+  n += net_client_frame(script + n, 1, 1, "b", 1);
+  mem_feed(&m, script, n);
+  ASSERT_OK(w.send_rc);
+  ASSERT_EQ(frames(&m, f, 4), 2);
+  ASSERT_EQ(f[0].opcode, 0xa);
+  ASSERT_STR_EQ(f[0].data, "p1");
+  ASSERT_EQ(f[1].opcode, 1);
+  ASSERT_STR_EQ(f[1].data, "b");
+  /* The message first: its echo is written before the pong is owed. */
+  n = net_client_frame(script, 1, 1, "c", 1);
+  n += net_client_frame(script + n, 1, 9, "p2", 2);
+  mem_feed(&m, script, n);
+  ASSERT_EQ(frames(&m, f, 4), 2);
+  ASSERT_EQ(f[0].opcode, 1);
+  ASSERT_STR_EQ(f[0].data, "c");
+  ASSERT_EQ(f[1].opcode, 0xa);
+  ASSERT_STR_EQ(f[1].data, "p2");
+  mem_ack(&m);
+  /* Every length form, text and binary. */
+  big = malloc(70000);
+  ASSERT_NOT_NULL(big);
+  memset(big, 'x', 70000);
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    ASSERT_OK(ludo__ws_send(w.ws, (int)(i & 1), big, sizes[i]));
+    ASSERT_EQ(frames(&m, f, 4), 1);
+    ASSERT_EQ(f[0].fin, 1);
+    ASSERT_EQ(f[0].masked, 0);
+    ASSERT_EQ(f[0].opcode, (i & 1) ? 2 : 1);
+    ASSERT_UINT_EQ(f[0].len, sizes[i]);
+    mem_ack(&m);
+  }
+  free(big);
   ludo__net_conn_eof(&m.conn);
   mem_finish(&m);
   mem_free(&m);

@@ -241,6 +241,44 @@ async def ws_error_codes():
 
 
 @test
+async def ws_fast_and_full_paths():
+    """Messages of the common shape are scanned (their data goes to the
+    session as sent), the others decoded with jansson: alike answers."""
+    async def send(text):
+        await ws.send(text)
+        return json.loads(await ws.recv())
+    async with S.ws() as ws:
+        v = await send('{"type": "reset", "data" : { } }')
+        check(v["type"] == "observation", v)
+        v = await send('{"data" : {"message" : "h\\u00e9\\"llo"},'
+                       ' "type":"step"}')
+        check(v["data"]["observation"]["echoed_message"] == 'h\u00e9"llo', v)
+        v = await send(' {"type":"state"}')   # leading space: jansson
+        check(v["type"] == "state" and v["data"]["step_count"] == 1, v)
+        v = await send('{"type":"fly","type":"state"}')  # the last wins
+        check(v["type"] == "state", v)
+        v = await send('{"type":"step","data":{"message":"a\\u0000b"}}')
+        check(v["data"]["observation"]["echoed_message"] == "a\x00b", v)
+        v = await send('{"type":"reset","data":null}')
+        check(v["type"] == "observation", v)
+        v = await send('{"type":"step","data":null}')
+        check(v["data"]["code"] == "VALIDATION_ERROR" and
+              v["data"]["errors"][0]["type"] == "dict_type", v)
+        for i in range(20):   # sent ahead: replies in order
+            await ws.send(json.dumps({"type": "step",
+                                      "data": {"message": f"m{i}"}}))
+        for i in range(20):
+            v = json.loads(await ws.recv())
+            check(v["data"]["observation"]["echoed_message"] == f"m{i}", v)
+        big = "x" * 70000     # a reply frame with a 64-bit length
+        v = await send(json.dumps({"type": "step",
+                                   "data": {"message": big}}))
+        check(v["data"]["observation"]["echoed_message"] == big and
+              v["data"]["observation"]["message_length"] == 70000,
+              "the long message came back changed")
+
+
+@test
 async def ws_execution_error():
     b = Server("spec/fixtures/serve/boom")
     try:
