@@ -38,7 +38,17 @@ local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
-local tools -- ludo.tools bound to the environment's tools, or nil
+-- The environment's tools: `tools_load` (nil without tools) binds them on
+-- first use, so a session that never calls one never loads their code.
+local tools, tools_load, tools_decl
+
+local function bound_tools()
+  if not tools then
+    local checks, list, toolmod = tools_load()
+    tools = toolmod.bind(tools_decl, checks, list, raise)
+  end
+  return tools
+end
 local tasks -- tasks(kind) gives ludo.tasks(_api) bound to the module's
 local episode_id, step_count = nil, 0
 local input, type, error = core.input, type, error
@@ -102,20 +112,20 @@ end
 -- ludo error objects (raiser(code, text, level)), which only the C core
 -- can hand out; `name` is the environment's default name (its folder).
 -- `checks` maps each tool's name to the C validator of its arguments,
--- `list` is the JSON of the tool list and `toolmod` is ludo.tools (all nil
--- without tools: the tools' code is loaded only where needed); `load`
+-- `tools` (nil without tools) returns, when first called, the map of each
+-- tool's name to the C validator of its arguments, the tool list as JSON
+-- and the ludo.tools module; `load`
 -- gives the modules of tasks bound to the module's (nil without tasks):
 -- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores.
-function M.init(mod, action, reset, raiser, name, checks, list, toolmod,
-                load)
+function M.init(mod, action, reset, raiser, name, tools_loader, load)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
   rubric, transform = mod.rubric, mod.transform
-  if checks then tools = toolmod.bind(mod.tools, checks, list, raiser) end
+  tools_load, tools_decl = tools_loader, mod.tools
   tasks = load
   local named = {}
   if type(rubric) == "table" and type(rubric.named_rubrics) == "function"
@@ -162,8 +172,9 @@ end
 
 local function step(action)
   if action == nil then action = {} end
-  if tools and type(action) == "table" and tools.takes(action) then
-    local obs = tools.step(action)
+  if tools_load and type(action) == "table"
+    and (action.type == "list_tools" or action.type == "call_tool") then
+    local obs = bound_tools().step(action)
     step_count = step_count + 1
     -- false where a step returns the rubric's score: the C core neither
     -- scores a tool's observation nor checks it against the schema
@@ -216,10 +227,10 @@ function M.dispatch(kind)
   if kind == 1 then return reset(input()) end
   if kind == 3 then return state() end
   if kind == 5 then
-    if not tools then
+    if not tools_load then
       raise("ENOENT", "environment " .. env_name .. " has no tools", 0)
     end
-    return tools.call(input())
+    return bound_tools().call(input())
   end
   if kind == 6 then -- only with tasks (the C core checks)
     return tasks(6).call(input())

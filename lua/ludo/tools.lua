@@ -3,6 +3,8 @@
 -- declare tools, so the others do not carry this code). See
 -- docs/environments.md, "Tools".
 --   bind(tools, checks, list, raise) -> {takes, step, call}
+--     (the runner takes list_tools/call_tool actions itself; takes() is
+--     the same test, for other callers)
 --     tools: the module's declaration; checks: tool name -> the C
 --     validator of its arguments; list: the tool list as JSON;
 --     raise: raises ludo error objects (raise(code, text, level)).

@@ -189,7 +189,7 @@ static int build_protected(lua_State *L) {
   } else {
     lua_pushnil(L);
   }
-  lua_call(L, 9, 1);                       /* runner, named */
+  lua_call(L, 7, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);

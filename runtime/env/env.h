@@ -175,10 +175,10 @@ void ludo__result_push_encoder(lua_State *L);
  * list as JSON; nothing when there are none. Raises ELOAD on a schema that
  * does not compile. [-0, +0, e] */
 void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info);
-/* Pushes what a session state's runner needs: a table tool name ->
- * argument validator, the list's JSON text and the ludo.tools module
- * (loaded into the state only here); nil, nil, nil without tools.
- * [-0, +3, e] */
+/* Pushes what a session state's runner needs: nil without tools, else a
+ * loader returning, when first called, a table tool name -> argument
+ * validator, the list's JSON text and the ludo.tools module (loaded into
+ * the state only then). The env must outlive the state. [-0, +1, m] */
 void ludo__tools_push(lua_State *L, ludo_env_t *env);
 /* Frees env->tools and the list. */
 void ludo__tools_free(ludo_env_t *env);

@@ -61,14 +61,11 @@ void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info) {
   lua_pop(L, 1);
 }
 
-void ludo__tools_push(lua_State *L, ludo_env_t *env) {
+/* The loader the runner calls on a session's first tool action: returns
+ * the validators, the list and ludo.tools. Upvalue 1: the env. */
+static int load_tools(lua_State *L) {
+  ludo_env_t *env = lua_touserdata(L, lua_upvalueindex(1));
   size_t i;
-  if (env->ntools == 0) {
-    lua_pushnil(L);
-    lua_pushnil(L);
-    lua_pushnil(L);
-    return;
-  }
   lua_createtable(L, 0, (int)env->ntools);
   for (i = 0; i < env->ntools; i++) {
     ludo__schema_push_validator(L, env->tools[i].schema, "arguments");
@@ -76,6 +73,16 @@ void ludo__tools_push(lua_State *L, ludo_env_t *env) {
   }
   lua_pushlstring(L, env->tools_json.p, env->tools_json.len);
   ludo__modules_require(L, "ludo.tools");
+  return 3;
+}
+
+void ludo__tools_push(lua_State *L, ludo_env_t *env) {
+  if (env->ntools == 0) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_pushlightuserdata(L, env);
+  lua_pushcclosure(L, load_tools, 1);
 }
 
 void ludo__tools_free(ludo_env_t *env) {
