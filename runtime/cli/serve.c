@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #include "cli/cli.h"
@@ -490,6 +491,25 @@ static void free_workers(serve_t *s) {
   free(s->w);
 }
 
+/* Each session holds a socket: raise the open-file limit to its hard
+ * limit (the soft one is often 1024), and say so when even that is below
+ * what max_sessions asks for. */
+static void raise_nofile(const serve_args_t *a) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+    getrlimit(RLIMIT_NOFILE, &r);
+  }
+  if (a->max_sessions > 0 && r.rlim_cur != RLIM_INFINITY &&
+      (unsigned long long)a->max_sessions + 64 > r.rlim_cur)
+    fprintf(stderr, "ludo serve: warning: the open-file limit (%llu) is "
+            "below --max-sessions %lld plus room for the server: raise "
+            "it (ulimit -n) or sessions past it will be refused\n",
+            (unsigned long long)r.rlim_cur, a->max_sessions);
+}
+
 static int serve_main(const serve_args_t *a) {
   serve_t s;
   worker_t *w0 = &s.main;
@@ -497,6 +517,7 @@ static int serve_main(const serve_args_t *a) {
   int rc, status = 1;
   memset(&s, 0, sizeof s);
   s.a = a;
+  raise_nofile(a);
   atomic_init(&s.finished, 0);
   set_options(&s);
   w0->s = &s;
