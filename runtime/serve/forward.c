@@ -17,9 +17,9 @@
  *
  * The owning side runs the call on its record as for a request of its
  * own (same checks, same idle clock) with a continuation that answers;
- * a WebSocket of another worker attached to one of its sessions is a stub
+ * a WebSocket of another worker attached to one of its sessions is a remote
  * client (sv_ws_t with `remote_from`), so every check that asks "is it
- * attached?" sees it, and closing the stub closes the WebSocket there.
+ * attached?" sees it, and closing the remote closes the WebSocket there.
  *
  * Messages from one worker to another arrive in the order sent. A worker
  * that stops answers what is queued for it with refusals, and answers for
@@ -487,7 +487,7 @@ static void on_ws_close(ludo__serve_t *sv, const sv_fwd_t *m) {
   sv_ws_close(c, m->status, m->data); /* closes x too */
 }
 
-/* ---- stubs and forwarded calls (the owning side) ----------------------- */
+/* ---- remote records and forwarded calls (the owning side) ----------------------- */
 
 /* The continuation of a forwarded call: answers the asker. */
 static void fwd_done(sv_sess_t *x, int status, const char *data,
@@ -510,8 +510,8 @@ static void run_call(ludo__serve_t *sv, sv_sess_t *x, const sv_fwd_t *q,
   }
 }
 
-/* The stub of the attachment a message names, or NULL. */
-static sv_ws_t *stub_of(ludo__serve_t *sv, const sv_fwd_t *q,
+/* The remote record of the attachment a message names, or NULL. */
+static sv_ws_t *remote_of(ludo__serve_t *sv, const sv_fwd_t *q,
                         sv_sess_t **out) {
   sv_sess_t *x = sv_sess_find(sv, q->id);
   *out = x;
@@ -521,8 +521,8 @@ static sv_ws_t *stub_of(ludo__serve_t *sv, const sv_fwd_t *q,
   return x->ws;
 }
 
-/* Unlinks and frees a stub (last: the server may go with it). */
-static void stub_free(ludo__serve_t *sv, sv_ws_t *c) {
+/* Unlinks and frees a remote record (last: the server may go with it). */
+static void remote_free(ludo__serve_t *sv, sv_ws_t *c) {
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -556,7 +556,7 @@ static void on_attach(ludo__serve_t *sv, const sv_fwd_t *q) {
   answer(sv, q->from, q->seq, 0, 0, x->kind, "", 0);
 }
 
-void sv_stub_close(sv_ws_t *c, int code, const char *reason) {
+void sv_remote_close(sv_ws_t *c, int code, const char *reason) {
   ludo__serve_t *sv = c->sv;
   sv_sess_t *x = c->sess;
   const char *r = reason ? reason : "";
@@ -569,7 +569,7 @@ void sv_stub_close(sv_ws_t *c, int code, const char *reason) {
   }
   post(sv, c->remote_from - 1, SV_FWD_WS_CLOSE, c->remote_seq, NULL, 0,
        code, r, strlen(r));
-  stub_free(sv, c);
+  remote_free(sv, c);
 }
 
 /* A request another worker passed on. */
@@ -608,7 +608,7 @@ static void on_request(ludo__serve_t *sv, const sv_fwd_t *q) {
       on_attach(sv, q);
       break;
     case SV_FWD_CALL:
-      if (stub_of(sv, q, &x) == NULL)
+      if (remote_of(sv, q, &x) == NULL)
         answer_text(sv, q, LUDO_ECLOSED, 0, "the session was closed");
       else if (x->busy)
         answer_text(sv, q, LUDO_EBUSY, 0, "the session is busy");
@@ -617,11 +617,11 @@ static void on_request(ludo__serve_t *sv, const sv_fwd_t *q) {
       break;
     case SV_FWD_DETACH:
     case SV_FWD_END:
-      if ((c = stub_of(sv, q, &x)) == NULL) break;
+      if ((c = remote_of(sv, q, &x)) == NULL) break;
       x->ws = NULL;
       c->sess = NULL;
       c->closing = 1;
-      stub_free(sv, c);
+      remote_free(sv, c);
       if (q->op == SV_FWD_END) sv_sess_close(x);
       break;
     default:

@@ -78,8 +78,8 @@ struct sv_ws_s {
   struct sv_msg_s *head, *tail;
   unsigned queued;
   sv_ws_t *next, *prev;     /* all clients */
-  /* A stub (forward.c): stands for a WebSocket of another worker attached
-   * to our session `sess` (ws is NULL); 0: a real client. */
+  /* A remote record (forward.c): stands for a WebSocket of another
+   * worker attached to our session `sess` (ws is NULL); 0: a real one. */
   unsigned remote_from;     /* 1 + that worker */
   uint64_t remote_seq;      /* the number of its proxy there */
 };
@@ -288,9 +288,9 @@ int sv_proxy_call(sv_sess_t *x, int kind, const char *json, size_t len,
 void sv_proxy_close(sv_sess_t *x);
 void sv_proxy_detach(sv_sess_t *x);
 
-/* Ends a stub: the session it is attached to closes, and the worker with
+/* Ends a remote record: the session it is attached to closes, and the worker with
  * the WebSocket closes that with `code` and `reason`. Frees c. */
-void sv_stub_close(sv_ws_t *c, int code, const char *reason);
+void sv_remote_close(sv_ws_t *c, int code, const char *reason);
 
 /* Joins the group (o->group, o->worker) and starts taking messages.
  * Returns 0, or LUDO_EINVAL with sv->errmsg set. */

@@ -55,7 +55,7 @@ void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
 
 void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
   if (c->remote_from) { /* another worker's WebSocket (forward.c) */
-    sv_stub_close(c, code, reason);
+    sv_remote_close(c, code, reason);
     return;
   }
   if (c->closing) return;
@@ -71,7 +71,7 @@ void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
 void sv_ws_close_all(ludo__serve_t *sv) {
   sv_ws_t *c, *next;
   for (c = sv->clients; c; c = next) {
-    next = c->next; /* a stub is freed at once */
+    next = c->next; /* a remote record is freed at once */
     sv_ws_close(c, 1001, "server shutting down");
   }
 }
