@@ -69,6 +69,23 @@ void ludo__cli_help(const ludo__cli_cmd_t *cmd, FILE *f);
 /* Prints the "options:" section alone. */
 void ludo__cli_help_options(const ludo__cli_cmd_t *cmd, FILE *f);
 
+/* Reads a command's argv (cmd's table): each option goes to
+ * apply(ud, id, value), which returns 0 or the exit status to stop with;
+ * the one argument that is not an option goes to *arg (`what` names it in
+ * messages: "ENV", "URL"); -h prints the help. Returns -1 to go on, 0
+ * after the help, or the exit status (LUDO__CLI_USAGE after saying what
+ * was wrong: an unknown option, a second argument, none at all, which
+ * `need` describes: "an environment"). */
+int ludo__cli_parse(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                    int (*apply)(void *ud, int id, const char *val),
+                    void *ud, const char **arg, const char *what,
+                    const char *need);
+
+/* Reads `val` as a whole number from min to max into *out, for option
+ * `name`. Returns 0, or LUDO__CLI_USAGE after saying what was wrong. */
+int ludo__cli_number(const char *name, const char *val, long long min,
+                     long long max, long long *out);
+
 /* The commands (one file each). */
 extern const ludo__cli_cmd_t ludo__cli_cmd_run;
 extern const ludo__cli_cmd_t ludo__cli_cmd_serve;

@@ -53,33 +53,19 @@ typedef struct {
   int no_reconnect, quiet;
 } client_args_t;
 
-static int parse_num(const char *name, const char *val, long long min,
-                     long long max, long long *out) {
-  char *end;
-  long long v;
-  errno = 0;
-  v = strtoll(val, &end, 10);
-  if (errno != 0 || *val == '\0' || *end != '\0' || v < min || v > max) {
-    ludo__cli_error("%s takes a whole number from %lld to %lld (got '%s')",
-                    name, min, max, val);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int apply(client_args_t *a, int id, const char *val) {
+static int apply(void *ud, int id, const char *val) {
+  client_args_t *a = ud;
   switch (id) {
     case OPT_SCRIPT: a->script = val; return 0;
     case OPT_TOKEN: a->token = val; return 0;
     case OPT_TIMEOUT:
-      return parse_num("--timeout", val, 0, 86400, &a->timeout_s);
+      return ludo__cli_number("--timeout", val, 0, 86400, &a->timeout_s);
     case OPT_CONNECT_TIMEOUT:
-      return parse_num("--connect-timeout", val, 1, 3600, &a->connect_s);
+      return ludo__cli_number("--connect-timeout", val, 1, 3600, &a->connect_s);
     case OPT_PING_INTERVAL:
-      return parse_num("--ping-interval", val, 0, 86400, &a->ping_s);
+      return ludo__cli_number("--ping-interval", val, 0, 86400, &a->ping_s);
     case OPT_MAX_MESSAGE:
-      return parse_num("--max-message", val, 1, 4096, &a->max_mb);
+      return ludo__cli_number("--max-message", val, 1, 4096, &a->max_mb);
     case OPT_NO_RECONNECT: a->no_reconnect = 1; return 0;
     case OPT_QUIET: a->quiet = 1; return 0;
     default: return 0;
@@ -89,35 +75,14 @@ static int apply(client_args_t *a, int id, const char *val) {
 /* Parses argv into *a. Returns -1 to go on, or the exit status. */
 static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
                       client_args_t *a) {
-  const char *val;
-  int i = 0, rest = 0, id;
   memset(a, 0, sizeof *a);
   a->timeout_s = 60;
   a->connect_s = 10;
   a->ping_s = 20;
   a->max_mb = 100;
   a->token = getenv("LUDO_TOKEN");
-  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
-         LUDO__CLI_END) {
-    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
-    if (id == LUDO__CLI_OPT_HELP) {
-      ludo__cli_help(cmd, stdout);
-      return 0;
-    }
-    if (id > 0) {
-      if (apply(a, id, val) != 0) return LUDO__CLI_USAGE;
-    } else if (a->url == NULL) {
-      a->url = val;
-    } else {
-      ludo__cli_error("unexpected argument '%s' (one URL only)", val);
-      return LUDO__CLI_USAGE;
-    }
-  }
-  if (a->url == NULL) {
-    ludo__cli_error("client needs a server's URL (see ludo help client)");
-    return LUDO__CLI_USAGE;
-  }
-  return -1;
+  return ludo__cli_parse(cmd, argc, argv, apply, a, &a->url, "URL",
+                         "a server's URL");
 }
 
 static const char commands_help[] =

@@ -2,7 +2,9 @@
  * parser (ludo__cli_next) and printed by `ludo help COMMAND`
  * (ludo__cli_help), so what a command accepts and what its help says
  * cannot differ. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -104,4 +106,50 @@ void ludo__cli_help(const ludo__cli_cmd_t *cmd, FILE *f) {
     fputc('\n', f);
     fputs(cmd->notes, f);
   }
+}
+
+int ludo__cli_parse(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                    int (*apply)(void *ud, int id, const char *val),
+                    void *ud, const char **arg, const char *what,
+                    const char *need) {
+  const char *val;
+  int i = 0, rest = 0, id, rc;
+  *arg = NULL;
+  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
+         LUDO__CLI_END) {
+    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
+    if (id == LUDO__CLI_OPT_HELP) {
+      ludo__cli_help(cmd, stdout);
+      return 0;
+    }
+    if (id > 0) {
+      if ((rc = apply(ud, id, val)) != 0) return rc;
+    } else if (*arg == NULL) {
+      *arg = val;
+    } else {
+      ludo__cli_error("unexpected argument '%s' (one %s only)", val, what);
+      return LUDO__CLI_USAGE;
+    }
+  }
+  if (*arg == NULL) {
+    ludo__cli_error("%s needs %s (see ludo help %s)", cmd->name, need,
+                    cmd->name);
+    return LUDO__CLI_USAGE;
+  }
+  return -1;
+}
+
+int ludo__cli_number(const char *name, const char *val, long long min,
+                     long long max, long long *out) {
+  char *end;
+  long long v;
+  errno = 0;
+  v = strtoll(val, &end, 10);
+  if (errno != 0 || *val == '\0' || *end != '\0' || v < min || v > max) {
+    ludo__cli_error("%s takes a whole number from %lld to %lld (got '%s')",
+                    name, min, max, val);
+    return LUDO__CLI_USAGE;
+  }
+  *out = v;
+  return 0;
 }

@@ -192,7 +192,8 @@ static const char *opt_name(int id) {
 }
 
 /* Applies option `id` with value `val`. Returns 0 or the exit status. */
-static int apply(run_args_t *ra, int id, const char *val) {
+static int apply(void *ud, int id, const char *val) {
+  run_args_t *ra = ud;
   const num_opt_t *n;
   for (n = num_opts; n->id != 0 && n->id != id; n++) {
   }
@@ -224,8 +225,7 @@ static int apply(run_args_t *ra, int id, const char *val) {
 /* Parses argv into *ra. Returns -1 to go on, or the exit status. */
 static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
                       run_args_t *ra) {
-  const char *val;
-  int i = 0, rest = 0, id, rc;
+  int rc;
   memset(ra, 0, sizeof *ra);
   ra->episodes = 1;
   ra->seed = -1;
@@ -234,26 +234,9 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   ra->cap_mb = 64;
   ra->strict = 1;
   ra->token = getenv("LUDO_TOKEN");
-  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
-         LUDO__CLI_END) {
-    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
-    if (id == LUDO__CLI_OPT_HELP) {
-      ludo__cli_help(cmd, stdout);
-      return 0;
-    }
-    if (id > 0) {
-      if ((rc = apply(ra, id, val)) != 0) return rc;
-    } else if (ra->env_path == NULL) {
-      ra->env_path = val;
-    } else {
-      ludo__cli_error("unexpected argument '%s' (one ENV only)", val);
-      return LUDO__CLI_USAGE;
-    }
-  }
-  if (ra->env_path == NULL) {
-    ludo__cli_error("run needs an environment (see ludo help run)");
-    return LUDO__CLI_USAGE;
-  }
+  rc = ludo__cli_parse(cmd, argc, argv, apply, ra, &ra->env_path, "ENV",
+                       "an environment");
+  if (rc >= 0) return rc;
   if (ra->host_lib != NULL && ra->no_host_lib) {
     ludo__cli_error("--host-lib and --no-host-lib contradict each other");
     return LUDO__CLI_USAGE;

@@ -146,27 +146,15 @@ struct serve_s {
   int stopping;
 };
 
-static int parse_num(const char *name, const char *val, long long min,
-                     long long max, long long *out) {
-  char *end;
-  long long v = strtoll(val, &end, 10);
-  if (*val == '\0' || *end != '\0' || v < min || v > max) {
-    ludo__cli_error("%s takes a whole number from %lld to %lld (got '%s')",
-                    name, min, max, val);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int apply(serve_args_t *a, int id, const char *val) {
+static int apply(void *ud, int id, const char *val) {
+  serve_args_t *a = ud;
   switch (id) {
     case OPT_HOST: a->host = val; return 0;
-    case OPT_PORT: return parse_num("--port", val, 0, 65535, &a->port);
+    case OPT_PORT: return ludo__cli_number("--port", val, 0, 65535, &a->port);
     case OPT_MAX_SESSIONS:
-      return parse_num("--max-sessions", val, 1, 1000000, &a->max_sessions);
+      return ludo__cli_number("--max-sessions", val, 1, 1000000, &a->max_sessions);
     case OPT_SESSION_TIMEOUT:
-      return parse_num("--session-timeout", val, 1, 86400 * 365,
+      return ludo__cli_number("--session-timeout", val, 1, 86400 * 365,
                        &a->timeout_s);
     case OPT_MODE:
       if (strcmp(val, "simulation") == 0) {
@@ -176,25 +164,25 @@ static int apply(serve_args_t *a, int id, const char *val) {
       } else {
         ludo__cli_error("--mode is simulation or production (got '%s')",
                         val);
-        return -1;
+        return LUDO__CLI_USAGE;
       }
       return 0;
     case OPT_TOKEN: a->token = val; return 0;
     case OPT_STRICT: a->strict = 1; return 0;
     case OPT_NO_STRICT: a->strict = 0; return 0;
     case OPT_CPU_BUDGET:
-      return parse_num("--cpu-budget", val, 1, 86400000, &a->budget_ms);
+      return ludo__cli_number("--cpu-budget", val, 1, 86400000, &a->budget_ms);
     case OPT_MEMORY_CAP:
-      return parse_num("--memory-cap", val, 1, 65536, &a->cap_mb);
+      return ludo__cli_number("--memory-cap", val, 1, 65536, &a->cap_mb);
     case OPT_MAX_MESSAGE:
-      return parse_num("--max-message", val, 1, 4096, &a->max_msg_mb);
+      return ludo__cli_number("--max-message", val, 1, 4096, &a->max_msg_mb);
     case OPT_PING_INTERVAL:
-      return parse_num("--ping-interval", val, 0, 86400, &a->ping_s);
+      return ludo__cli_number("--ping-interval", val, 0, 86400, &a->ping_s);
     case OPT_HOST_LIB: a->host_lib = val; return 0;
     case OPT_NO_HOST_LIB: a->no_host_lib = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
     case OPT_WORKERS:
-      return parse_num("--workers", val, 1, LUDO_SERVER_MAX_WORKERS,
+      return ludo__cli_number("--workers", val, 1, LUDO_SERVER_MAX_WORKERS,
                        &a->workers);
     default: return 0;
   }
@@ -203,8 +191,6 @@ static int apply(serve_args_t *a, int id, const char *val) {
 /* Parses argv into *a. Returns -1 to go on, or the exit status. */
 static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
                       serve_args_t *a) {
-  const char *val;
-  int i = 0, rest = 0, id;
   memset(a, 0, sizeof *a);
   a->host = "127.0.0.1";
   a->port = 8000;
@@ -213,27 +199,8 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   a->max_msg_mb = 16;
   a->ping_s = 20;
   a->token = getenv("LUDO_TOKEN");
-  while ((id = ludo__cli_next(cmd, argc, argv, &i, &rest, &val)) !=
-         LUDO__CLI_END) {
-    if (id == LUDO__CLI_BAD) return LUDO__CLI_USAGE;
-    if (id == LUDO__CLI_OPT_HELP) {
-      ludo__cli_help(cmd, stdout);
-      return 0;
-    }
-    if (id > 0) {
-      if (apply(a, id, val) != 0) return LUDO__CLI_USAGE;
-    } else if (a->env_path == NULL) {
-      a->env_path = val;
-    } else {
-      ludo__cli_error("unexpected argument '%s' (one ENV only)", val);
-      return LUDO__CLI_USAGE;
-    }
-  }
-  if (a->env_path == NULL) {
-    ludo__cli_error("serve needs an environment (see ludo help serve)");
-    return LUDO__CLI_USAGE;
-  }
-  return -1;
+  return ludo__cli_parse(cmd, argc, argv, apply, a, &a->env_path, "ENV",
+                         "an environment");
 }
 
 static void verbose_log(void *ud, ludo_log_level_t level, const char *who,
