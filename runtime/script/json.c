@@ -9,6 +9,7 @@
 
 #include "base/errors.h"
 #include "base/jsonparse.h"
+#include "base/utf8.h"
 #include "core/error.h"
 
 static const char null_key = 'n';  /* registry: the null sentinel */
@@ -441,52 +442,14 @@ static void enc_char(enc_t *e, char c) {
   b->p[b->len] = '\0';
 }
 
-/* Offset of the first byte that is not valid UTF-8, or -1. */
-static long utf8_invalid_at(const unsigned char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    size_t k;
-    unsigned cp;
-    if (c < 0x80) {
-      i++;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      k = 1;
-      cp = c & 0x1f;
-      if (c < 0xc2) return (long)i;
-    } else if ((c & 0xf0) == 0xe0) {
-      k = 2;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0 && c <= 0xf4) {
-      k = 3;
-      cp = c & 0x07;
-    } else {
-      return (long)i;
-    }
-    {
-      size_t j;
-      for (j = 1; j <= k; j++) {
-        if (i + j >= n || (s[i + j] & 0xc0) != 0x80) return (long)i;
-        cp = (cp << 6) | (s[i + j] & 0x3f);
-      }
-    }
-    if ((k == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (k == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-      return (long)i;
-    i += k + 1;
-  }
-  return -1;
-}
-
 static void enc_string(enc_t *e, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   ludo__buf_t *b = e->b;
   size_t i, start = 0;
-  long bad = utf8_invalid_at((const unsigned char *)s, n);
-  if (bad >= 0) {
+  size_t bad = ludo__utf8_check(s, n);
+  if (bad < n) {
     char what[64];
-    snprintf(what, sizeof what, "invalid UTF-8 in string (byte %ld)", bad);
+    snprintf(what, sizeof what, "invalid UTF-8 in string (byte %zu)", bad);
     enc_fail(e, what);
   }
   ENC_OK(e, ludo__buf_reserve(b, n + 2));
