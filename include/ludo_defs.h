@@ -171,6 +171,13 @@ typedef struct ludo_server_options_s {
                                   on in a group of several servers, where
                                   worker 0 first checks that nothing
                                   listens on the port yet. Default 0 */
+  uint32_t drain_timeout_ms;   /* ludo_server_close first lets the calls
+                                  in flight finish and answer (new calls
+                                  are refused, messages queued behind a
+                                  call are dropped), for at most this
+                                  long; then the calls still running are
+                                  cancelled. Default 10000; UINT32_MAX:
+                                  no draining */
 } ludo_server_options_t;
 
 typedef struct ludo_server_s ludo_server_t;

@@ -485,6 +485,11 @@ static void listener_closed(uv_handle_t *h) {
   maybe_finish(s);
 }
 
+void ludo__server_stop_accepting(ludo__server_t *s) {
+  if (s->closing || uv_is_closing((uv_handle_t *)&s->listener)) return;
+  uv_close((uv_handle_t *)&s->listener, listener_closed);
+}
+
 void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
                         void *ud) {
   sock_t *k, *next;
@@ -492,7 +497,8 @@ void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
   s->closing = 1;
   s->close_cb = cb;
   s->close_ud = ud;
-  uv_close((uv_handle_t *)&s->listener, listener_closed);
+  if (!uv_is_closing((uv_handle_t *)&s->listener))
+    uv_close((uv_handle_t *)&s->listener, listener_closed);
   for (k = s->socks; k; k = next) {
     next = k->next;
     ludo__net_conn_shutdown(&k->conn);

@@ -65,6 +65,10 @@ const char *ludo__server_errmsg(const ludo__server_t *s);
 /* Connections open now. */
 unsigned ludo__server_connections(const ludo__server_t *s);
 
+/* Stops accepting new connections (closes the listener); the open ones
+ * go on until ludo__server_close. */
+void ludo__server_stop_accepting(ludo__server_t *s);
+
 /* Stops accepting and ends every connection: idle HTTP connections close
  * at once, the others after the bytes already answered are sent (bounded
  * by the linger time); requests the handler still holds are aborted (its

@@ -140,6 +140,8 @@ struct ludo__serve_s {
   uv_timer_t reaper;
   int reaper_on;
   int closing, http_closed, reaper_closed;
+  uv_timer_t drain;         /* bounds the drain of ludo__serve_close */
+  int draining, drain_on, drain_closed;
   /* Workers (forward.c): the group, this server's index, its inbox. */
   ludo__serve_group_t *group;
   unsigned worker;
@@ -182,6 +184,8 @@ uint64_t sv_now_ms(ludo__serve_t *sv);
 
 /* Frees the server when it is closing and nothing is left. */
 void sv_maybe_finish(ludo__serve_t *sv);
+/* During ludo__serve_close's drain: ends it once no call is in flight. */
+void sv_drain_check(ludo__serve_t *sv);
 
 /* The capacity error text: "Server at capacity: N/M sessions active.
  * Cannot accept new connections." into buf. */

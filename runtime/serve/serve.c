@@ -12,6 +12,7 @@
 #define DEFAULT_MAX_SESSIONS 1024
 #define DEFAULT_HTTP_SESSION_TIMEOUT_MS 300000
 #define DEFAULT_MAX_CONNECTIONS 16384
+#define DEFAULT_DRAIN_TIMEOUT_MS 10000
 
 void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   atomic_init(&sh->open, 0);
@@ -155,6 +156,7 @@ sv_sess_t *sv_sess_open(ludo__serve_t *sv, int kind, sv_done_fn done,
 static void on_call(ludo_session_t *s, int status, const char *data,
                     size_t len, void *ud) {
   sv_sess_t *x = ud;
+  ludo__serve_t *sv = x->sv;
   sv_done_fn done = x->done;
   (void)s;
   x->busy = 0;
@@ -171,13 +173,14 @@ static void on_call(ludo_session_t *s, int status, const char *data,
     }
     sess_free(x);
   }
+  if (sv->draining) sv_drain_check(sv);
 }
 
 int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
                  sv_done_fn done) {
   int rc;
   if (x->owner) return sv_proxy_call(x, kind, json, len, done);
-  if (x->dead || x->s == NULL) return LUDO_ECLOSED;
+  if (x->dead || x->s == NULL || x->sv->closing) return LUDO_ECLOSED;
   if (x->busy) return LUDO_EBUSY;
   x->busy = 1;
   x->call = kind;
@@ -327,12 +330,15 @@ static void fill_options(ludo_server_options_t *o,
   if (o->http_session_timeout_ms == 0)
     o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
   if (o->max_connections == 0) o->max_connections = DEFAULT_MAX_CONNECTIONS;
+  if (o->drain_timeout_ms == 0)
+    o->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
 }
 
 void ludo__serve_options_init(ludo_server_options_t *o) {
   memset(o, 0, sizeof *o);
   o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
   o->max_connections = DEFAULT_MAX_CONNECTIONS;
+  o->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
 }
 
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
@@ -451,7 +457,8 @@ static void serve_free(ludo__serve_t *sv) {
 void sv_maybe_finish(ludo__serve_t *sv) {
   if (sv->http_closed && sv->reaper_closed && sv->sessions == NULL &&
       sv->clients == NULL && sv->nproxies == 0 &&
-      (!sv->inbox_on || sv->inbox_closed))
+      (!sv->inbox_on || sv->inbox_closed) &&
+      (!sv->drain_on || sv->drain_closed))
     serve_free(sv);
 }
 
@@ -468,12 +475,67 @@ static void on_reaper_closed(uv_handle_t *h) {
   sv_maybe_finish(sv);
 }
 
+/* ---- closing: drain, then close -------------------------------------- */
+
+/* 1 when one of the server's own sessions has a call in flight. */
+static int any_busy(const ludo__serve_t *sv) {
+  const sv_sess_t *x;
+  for (x = sv->sessions; x; x = x->next)
+    if (x->busy) return 1;
+  return 0;
+}
+
+static void on_drain_closed(uv_handle_t *h) {
+  ludo__serve_t *sv = h->data;
+  ludo__core_handle_closed(sv->core);
+  sv->drain_closed = 1;
+  sv_maybe_finish(sv);
+}
+
+static void close_now(ludo__serve_t *sv);
+
+/* Ends the drain: the calls finished, or its time is up (the calls still
+ * running are then cancelled by the close). */
+static void drain_end(ludo__serve_t *sv) {
+  sv->draining = 0;
+  uv_close((uv_handle_t *)&sv->drain, on_drain_closed);
+  close_now(sv);
+}
+
+static void on_drain_timeout(uv_timer_t *t) { drain_end(t->data); }
+
+void sv_drain_check(ludo__serve_t *sv) {
+  if (sv->draining && !any_busy(sv)) drain_end(sv);
+}
+
+/* Stops accepting and waits (bounded) for the calls in flight; 0 when
+ * there is nothing to wait for. */
+static int drain_start(ludo__serve_t *sv) {
+  if (sv->o.drain_timeout_ms == UINT32_MAX || sv->http == NULL ||
+      !any_busy(sv))
+    return 0;
+  ludo__server_stop_accepting(sv->http);
+  uv_timer_init(sv->core->loop, &sv->drain);
+  ludo__core_handle_opened(sv->core);
+  sv->drain.data = sv;
+  uv_timer_start(&sv->drain, on_drain_timeout, sv->o.drain_timeout_ms, 0);
+  sv->drain_on = 1;
+  sv->draining = 1;
+  return 1;
+}
+
 void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
-  sv_sess_t *x, *next;
   if (sv == NULL || sv->closing) return;
   sv->closing = 1;
   sv->close_cb = cb;
   sv->close_ud = ud;
+  if (!drain_start(sv)) close_now(sv);
+}
+
+/* Closes the WebSockets (1001), the sessions, the timers and the HTTP
+ * server; the last close callback frees the server. */
+static void close_now(ludo__serve_t *sv) {
+  sv_sess_t *x, *next;
   sv_ws_close_all(sv);
   for (x = sv->sessions; x; x = next) {
     next = x->next;

@@ -279,7 +279,8 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
 
 /* 1 when the client's session can take a message now. */
 static int ready(const sv_ws_t *c) {
-  return !c->closing && c->sess && !c->sess->busy && !c->sess->opening;
+  return !c->closing && !c->sv->draining && c->sess && !c->sess->busy &&
+         !c->sess->opening;
 }
 
 /* Handles one message (borrowed) now: the client is ready. */

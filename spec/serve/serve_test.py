@@ -601,6 +601,40 @@ async def graceful_shutdown():
     c.p.stderr.close()
 
 
+@test
+async def graceful_shutdown_finishes_steps():
+    # SIGTERM while a step waits: the server stops accepting, lets the step
+    # finish and answer, drops the message queued behind it, then closes
+    # the WebSocket with 1001 and exits 0.
+    c = Server("spec/fixtures/c/sleepy", "--workers", "1")
+    async with c.ws() as ws:
+        await rpc(ws, {"type": "reset"})
+        await ws.send(json.dumps({"type": "step",
+                                  "data": {"seconds": 1.0, "tag": "late"}}))
+        await ws.send(json.dumps({"type": "step",
+                                  "data": {"seconds": 0, "tag": "queued"}}))
+        await asyncio.sleep(0.3)
+        c.p.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.2)
+        refused = False
+        try:
+            socket.create_connection(("127.0.0.1", c.port), 2).close()
+        except OSError:
+            refused = True
+        check(refused, "a connection was accepted while draining")
+        reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        check(reply.get("type") == "observation", reply)
+        obs = reply["data"]["observation"]
+        check(obs["tag"] == "late" and obs["count"] == 1, reply)
+        try:
+            extra = await asyncio.wait_for(ws.recv(), 10)
+            check(False, "the queued step ran: %s" % extra)
+        except websockets.ConnectionClosed as e:
+            check(e.code == 1001, e)
+    check(c.p.wait(timeout=20) == 0, "exit status")
+    c.p.stderr.close()
+
+
 # ---- the Task API (OPENENV.md 1.9) ------------------------------------------
 
 T = Server("spec/fixtures/serve/tasks")
