@@ -41,6 +41,7 @@ enum {
   OPT_MEMORY_CAP,
   OPT_MAX_MESSAGE,
   OPT_PING_INTERVAL,
+  OPT_DRAIN,
   OPT_HOST_LIB,
   OPT_NO_HOST_LIB,
   OPT_VERBOSE,
@@ -87,6 +88,10 @@ static const ludo__cli_opt_t serve_opts[] = {
     {OPT_PING_INTERVAL, "--ping-interval", NULL, "S",
      "keepalive pings on WebSockets every S seconds\n"
      "(default 20; 0: none)"},
+    {OPT_DRAIN, "--drain-timeout", NULL, "S",
+     "on SIGTERM/SIGINT, let calls in flight finish\n"
+     "for up to S seconds before cancelling them\n"
+     "(default 10, at most 14; 0: cancel at once)"},
     {OPT_HOST_LIB, "--host-lib", NULL, "PATH",
      "load the host library PATH instead of the one\n"
      "the environment's manifest.json names"},
@@ -100,7 +105,7 @@ static const ludo__cli_opt_t serve_opts[] = {
 typedef struct {
   const char *env_path, *host, *token, *host_lib;
   long long port, max_sessions, timeout_s, budget_ms, cap_mb, max_msg_mb;
-  long long ping_s, workers;
+  long long ping_s, workers, drain_s;
   int production, strict, no_host_lib, verbose;
 } serve_args_t;
 
@@ -178,6 +183,9 @@ static int apply(void *ud, int id, const char *val) {
       return ludo__cli_number("--max-message", val, 1, 4096, &a->max_msg_mb);
     case OPT_PING_INTERVAL:
       return ludo__cli_number("--ping-interval", val, 0, 86400, &a->ping_s);
+    case OPT_DRAIN:
+      return ludo__cli_number("--drain-timeout", val, 0,
+                              STOP_DEADLINE_MS / 1000 - 1, &a->drain_s);
     case OPT_HOST_LIB: a->host_lib = val; return 0;
     case OPT_NO_HOST_LIB: a->no_host_lib = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
@@ -198,6 +206,7 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   a->cap_mb = 64;
   a->max_msg_mb = 16;
   a->ping_s = 20;
+  a->drain_s = 10;
   a->token = getenv("LUDO_TOKEN");
   return ludo__cli_parse(cmd, argc, argv, apply, a, &a->env_path, "ENV",
                          "an environment");
@@ -415,6 +424,8 @@ static void set_options(serve_t *s) {
   s->so.max_message_bytes = (size_t)a->max_msg_mb << 20;
   s->so.ping_interval_ms =
       a->ping_s ? (uint32_t)(a->ping_s * 1000) : UINT32_MAX;
+  s->so.drain_timeout_ms =
+      a->drain_s ? (uint32_t)(a->drain_s * 1000) : UINT32_MAX;
 }
 
 /* Starts workers 1 and up, one after the other. Returns 0, or -1 when one

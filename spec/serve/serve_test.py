@@ -635,6 +635,27 @@ async def graceful_shutdown_finishes_steps():
     c.p.stderr.close()
 
 
+@test
+async def graceful_shutdown_drain_is_bounded():
+    # A step that outlasts --drain-timeout is cancelled: the WebSocket
+    # still closes with 1001 and the process exits 0, long before the step
+    # would have ended.
+    c = Server("spec/fixtures/c/sleepy", "--workers", "1",
+               "--drain-timeout", "1")
+    async with c.ws() as ws:
+        await rpc(ws, {"type": "reset"})
+        await ws.send(json.dumps({"type": "step", "data": {"seconds": 600}}))
+        await asyncio.sleep(0.2)
+        c.p.send_signal(signal.SIGTERM)
+        try:
+            while True:
+                await asyncio.wait_for(ws.recv(), 12)
+        except websockets.ConnectionClosed as e:
+            check(e.code == 1001, e)
+    check(c.p.wait(timeout=12) == 0, "exit status")
+    c.p.stderr.close()
+
+
 # ---- the Task API (OPENENV.md 1.9) ------------------------------------------
 
 T = Server("spec/fixtures/serve/tasks")
