@@ -160,8 +160,10 @@ asan: deps
 	  -fno-sanitize-recover=undefined" all
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
-$(BUILD)/ludo-bench: bench/core_bench.c $(BUILD)/libludo.a $(LUA_A)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+$(BUILD)/ludo-bench: bench/core_bench.c bench/table.c bench/table.h \
+  $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/core_bench.c bench/table.c \
+	  $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Fuzzing (clang's libFuzzer with ASan+UBSan): the library is built with
 # coverage in build-fuzz/, each spec/fuzz/fuzz_<name>.c links against it.
@@ -216,8 +218,9 @@ $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a $(LUA_A)
 
 # The load generator of `ludo serve` (bench/serve_bench.c): libuv and
 # wslay only, no libludo; it starts build/ludo serve itself.
-$(BUILD)/ludo-serve-bench: bench/serve_bench.c
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(shell pkg-config --libs libuv) -lwslay -lm
+$(BUILD)/ludo-serve-bench: bench/serve_bench.c bench/table.c bench/table.h
+	$(CC) $(CFLAGS_ALL) -o $@ bench/serve_bench.c bench/table.c \
+	  $(shell pkg-config --libs libuv) -lwslay -lm
 
 bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
   $(BUILD)/ludo-serve-bench

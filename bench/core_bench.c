@@ -43,29 +43,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ludo.h"
+#include "table.h"
 
 /* ---- rows ------------------------------------------------------------ */
-
-enum { T_NONE, T_LE, T_GE };     /* target comparison */
-enum { ON_MEASURED, ON_RATIO };  /* what the target applies to */
-
-typedef struct row_s {
-  char figure[48];
-  char unit[12];       /* "us", "/s", "KB", "%", "B" */
-  double measured;
-  char bwhat[40];      /* what the baseline is; "" for none */
-  double baseline;     /* NAN: none */
-  double ratio;        /* measured / baseline, NAN: none */
-  int tkind, ton;      /* T_*, ON_* */
-  double tval;
-  int met;             /* 1 met, 0 missed, -1 no target */
-} row_t;
 
 /* What a group's child cost: wall and CPU time, and how often the kernel
  * took the CPU away from it (a sign of load from other processes). */
@@ -82,32 +67,11 @@ static void emit(const char *fig, const char *unit, double m,
                  const char *bwhat, double b, int tkind, int ton,
                  double tval) {
   row_t r;
-  double v;
-  memset(&r, 0, sizeof r);
-  snprintf(r.figure, sizeof r.figure, "%s", fig);
-  snprintf(r.unit, sizeof r.unit, "%s", unit);
-  snprintf(r.bwhat, sizeof r.bwhat, "%s", bwhat ? bwhat : "");
-  r.measured = m;
-  r.baseline = b;
-  r.ratio = (!isnan(b) && b > 0) ? m / b : NAN;
-  r.tkind = tkind;
-  r.ton = ton;
-  r.tval = tval;
-  v = ton == ON_RATIO ? r.ratio : m;
-  r.met = tkind == T_NONE ? -1
-          : isnan(v)      ? 0
-          : tkind == T_LE ? v <= tval
-                          : v >= tval;
+  bench_row(&r, fig, unit, m, bwhat, b, tkind, ton, tval);
   if (write(g_rows_fd, &r, sizeof r) != (ssize_t)sizeof r) _exit(3);
 }
 
 /* ---- helpers --------------------------------------------------------- */
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* CPU time of the calling thread (the one running ludo), in µs: a round
  * timed this way leaves out the time other processes took the core. */
@@ -116,21 +80,6 @@ static double cpu_us(void) {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Sorts v and returns its p-quantile (nearest rank). */
-static double pct(double *v, size_t n, double p) {
-  size_t i;
-  qsort(v, n, sizeof *v, cmp_d);
-  i = (size_t)ceil(p * (double)n);
-  return v[i == 0 ? 0 : (i > n ? n : i) - 1];
-}
-
-static double median(double *v, size_t n) { return pct(v, n, 0.5); }
 
 static void die(const char *what, int rc) {
   fprintf(stderr, "bench: %s: %s (%s)\n", what, ludo_err_name(rc),
@@ -264,12 +213,12 @@ static void async_round(ludo_runtime_t *rt, ludo_session_t **ss, int n) {
 /* An empty Lua function called from C, calls/s over n calls. */
 static double pcall_rate(lua_State *L, long n) {
   long i;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   for (i = 0; i < n; i++) {
     lua_getglobal(L, "f");
     lua_pcall(L, 0, 0, 0);
   }
-  return (double)n / ((now_us() - t0) / 1e6);
+  return (double)n / ((bench_now_us() - t0) / 1e6);
 }
 
 static lua_State *empty_fn_state(void) {
@@ -303,32 +252,33 @@ static void group_cold(void) {
   }
   for (r = 0; r < ROUNDS; r++) {
     for (i = 0; i < n; i++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       L = bare_openlibs();
       lua_close(L);
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    bare[r] = median(lat, (size_t)n);
+    bare[r] = bench_median(lat, (size_t)n);
     for (i = 0; i < n; i++) {
       ludo_runtime_poll(rt, 0); /* untimed: whatever the loop has */
-      t0 = now_us();
+      t0 = bench_now_us();
       ludo_session_close(open_reset(env));
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    cold[r] = median(lat, (size_t)n);
+    cold[r] = bench_median(lat, (size_t)n);
     for (i = 0; i < n; i++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       L = bare_six();
       lua_close(L);
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    six[r] = median(lat, (size_t)n);
+    six[r] = bench_median(lat, (size_t)n);
   }
   if (prewarmed(rt) != 0) fprintf(stderr, "bench: open.cold: pool refilled\n");
-  emit("open.cold p50 (open+reset+close)", "us", median(cold, ROUNDS),
-       "newstate+openlibs+close", median(bare, ROUNDS), T_LE, ON_RATIO, 4);
-  emit("open.cold p50, vs a 6-lib state", "us", median(cold, ROUNDS),
-       "newstate+6 libs+close", median(six, ROUNDS), T_NONE, 0, 0);
+  emit("open.cold p50 (open+reset+close)", "us", bench_median(cold, ROUNDS),
+       "newstate+openlibs+close", bench_median(bare, ROUNDS), T_LE, ON_RATIO,
+       4);
+  emit("open.cold p50, vs a 6-lib state", "us", bench_median(cold, ROUNDS),
+       "newstate+6 libs+close", bench_median(six, ROUNDS), T_NONE, 0, 0);
   free(lat);
   ludo_runtime_free(rt);
 }
@@ -352,48 +302,50 @@ static void group_pooled(void) {
   }
   for (r = 0; r < ROUNDS; r++) {
     for (i = 0; i < n; i++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       lua_close(bare_openlibs());
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    bare[r] = median(lat, (size_t)n);
+    bare[r] = bench_median(lat, (size_t)n);
     for (i = 0; i < n; i++) {
       refill(rt, 4); /* untimed: the loop refills the pool */
       if (prewarmed(rt) < 4) short_pool++;
-      t0 = now_us();
+      t0 = bench_now_us();
       if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
-      t1 = now_us();
+      t1 = bench_now_us();
       ludo_session_close(s);
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
       lo[i] = t1 - t0;
       lc[i] = lat[i] - lo[i];
     }
-    pooled[r] = median(lat, (size_t)n);
-    po[r] = median(lo, (size_t)n);
-    pc[r] = median(lc, (size_t)n);
+    pooled[r] = bench_median(lat, (size_t)n);
+    po[r] = bench_median(lo, (size_t)n);
+    pc[r] = bench_median(lc, (size_t)n);
     /* The whole cycle, the refill on the loop included. */
     for (i = 0; i < n; i++) {
       refill(rt, 4);
-      t0 = now_us();
+      t0 = bench_now_us();
       if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
       ludo_session_close(s);
       refill(rt, 4);
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    full[r] = median(lat, (size_t)n);
+    full[r] = bench_median(lat, (size_t)n);
   }
   if (short_pool)
     fprintf(stderr, "bench: open.pooled: %d opens found the pool short\n",
             short_pool);
-  emit("open.pooled p50 (open+close)", "us", median(pooled, ROUNDS),
-       "newstate+openlibs+close", median(bare, ROUNDS), T_LE, ON_MEASURED,
+  emit("open.pooled p50 (open+close)", "us", bench_median(pooled, ROUNDS),
+       "newstate+openlibs+close", bench_median(bare, ROUNDS), T_LE, ON_MEASURED,
        10);
-  emit("open.pooled p50, open alone", "us", median(po, ROUNDS),
-       "open.pooled p50 (open+close)", median(pooled, ROUNDS), T_NONE, 0, 0);
-  emit("open.pooled p50, close alone", "us", median(pc, ROUNDS),
-       "open.pooled p50 (open+close)", median(pooled, ROUNDS), T_NONE, 0, 0);
-  emit("open.pooled p50, refill included", "us", median(full, ROUNDS),
-       "newstate+openlibs+close", median(bare, ROUNDS), T_NONE, 0, 0);
+  emit("open.pooled p50, open alone", "us", bench_median(po, ROUNDS),
+       "open.pooled p50 (open+close)", bench_median(pooled, ROUNDS), T_NONE, 0,
+       0);
+  emit("open.pooled p50, close alone", "us", bench_median(pc, ROUNDS),
+       "open.pooled p50 (open+close)", bench_median(pooled, ROUNDS), T_NONE, 0,
+       0);
+  emit("open.pooled p50, refill included", "us", bench_median(full, ROUNDS),
+       "newstate+openlibs+close", bench_median(bare, ROUNDS), T_NONE, 0, 0);
   free(lo);
   free(lc);
   free(lat);
@@ -505,14 +457,14 @@ static void group_rss(void) {
     lret[r] = l[1];
     lheap[r] = l[2] / 1024;
   }
-  emit("rss.session (5,000 idle echo)", "KB", median(lper, RSS_RUNS),
-       "bare state+openlibs", median(bper, RSS_RUNS), T_LE, ON_MEASURED,
+  emit("rss.session (5,000 idle echo)", "KB", bench_median(lper, RSS_RUNS),
+       "bare state+openlibs", bench_median(bper, RSS_RUNS), T_LE, ON_MEASURED,
        40);
-  emit("rss.retained after closing all", "%", median(lret, RSS_RUNS),
-       "bare states closed+trim", median(bret, RSS_RUNS), T_LE,
+  emit("rss.retained after closing all", "%", bench_median(lret, RSS_RUNS),
+       "bare states closed+trim", bench_median(bret, RSS_RUNS), T_LE,
        ON_MEASURED, 10);
-  emit("heap.session (ludo stats, no GC)", "KB", median(lheap, RSS_RUNS),
-       "rss.session", median(lper, RSS_RUNS), T_NONE, 0, 0);
+  emit("heap.session (ludo stats, no GC)", "KB", bench_median(lheap, RSS_RUNS),
+       "rss.session", bench_median(lper, RSS_RUNS), T_NONE, 0, 0);
   /* The previous bench's figure: one idle session's Lua heap after a
    * full GC, against a bare state with the same 6 libraries. */
   {
@@ -537,20 +489,20 @@ static void group_rss(void) {
 
 static double rate_blocking(ludo_session_t **ss, int k, long steps) {
   long i;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   for (i = 0; i < steps; i++) step_echo(ss[i % k]);
-  return (double)steps / ((now_us() - t0) / 1e6);
+  return (double)steps / ((bench_now_us() - t0) / 1e6);
 }
 
 static double rate_async(ludo_runtime_t *rt, ludo_session_t **ss, int k,
                          long steps) {
   long issued = 0;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   while (issued < steps) {
     async_round(rt, ss, k);
     issued += k;
   }
-  return (double)issued / ((now_us() - t0) / 1e6);
+  return (double)issued / ((bench_now_us() - t0) / 1e6);
 }
 
 #define SCALE_ROUNDS 5
@@ -579,13 +531,13 @@ static void group_scale(void) {
     }
   }
   for (i = 0; i < NK; i++) {
-    mb[i] = median(blk[i], SCALE_ROUNDS);
-    ma[i] = median(asy[i], SCALE_ROUNDS);
+    mb[i] = bench_median(blk[i], SCALE_ROUNDS);
+    ma[i] = bench_median(asy[i], SCALE_ROUNDS);
   }
   /* Target at 1 session: 1.4x the 285-320k/s measured before the direct
    * JSON path (issue 7), taken at 300k. */
   emit("step.echo blocking @1", "/s", mb[0], "empty lua_pcall",
-       median(call, SCALE_ROUNDS), T_GE, ON_MEASURED, 420000);
+       bench_median(call, SCALE_ROUNDS), T_GE, ON_MEASURED, 420000);
   for (i = 1; i < NK; i++) {
     snprintf(fig, sizeof fig, "step.echo blocking @%d", ks[i]);
     emit(fig, "/s", mb[i], "step.echo blocking @1", mb[0],
@@ -621,7 +573,7 @@ static double rate_batch(ludo_session_t **ss, const char **acts,
                          const size_t *lens, long batches) {
   long b, done = 0;
   int rc;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   for (b = 0; b < batches; b++)
     if ((rc = ludo_session_step_batch(ss, acts, lens, BATCH_N, batch_cb,
                                       &done)) != 0)
@@ -630,7 +582,7 @@ static double rate_batch(ludo_session_t **ss, const char **acts,
     fprintf(stderr, "bench: batch: %ld results\n", done);
     exit(1);
   }
-  return (double)(batches * BATCH_N) / ((now_us() - t0) / 1e6);
+  return (double)(batches * BATCH_N) / ((bench_now_us() - t0) / 1e6);
 }
 
 static void group_noop(void) {
@@ -652,27 +604,27 @@ static void group_noop(void) {
   rate_batch(ss, acts, lens, 200);
   for (r = 0; r < ROUNDS; r++) {
     call[r] = pcall_rate(L, 2 * n);
-    t0 = now_us();
+    t0 = bench_now_us();
     for (i = 0; i < n; i++)
       if ((rc = ludo_session_step(s, "{}", 2, &out, &len)) != 0)
         die_s(s, "step", rc);
-    one[r] = (double)n / ((now_us() - t0) / 1e6);
+    one[r] = (double)n / ((bench_now_us() - t0) / 1e6);
     batch[r] = rate_batch(ss, acts, lens, n / BATCH_N);
     /* The same 256 sessions stepped one blocking call at a time: what
      * the batch saves (or costs) apart from touching 256 states. */
-    t0 = now_us();
+    t0 = bench_now_us();
     for (i = 0; i < n; i++)
       if ((rc = ludo_session_step(ss[i % BATCH_N], "{}", 2, &out, &len)) !=
           0)
         die_s(ss[i % BATCH_N], "step", rc);
-    rr[r] = (double)n / ((now_us() - t0) / 1e6);
+    rr[r] = (double)n / ((bench_now_us() - t0) / 1e6);
   }
-  emit("step.noop blocking", "/s", median(one, ROUNDS), "empty lua_pcall",
-       median(call, ROUNDS), T_NONE, 0, 0);
-  emit("step.noop batch of 256 (steps/s)", "/s", median(batch, ROUNDS),
-       "empty lua_pcall", median(call, ROUNDS), T_GE, ON_MEASURED, 2e6);
-  emit("step.noop batch of 256, vs blocking", "/s", median(batch, ROUNDS),
-       "blocking, 256 round-robin", median(rr, ROUNDS), T_NONE, 0, 0);
+  emit("step.noop blocking", "/s", bench_median(one, ROUNDS), "empty lua_pcall",
+       bench_median(call, ROUNDS), T_NONE, 0, 0);
+  emit("step.noop batch of 256 (steps/s)", "/s", bench_median(batch, ROUNDS),
+       "empty lua_pcall", bench_median(call, ROUNDS), T_GE, ON_MEASURED, 2e6);
+  emit("step.noop batch of 256, vs blocking", "/s", bench_median(batch, ROUNDS),
+       "blocking, 256 round-robin", bench_median(rr, ROUNDS), T_NONE, 0, 0);
   lua_close(L);
   ludo_runtime_free(rt);
 }
@@ -700,47 +652,47 @@ static void group_latency(void) {
   for (i = 0; i < 300; i++) async_round(rt, ss, 256);
   for (run = 0; run < LAT_RUNS; run++) {
     for (i = 0; i < n; i++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       lua_getglobal(L, "f");
       lua_pcall(L, 0, 0, 0);
-      call[i] = now_us() - t0;
-      t0 = now_us();
+      call[i] = bench_now_us() - t0;
+      t0 = bench_now_us();
       step_echo(s);
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    c50[run] = median(call, n);
-    s50[run] = pct(lat, n, 0.5);
-    s99[run] = pct(lat, n, 0.99);
-    s999[run] = pct(lat, n, 0.999);
+    c50[run] = bench_median(call, n);
+    s50[run] = bench_pct(lat, n, 0.5);
+    s99[run] = bench_pct(lat, n, 0.99);
+    s999[run] = bench_pct(lat, n, 0.999);
     for (i = 0; i < m; i++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       c0 = cpu_us();
       async_round(rt, ss, 256);
       call[i] = cpu_us() - c0;
-      lat[i] = now_us() - t0;
+      lat[i] = bench_now_us() - t0;
     }
-    r50[run] = pct(lat, m, 0.5);
-    r99[run] = pct(lat, m, 0.99);
-    r999[run] = pct(lat, m, 0.999);
-    u50[run] = pct(call, m, 0.5);
-    u999[run] = pct(call, m, 0.999);
+    r50[run] = bench_pct(lat, m, 0.5);
+    r99[run] = bench_pct(lat, m, 0.99);
+    r999[run] = bench_pct(lat, m, 0.999);
+    u50[run] = bench_pct(call, m, 0.5);
+    u999[run] = bench_pct(call, m, 0.999);
   }
-  p50 = median(s50, LAT_RUNS);
-  q50 = median(r50, LAT_RUNS);
+  p50 = bench_median(s50, LAT_RUNS);
+  q50 = bench_median(r50, LAT_RUNS);
   emit("latency.step p50", "us", p50, "timed empty lua_pcall",
-       median(c50, LAT_RUNS), T_NONE, 0, 0);
-  emit("latency.step p99", "us", median(s99, LAT_RUNS), "latency.step p50",
-       p50, T_NONE, 0, 0);
-  emit("latency.step p99.9", "us", median(s999, LAT_RUNS),
+       bench_median(c50, LAT_RUNS), T_NONE, 0, 0);
+  emit("latency.step p99", "us", bench_median(s99, LAT_RUNS),
+       "latency.step p50", p50, T_NONE, 0, 0);
+  emit("latency.step p99.9", "us", bench_median(s999, LAT_RUNS),
        "latency.step p50", p50, T_NONE, 0, 0);
   emit("latency.round256 p50", "us", q50, "256 x step p50", 256 * p50,
        T_NONE, 0, 0);
-  emit("latency.round256 p99", "us", median(r99, LAT_RUNS),
+  emit("latency.round256 p99", "us", bench_median(r99, LAT_RUNS),
        "latency.round256 p50", q50, T_NONE, 0, 0);
-  emit("latency.round256 p99.9", "us", median(r999, LAT_RUNS),
+  emit("latency.round256 p99.9", "us", bench_median(r999, LAT_RUNS),
        "latency.round256 p50", q50, T_LE, ON_RATIO, 3);
-  emit("latency.round256 p99.9, CPU time", "us", median(u999, LAT_RUNS),
-       "its p50, CPU time", median(u50, LAT_RUNS), T_NONE, 0, 0);
+  emit("latency.round256 p99.9, CPU time", "us", bench_median(u999, LAT_RUNS),
+       "its p50, CPU time", bench_median(u50, LAT_RUNS), T_NONE, 0, 0);
   free(lat);
   free(call);
   lua_close(L);
@@ -765,16 +717,16 @@ static void flag_cb(ludo_session_t *s, int status, const char *data,
  * about SPIN_S seconds; stores each poll's wall time, returns how many. */
 static size_t poll_run(ludo_session_t *s, ludo_runtime_t *rt,
                        const char *action, double *lat) {
-  double t0, t_end = now_us() + 5 * SPIN_S * 1e6;
+  double t0, t_end = bench_now_us() + 5 * SPIN_S * 1e6;
   size_t n = 0;
   int done = 0, rc;
   if ((rc = ludo_session_step_async(s, action, strlen(action), flag_cb,
                                     &done)) != 0)
     die_s(s, "step_async", rc);
-  while (!done && n < POLL_CAP && now_us() < t_end) {
-    t0 = now_us();
+  while (!done && n < POLL_CAP && bench_now_us() < t_end) {
+    t0 = bench_now_us();
     rc = ludo_runtime_poll(rt, POLL_BUDGET_US);
-    lat[n++] = now_us() - t0;
+    lat[n++] = bench_now_us() - t0;
     if (rc < 0) die("poll", rc);
   }
   if (!done) {
@@ -797,9 +749,9 @@ static void group_poll(void) {
   char action[64];
   int run;
   /* Loop turns per second of the spin env's loop, in a plain state. */
-  t0 = now_us();
+  t0 = bench_now_us();
   (void)luaL_dostring(L, "local x = 0 for i = 1, 20000000 do x = x + i end");
-  rate = 2e7 / ((now_us() - t0) / 1e6);
+  rate = 2e7 / ((bench_now_us() - t0) / 1e6);
   lua_close(L);
   iters = (long)(rate * SPIN_S);
   snprintf(action, sizeof action, "{\"n\":%ld}", iters);
@@ -808,15 +760,15 @@ static void group_poll(void) {
   s = open_reset(env);
   for (run = 0; run < LAT_RUNS; run++) {
     n = poll_run(s, rt, action, lat);
-    p50[run] = pct(lat, n, 0.5);
-    p99[run] = pct(lat, n, 0.99);
-    mx[run] = pct(lat, n, 1.0);
+    p50[run] = bench_pct(lat, n, 0.5);
+    p99[run] = bench_pct(lat, n, 0.99);
+    mx[run] = bench_pct(lat, n, 1.0);
   }
-  emit("poll.overshoot p50 (budget 1 ms)", "us", median(p50, LAT_RUNS),
+  emit("poll.overshoot p50 (budget 1 ms)", "us", bench_median(p50, LAT_RUNS),
        "poll budget", POLL_BUDGET_US, T_NONE, 0, 0);
-  emit("poll.overshoot p99", "us", median(p99, LAT_RUNS), "poll budget",
+  emit("poll.overshoot p99", "us", bench_median(p99, LAT_RUNS), "poll budget",
        POLL_BUDGET_US, T_LE, ON_MEASURED, 2000);
-  emit("poll.overshoot max", "us", median(mx, LAT_RUNS), "poll budget",
+  emit("poll.overshoot max", "us", bench_median(mx, LAT_RUNS), "poll budget",
        POLL_BUDGET_US, T_NONE, 0, 0);
   free(lat);
   ludo_runtime_free(rt);
@@ -826,7 +778,7 @@ static void group_poll(void) {
 
 static double jansson_rate(long n) {
   long i;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   for (i = 0; i < n; i++) {
     json_error_t err;
     json_t *j = json_loadb(ECHO, ECHO_LEN, 0, &err);
@@ -838,7 +790,7 @@ static double jansson_rate(long n) {
     free(txt);
     json_decref(j);
   }
-  return (double)n / ((now_us() - t0) / 1e6);
+  return (double)n / ((bench_now_us() - t0) / 1e6);
 }
 
 static void group_json(void) {
@@ -854,8 +806,8 @@ static void group_json(void) {
     js[r] = 1e6 / jansson_rate(n);
     step[r] = 1e6 / rate_blocking(&s, 1, n);
   }
-  emit("json.echo step time", "us", median(step, ROUNDS),
-       "jansson loadb+dumps", median(js, ROUNDS), T_NONE, 0, 0);
+  emit("json.echo step time", "us", bench_median(step, ROUNDS),
+       "jansson loadb+dumps", bench_median(js, ROUNDS), T_NONE, 0, 0);
   ludo_runtime_free(rt);
 }
 
@@ -886,7 +838,7 @@ static void group_rubrics(void) {
   for (c = 0; c < NC; c++) s[c] = open_reset(env_load(rt, cases[c].env));
   for (r = 0; r < RR; r++)
     for (c = 0; c < NC; c++) {
-      t0 = now_us();
+      t0 = bench_now_us();
       for (i = 0; i < n; i++) {
         const char *a = actions[i & 3];
         if (cases[c].episode && i % cases[c].episode == 0)
@@ -894,9 +846,9 @@ static void group_rubrics(void) {
         if ((rc = ludo_session_step(s[c], a, strlen(a), &out, &len)) != 0)
           die_s(s[c], "step", rc);
       }
-      rate[c][r] = (double)n / ((now_us() - t0) / 1e6);
+      rate[c][r] = (double)n / ((bench_now_us() - t0) / 1e6);
     }
-  for (c = 0; c < NC; c++) med[c] = median(rate[c], RR);
+  for (c = 0; c < NC; c++) med[c] = bench_median(rate[c], RR);
   for (c = 0; c < NC; c++)
     if (cases[c].base < 0)
       emit(cases[c].fig, "/s", med[c], "", NAN, T_NONE, 0, 0);
@@ -917,72 +869,6 @@ static const struct {
               {"poll", group_poll},       {"json", group_json},
               {"rubrics", group_rubrics}};
 
-static void fmt(char *b, size_t n, double v, const char *unit) {
-  if (isnan(v))
-    snprintf(b, n, "-");
-  else if (strcmp(unit, "/s") == 0)
-    snprintf(b, n, v >= 1e6 ? "%.2fM/s" : "%.1fk/s",
-             v >= 1e6 ? v / 1e6 : v / 1e3);
-  else if (strcmp(unit, "us") == 0)
-    snprintf(b, n, v < 10 ? "%.2f us" : "%.1f us", v);
-  else if (strcmp(unit, "%") == 0)
-    snprintf(b, n, "%.1f %%", v);
-  else if (strcmp(unit, "B") == 0)
-    snprintf(b, n, "%.0f B", v);
-  else
-    snprintf(b, n, "%.1f %s", v, unit);
-}
-
-static void fmt_target(char *b, size_t n, const row_t *r) {
-  char v[32];
-  if (r->tkind == T_NONE) {
-    snprintf(b, n, "-");
-    return;
-  }
-  if (r->ton == ON_RATIO)
-    snprintf(v, sizeof v, "%gx", r->tval);
-  else
-    fmt(v, sizeof v, r->tval, r->unit);
-  snprintf(b, n, "%s %s", r->tkind == T_LE ? "<=" : ">=", v);
-}
-
-static void print_table(const row_t *rows, size_t n) {
-  size_t i;
-  printf("%-34s %12s  %-40s %8s  %s\n", "figure", "measured", "baseline",
-         "ratio", "target");
-  for (i = 0; i < 116; i++) putchar('-');
-  putchar('\n');
-  for (i = 0; i < n; i++) {
-    const row_t *r = &rows[i];
-    char m[32], b[32], bb[80], ra[24], t[48];
-    fmt(m, sizeof m, r->measured, r->unit);
-    fmt(b, sizeof b, r->baseline, r->unit);
-    if (isnan(r->baseline))
-      snprintf(bb, sizeof bb, "-");
-    else
-      snprintf(bb, sizeof bb, "%s %s", b, r->bwhat);
-    if (isnan(r->ratio))
-      snprintf(ra, sizeof ra, "-");
-    else
-      snprintf(ra, sizeof ra, r->ratio < 0.1 ? "%.4fx" : "%.2fx", r->ratio);
-    fmt_target(t, sizeof t, r);
-    printf("%-34s %12s  %-40.40s %8s  ", r->figure, m, bb, ra);
-    if (r->met < 0)
-      printf("%s\n", t);
-    else
-      printf("%-12s %s\n", t, r->met ? "met" : "MISSED");
-  }
-  printf("ratio = measured / baseline; a target ending in x applies to "
-         "the ratio.\n");
-}
-
-static void json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v))
-    fputs("null", f);
-  else
-    fprintf(f, "%.6g", v);
-}
-
 static int write_json(const char *path, const row_t *rows, size_t n,
                       const gstat_t *gs, size_t ng, const char *date,
                       const char *machine, double load) {
@@ -1000,26 +886,7 @@ static int write_json(const char *path, const row_t *rows, size_t n,
             i + 1 < ng ? "," : "");
   fprintf(f, "  ],\n");
   fprintf(f, "  \"figures\": [\n");
-  for (i = 0; i < n; i++) {
-    const row_t *r = &rows[i];
-    fprintf(f, "    {\"figure\": \"%s\", \"measured\": ", r->figure);
-    json_num(f, r->measured);
-    fprintf(f, ", \"unit\": \"%s\", \"baseline\": ", r->unit);
-    json_num(f, r->baseline);
-    fprintf(f, ", \"baseline_what\": \"%s\", \"ratio\": ", r->bwhat);
-    json_num(f, r->ratio);
-    if (r->tkind == T_NONE) {
-      fputs(", \"target\": null, \"met\": null}", f);
-    } else {
-      fprintf(f, ", \"target\": {\"on\": \"%s\", \"op\": \"%s\", "
-                 "\"value\": ",
-              r->ton == ON_RATIO ? "ratio" : "measured",
-              r->tkind == T_LE ? "<=" : ">=");
-      json_num(f, r->tval);
-      fprintf(f, "}, \"met\": %s}", r->met ? "true" : "false");
-    }
-    fputs(i + 1 < n ? ",\n" : "\n", f);
-  }
+  bench_json_rows(f, rows, n);
   fputs("  ]\n}\n", f);
   return fclose(f);
 }
@@ -1035,7 +902,7 @@ static int run_group(size_t g, row_t **rows, size_t *n, size_t *cap,
   pid_t pid;
   row_t r;
   struct rusage u0, u1;
-  double t0 = now_us();
+  double t0 = bench_now_us();
   memset(gs, 0, sizeof *gs);
   gs->name = groups[g].name;
   fflush(stdout);
@@ -1060,7 +927,7 @@ static int run_group(size_t g, row_t **rows, size_t *n, size_t *cap,
   close(p[0]);
   waitpid(pid, &status, 0);
   getrusage(RUSAGE_CHILDREN, &u1);
-  gs->wall_s = (now_us() - t0) / 1e6;
+  gs->wall_s = (bench_now_us() - t0) / 1e6;
   gs->cpu_s = tv_s(u1.ru_utime) - tv_s(u0.ru_utime) + tv_s(u1.ru_stime) -
               tv_s(u0.ru_stime);
   gs->nivcsw = u1.ru_nivcsw - u0.ru_nivcsw;
@@ -1069,26 +936,6 @@ static int run_group(size_t g, row_t **rows, size_t *n, size_t *cap,
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-static void machine_name(char *b, size_t n) {
-  struct utsname u;
-  char line[256], model[128] = "?";
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f != NULL) {
-    while (fgets(line, sizeof line, f) != NULL)
-      if (strncmp(line, "model name", 10) == 0) {
-        char *c = strchr(line, ':');
-        if (c != NULL) {
-          snprintf(model, sizeof model, "%s", c + 2);
-          model[strcspn(model, "\n\"\\")] = '\0';
-        }
-        break;
-      }
-    fclose(f);
-  }
-  uname(&u);
-  snprintf(b, n, "%s, %ld cores, %s %s", model, sysconf(_SC_NPROCESSORS_ONLN),
-           u.sysname, u.release);
-}
 
 int main(int argc, char **argv) {
   const char *json = "build/bench.json", *only = NULL;
@@ -1117,7 +964,7 @@ int main(int argc, char **argv) {
     }
   }
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  machine_name(machine, sizeof machine);
+  bench_machine(machine, sizeof machine);
   if (getloadavg(&load, 1) != 1) load = NAN;
   printf("ludo %s bench, %s; %s; load %.2f\n", ludo_version(), date, machine,
          load);
@@ -1134,7 +981,7 @@ int main(int argc, char **argv) {
       failed = 1;
     }
   }
-  print_table(rows, nrows);
+  bench_print_table(rows, nrows);
   if (write_json(json, rows, nrows, gs, ng, date, machine, load) != 0) {
     fprintf(stderr, "bench: cannot write %s\n", json);
     failed = 1;

@@ -65,29 +65,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <uv.h>
 #include <wslay/wslay.h>
 
-/* ---- rows (as bench/core_bench.c) ----------------------------------- */
+#include "table.h"
 
-enum { T_NONE, T_LE, T_GE };     /* target comparison */
-enum { ON_MEASURED, ON_RATIO };  /* what the target applies to */
-
-typedef struct row_s {
-  char figure[48];
-  char unit[12];
-  double measured;
-  char bwhat[40];
-  double baseline;
-  double ratio;
-  int tkind, ton;
-  double tval;
-  int met;
-} row_t;
+/* ---- rows (bench/table.h) ------------------------------------------- */
 
 static row_t g_rows[64];
 static size_t g_nrows;
@@ -95,34 +81,11 @@ static size_t g_nrows;
 static void emit(const char *fig, const char *unit, double m,
                  const char *bwhat, double b, int tkind, int ton,
                  double tval) {
-  row_t *r;
-  double v;
   if (g_nrows == sizeof g_rows / sizeof g_rows[0]) return;
-  r = &g_rows[g_nrows++];
-  memset(r, 0, sizeof *r);
-  snprintf(r->figure, sizeof r->figure, "%s", fig);
-  snprintf(r->unit, sizeof r->unit, "%s", unit);
-  snprintf(r->bwhat, sizeof r->bwhat, "%s", bwhat ? bwhat : "");
-  r->measured = m;
-  r->baseline = b;
-  r->ratio = (!isnan(b) && b > 0) ? m / b : NAN;
-  r->tkind = tkind;
-  r->ton = ton;
-  r->tval = tval;
-  v = ton == ON_RATIO ? r->ratio : m;
-  r->met = tkind == T_NONE ? -1
-           : isnan(v)      ? 0
-           : tkind == T_LE ? v <= tval
-                           : v >= tval;
+  bench_row(&g_rows[g_nrows++], fig, unit, m, bwhat, b, tkind, ton, tval);
 }
 
 /* ---- helpers --------------------------------------------------------- */
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* CPU time (user + system) of this process, in µs. */
 static double self_cpu_us(void) {
@@ -168,22 +131,6 @@ static double proc_rss(pid_t pid) {
   return (double)rss * (double)sysconf(_SC_PAGESIZE);
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Sorts v and returns its p-quantile (nearest rank); NAN when empty. */
-static double pct(double *v, size_t n, double p) {
-  size_t i;
-  if (n == 0) return NAN;
-  qsort(v, n, sizeof *v, cmp_d);
-  i = (size_t)ceil(p * (double)n);
-  return v[i == 0 ? 0 : (i > n ? n : i) - 1];
-}
-
-static double median(double *v, size_t n) { return pct(v, n, 0.5); }
-
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -203,7 +150,7 @@ typedef struct proc_s {
 static int start_ludo(proc_t *p, const char *ludo, const char *env,
                       const char *log) {
   char buf[4096];
-  double t0 = now_us();
+  double t0 = bench_now_us();
   int lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   p->port = 0;
   if (lfd < 0) return -1;
@@ -220,7 +167,7 @@ static int start_ludo(proc_t *p, const char *ludo, const char *env,
           "12000", (char *)NULL);
     _exit(127);
   }
-  while (now_us() - t0 < 20e6) {
+  while (bench_now_us() - t0 < 20e6) {
     int fd = open(log, O_RDONLY);
     ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
     const char *at;
@@ -541,7 +488,7 @@ static int ws_genmask(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 static void peer_send(peer_t *p, const char *msg, size_t len, int waiting) {
   load_t *ld = p->ld;
   p->waiting = waiting;
-  p->t_sent = now_us();
+  p->t_sent = bench_now_us();
   if (ld->mode == M_RAW) {
     out_add(p, ld->raw, ld->raw_len);
   } else {
@@ -597,7 +544,7 @@ static void connect_more(load_t *ld);
 static void on_reply(peer_t *p, const char *data, size_t len) {
   load_t *ld = p->ld;
   int w = p->waiting, ok;
-  double rtt = now_us() - p->t_sent;
+  double rtt = bench_now_us() - p->t_sent;
   ok = data == NULL || (len >= sizeof OBS_PREFIX - 1 &&
                         memcmp(data, OBS_PREFIX, sizeof OBS_PREFIX - 1) == 0);
   p->waiting = W_NONE;
@@ -699,7 +646,7 @@ static void handshake_read(peer_t *p, const char *data, size_t n) {
     peer_fail(p, "handshake refused: %s", p->hs);
     return;
   }
-  ld->conn_ms[ld->nconn++] = (now_us() - p->t_start) / 1e3;
+  ld->conn_ms[ld->nconn++] = (bench_now_us() - p->t_start) / 1e3;
   ld->connecting--;
   p->state = PS_OPEN;
   if (wslay_event_context_client_init(&p->ev, &ws_cb, p) != 0) {
@@ -788,7 +735,7 @@ static void connect_more(load_t *ld) {
     p->creq.data = p;
     uv_tcp_nodelay(&p->tcp, 1);
     p->state = PS_CONNECTING;
-    p->t_start = now_us();
+    p->t_start = bench_now_us();
     ld->connecting++;
     if (uv_tcp_connect(&p->creq, &p->tcp, (const struct sockaddr *)&a,
                        on_connect) != 0)
@@ -808,13 +755,13 @@ static void start_measure(load_t *ld) {
   ld->measuring = 1;
   ld->steps = 0;
   ld->nlat = 0;
-  ld->t0 = now_us();
+  ld->t0 = bench_now_us();
   ld->srv0 = proc_cpu_us(ld->server);
   ld->cli0 = self_cpu_us();
 }
 
 static void stop_measure(load_t *ld) {
-  ld->t1 = now_us();
+  ld->t1 = bench_now_us();
   ld->srv1 = proc_cpu_us(ld->server);
   ld->cli1 = self_cpu_us();
   ld->measuring = 0;
@@ -824,7 +771,7 @@ static void stop_measure(load_t *ld) {
  * measuring, 3 draining) or of a burst (0 working, 1 settling). */
 static void on_tick(uv_timer_t *t) {
   load_t *ld = t->data;
-  double now = now_us();
+  double now = bench_now_us();
   if (ld->closed == ld->next && ld->stopping) {
     uv_close((uv_handle_t *)t, NULL);
     return;
@@ -905,7 +852,7 @@ static void load_init(load_t *ld, int port, int mode, int n, pid_t server) {
 static void load_run(load_t *ld) {
   uv_timer_init(&ld->loop, &ld->timer);
   ld->timer.data = ld;
-  ld->t_phase = now_us();
+  ld->t_phase = bench_now_us();
   uv_timer_start(&ld->timer, on_tick, 10, 10);
   connect_more(ld);
   uv_run(&ld->loop, UV_RUN_DEFAULT);
@@ -952,8 +899,8 @@ static int run_steady(const proc_t *srv, int mode, int n, double warm_s,
   r->per_s = (double)ld.steps / secs;
   r->srv_us = (ld.srv1 - ld.srv0) / (double)ld.steps;
   r->cli_us = (ld.cli1 - ld.cli0) / (double)ld.steps;
-  r->p50 = pct(ld.lat, ld.nlat, 0.5);
-  r->p99 = pct(ld.lat, ld.nlat, 0.99);
+  r->p50 = bench_pct(ld.lat, ld.nlat, 0.5);
+  r->p99 = bench_pct(ld.lat, ld.nlat, 0.99);
   snprintf(r->reply, sizeof r->reply, "%s", ld.reply);
   load_free(&ld);
   return 0;
@@ -1005,17 +952,17 @@ static int group_echo(ctx_t *c) {
     py_cpu[kp] = r.srv_us;
     py_rate[kp++] = r.per_s;
   }
-  emit("echo @64 steps/s", "/s", median(ws_rate, k), "python websockets @64",
-       median(py_rate, kp), T_GE, ON_RATIO, 10);
-  emit("echo @64 server CPU per step", "us", median(ws_cpu, k),
-       "tcp echo CPU per round trip", median(tcp_cpu, k), T_LE, ON_RATIO,
+  emit("echo @64 steps/s", "/s", bench_median(ws_rate, k),
+       "python websockets @64", bench_median(py_rate, kp), T_GE, ON_RATIO, 10);
+  emit("echo @64 server CPU per step", "us", bench_median(ws_cpu, k),
+       "tcp echo CPU per round trip", bench_median(tcp_cpu, k), T_LE, ON_RATIO,
        2.5);
-  emit("echo @64 client CPU per step", "us", median(ws_cli, k),
-       "echo @64 server CPU per step", median(ws_cpu, k), T_NONE, 0, 0);
-  emit("tcp echo @64 round trips/s", "/s", median(tcp_rate, k),
-       "echo @64 steps/s", median(ws_rate, k), T_NONE, 0, 0);
-  emit("python @64 server CPU per step", "us", median(py_cpu, kp),
-       "echo @64 server CPU per step", median(ws_cpu, k), T_NONE, 0, 0);
+  emit("echo @64 client CPU per step", "us", bench_median(ws_cli, k),
+       "echo @64 server CPU per step", bench_median(ws_cpu, k), T_NONE, 0, 0);
+  emit("tcp echo @64 round trips/s", "/s", bench_median(tcp_rate, k),
+       "echo @64 steps/s", bench_median(ws_rate, k), T_NONE, 0, 0);
+  emit("python @64 server CPU per step", "us", bench_median(py_cpu, kp),
+       "echo @64 server CPU per step", bench_median(ws_cpu, k), T_NONE, 0, 0);
   return 0;
 }
 
@@ -1034,11 +981,11 @@ static int group_latency(ctx_t *c) {
     progress("tcp echo @1", &r);
     tcp[i] = r.p50;
   }
-  emit("latency @1 p50 (step round trip)", "us", median(ws, c->rounds),
-       "tcp echo round trip p50 @1", median(tcp, c->rounds), T_LE, ON_RATIO,
-       1.5);
-  emit("latency @1 p99", "us", median(ws99, c->rounds),
-       "latency @1 p50", median(ws, c->rounds), T_NONE, 0, 0);
+  emit("latency @1 p50 (step round trip)", "us", bench_median(ws, c->rounds),
+       "tcp echo round trip p50 @1", bench_median(tcp, c->rounds), T_LE,
+       ON_RATIO, 1.5);
+  emit("latency @1 p99", "us", bench_median(ws99, c->rounds),
+       "latency @1 p50", bench_median(ws, c->rounds), T_NONE, 0, 0);
   return 0;
 }
 
@@ -1070,11 +1017,11 @@ static int group_scale(ctx_t *c) {
   snprintf(fb, sizeof fb, "steps/s @%d sessions", c->scale_hi);
   snprintf(ca, sizeof ca, "server CPU per step @%d", c->scale_lo);
   snprintf(cb, sizeof cb, "server CPU per step @%d", c->scale_hi);
-  emit(fa, "/s", median(a, c->rounds), "", NAN, T_NONE, 0, 0);
-  emit(fb, "/s", median(b, c->rounds), fa, median(a, c->rounds), T_GE,
-       ON_RATIO, 0.75);
-  emit(cb, "us", median(cpu_b, c->rounds), ca, median(cpu_a, c->rounds),
-       T_NONE, 0, 0);
+  emit(fa, "/s", bench_median(a, c->rounds), "", NAN, T_NONE, 0, 0);
+  emit(fb, "/s", bench_median(b, c->rounds), fa, bench_median(a, c->rounds),
+       T_GE, ON_RATIO, 0.75);
+  emit(cb, "us", bench_median(cpu_b, c->rounds), ca,
+       bench_median(cpu_a, c->rounds), T_NONE, 0, 0);
   return 0;
 }
 
@@ -1093,10 +1040,10 @@ static int group_10k(ctx_t *c) {
   load_init(&ld, srv.port, M_WS, n, srv.pid);
   ld.max_connecting = c->connecting;
   ld.timeout_us = 120e6;
-  t0 = now_us();
+  t0 = bench_now_us();
   cpu0 = proc_cpu_us(srv.pid);
   load_run(&ld);
-  secs = (now_us() - t0) / 1e6;
+  secs = (bench_now_us() - t0) / 1e6;
   fprintf(stderr, "  %d sessions: %d succeeded, %d failed in %.1f s "
           "(server CPU %.1f s)%s%s\n", n, ld.succeeded, ld.failed, secs,
           (proc_cpu_us(srv.pid) - cpu0) / 1e6, ld.why[0] ? "; first: " : "",
@@ -1108,10 +1055,10 @@ static int group_10k(ctx_t *c) {
   snprintf(fig, sizeof fig, "%s sessions reset+step, success", count);
   emit(fig, "%", 100.0 * ld.succeeded / n, "", NAN, T_GE, ON_MEASURED, 99);
   snprintf(fig, sizeof fig, "%s sessions: connect p50", count);
-  emit(fig, "ms", median(ld.conn_ms, ld.nconn), "", NAN, T_LE, ON_MEASURED,
-       50);
+  emit(fig, "ms", bench_median(ld.conn_ms, ld.nconn), "", NAN, T_LE,
+       ON_MEASURED, 50);
   snprintf(fig, sizeof fig, "%s sessions: connect p99", count);
-  emit(fig, "ms", pct(ld.conn_ms, ld.nconn, 0.99), "", NAN, T_NONE, 0, 0);
+  emit(fig, "ms", bench_pct(ld.conn_ms, ld.nconn, 0.99), "", NAN, T_NONE, 0, 0);
   snprintf(fig, sizeof fig, "%s sessions: server RSS/session", count);
   emit(fig, "KB", (ld.rss_open - rss0) / n / 1024, "", NAN, T_LE,
        ON_MEASURED, 48);
@@ -1122,75 +1069,10 @@ static int group_10k(ctx_t *c) {
 
 /* ---- the table ------------------------------------------------------- */
 
-static void fmt(char *b, size_t n, double v, const char *unit) {
-  if (isnan(v))
-    snprintf(b, n, "-");
-  else if (strcmp(unit, "/s") == 0)
-    snprintf(b, n, v >= 1e6 ? "%.2fM/s" : "%.1fk/s",
-             v >= 1e6 ? v / 1e6 : v / 1e3);
-  else if (strcmp(unit, "us") == 0)
-    snprintf(b, n, v < 10 ? "%.2f us" : "%.1f us", v);
-  else if (strcmp(unit, "%") == 0)
-    snprintf(b, n, "%.2f %%", v);
-  else
-    snprintf(b, n, "%.1f %s", v, unit);
-}
-
-static void fmt_target(char *b, size_t n, const row_t *r) {
-  char v[32];
-  if (r->tkind == T_NONE) {
-    snprintf(b, n, "-");
-    return;
-  }
-  if (r->ton == ON_RATIO)
-    snprintf(v, sizeof v, "%gx", r->tval);
-  else
-    fmt(v, sizeof v, r->tval, r->unit);
-  snprintf(b, n, "%s %s", r->tkind == T_LE ? "<=" : ">=", v);
-}
-
-static void print_table(const row_t *rows, size_t n) {
-  size_t i;
-  printf("%-34s %12s  %-40s %8s  %s\n", "figure", "measured", "baseline",
-         "ratio", "target");
-  for (i = 0; i < 116; i++) putchar('-');
-  putchar('\n');
-  for (i = 0; i < n; i++) {
-    const row_t *r = &rows[i];
-    char m[32], b[32], bb[80], ra[24], t[48];
-    fmt(m, sizeof m, r->measured, r->unit);
-    fmt(b, sizeof b, r->baseline, r->unit);
-    if (isnan(r->baseline))
-      snprintf(bb, sizeof bb, "-");
-    else
-      snprintf(bb, sizeof bb, "%s %s", b, r->bwhat);
-    if (isnan(r->ratio))
-      snprintf(ra, sizeof ra, "-");
-    else
-      snprintf(ra, sizeof ra, r->ratio < 0.1 ? "%.4fx" : "%.2fx", r->ratio);
-    fmt_target(t, sizeof t, r);
-    printf("%-34s %12s  %-40.40s %8s  ", r->figure, m, bb, ra);
-    if (r->met < 0)
-      printf("%s\n", t);
-    else
-      printf("%-12s %s\n", t, r->met ? "met" : "MISSED");
-  }
-  printf("ratio = measured / baseline; a target ending in x applies to "
-         "the ratio.\n");
-}
-
-static void json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v))
-    fputs("null", f);
-  else
-    fprintf(f, "%.6g", v);
-}
-
 static int write_json(const char *path, const row_t *rows, size_t n,
                       const char *date, const char *machine, double load,
                       const ctx_t *c) {
   FILE *f = fopen(path, "w");
-  size_t i;
   if (f == NULL) return -1;
   fprintf(f, "{\n  \"date\": \"%s\",\n  \"machine\": \"%s\",\n", date,
           machine);
@@ -1199,50 +1081,11 @@ static int write_json(const char *path, const row_t *rows, size_t n,
           "\"connecting\": %d,\n", load, c->rounds, c->measure_s,
           c->sessions, c->connecting);
   fprintf(f, "  \"figures\": [\n");
-  for (i = 0; i < n; i++) {
-    const row_t *r = &rows[i];
-    fprintf(f, "    {\"figure\": \"%s\", \"measured\": ", r->figure);
-    json_num(f, r->measured);
-    fprintf(f, ", \"unit\": \"%s\", \"baseline\": ", r->unit);
-    json_num(f, r->baseline);
-    fprintf(f, ", \"baseline_what\": \"%s\", \"ratio\": ", r->bwhat);
-    json_num(f, r->ratio);
-    if (r->tkind == T_NONE) {
-      fputs(", \"target\": null, \"met\": null}", f);
-    } else {
-      fprintf(f, ", \"target\": {\"on\": \"%s\", \"op\": \"%s\", "
-                 "\"value\": ",
-              r->ton == ON_RATIO ? "ratio" : "measured",
-              r->tkind == T_LE ? "<=" : ">=");
-      json_num(f, r->tval);
-      fprintf(f, "}, \"met\": %s}", r->met ? "true" : "false");
-    }
-    fputs(i + 1 < n ? ",\n" : "\n", f);
-  }
+  bench_json_rows(f, rows, n);
   fputs("  ]\n}\n", f);
   return fclose(f);
 }
 
-static void machine_name(char *b, size_t n) {
-  struct utsname u;
-  char line[256], model[128] = "?";
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f != NULL) {
-    while (fgets(line, sizeof line, f) != NULL)
-      if (strncmp(line, "model name", 10) == 0) {
-        char *c = strchr(line, ':');
-        if (c != NULL) {
-          snprintf(model, sizeof model, "%s", c + 2);
-          model[strcspn(model, "\n\"\\")] = '\0';
-        }
-        break;
-      }
-    fclose(f);
-  }
-  uname(&u);
-  snprintf(b, n, "%s, %ld cores, %s %s", model, sysconf(_SC_NPROCESSORS_ONLN),
-           u.sysname, u.release);
-}
 
 static int wanted(const char *only, const char *name) {
   const char *p;
@@ -1326,7 +1169,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "serve-bench: RLIMIT_NOFILE is %lu: too low for %d "
             "sessions\n", (unsigned long)rl.rlim_cur, c.sessions);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
-  machine_name(machine, sizeof machine);
+  bench_machine(machine, sizeof machine);
   if (getloadavg(&load, 1) != 1) load = NAN;
   printf("ludo serve bench, %s; %s; load %.2f\n", date, machine, load);
   fflush(stdout);
@@ -1357,7 +1200,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "== %d sessions\n", c.sessions);
     if (group_10k(&c) != 0) failed = 1;
   }
-  print_table(g_rows, g_nrows);
+  bench_print_table(g_rows, g_nrows);
   if (write_json(json, g_rows, g_nrows, date, machine, load, &c) != 0) {
     fprintf(stderr, "serve-bench: cannot write %s\n", json);
     failed = 1;
