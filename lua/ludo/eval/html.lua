@@ -45,14 +45,28 @@ function M.safe_href(p)
   return true
 end
 
+-- Writes the digits of integer text `s` in groups of three ("12,345").
+local function grouped(s)
+  local sign, digits = s:match("^(%-?)(%d+)$")
+  if digits == nil or #digits <= 4 then return s end
+  local head = #digits % 3
+  local out = head > 0 and { digits:sub(1, head) } or {}
+  for i = head + 1, #digits, 3 do out[#out + 1] = digits:sub(i, i + 2) end
+  return sign .. table.concat(out, ",")
+end
+
 -- Formats number `x` for people: integers as they are, other numbers
--- with `digits` significant digits (default 4), NaN/inf/nil as an en
--- dash.
+-- with `digits` significant digits (default 4), both grouped by
+-- thousands from 10,000 on (floats that large are rounded to integers);
+-- NaN/inf/nil as an en dash.
 function M.num(x, digits)
   if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then
     return "\u{2013}"
   end
-  if math.type(x) == "integer" then return format("%d", x) end
+  if math.type(x) == "integer" then return grouped(format("%d", x)) end
+  if math.abs(x) >= 1e4 and math.abs(x) < 1e15 then
+    return grouped(format("%.0f", x))
+  end
   local s = format("%." .. (digits or 4) .. "g", x)
   if s == "-0" then s = "0" end
   return s

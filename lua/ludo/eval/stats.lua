@@ -153,4 +153,43 @@ function M.quantile(xs, q)
   return s[i] + (h - i) * (s[i + 1] - s[i])
 end
 
+-- The largest number of bins of a histogram.
+M.MAX_BINS = 40
+
+-- Bins the numbers of `xs` for a histogram: returns `edges` (k+1
+-- increasing numbers) and `counts` (k integers summing to #xs). Integer
+-- data spanning at most M.MAX_BINS values get one bin per integer
+-- (edges at the half-integers); other data ceil(sqrt(n)) equal bins
+-- (at most M.MAX_BINS) from the minimum to the maximum. An empty `xs`
+-- gives no bins; equal values one bin of width 1 around them.
+function M.bins(xs)
+  local n = #xs
+  if n == 0 then return {}, {} end
+  local lo, hi, ints = xs[1], xs[1], true
+  for i = 1, n do
+    local x = xs[i]
+    if x < lo then lo = x end
+    if x > hi then hi = x end
+    if ints and x ~= floor(x) then ints = false end
+  end
+  local k, start, width
+  if ints and hi - lo + 1 <= M.MAX_BINS then
+    k, start, width = floor(hi - lo) + 1, lo - 0.5, 1.0
+  elseif hi == lo then
+    k, start, width = 1, lo - 0.5, 1.0
+  else
+    k = math.min(M.MAX_BINS, math.max(1, math.ceil(sqrt(n))))
+    start, width = lo + 0.0, (hi - lo) / k
+  end
+  local edges, counts = {}, {}
+  for i = 0, k do edges[i + 1] = start + i * width end
+  for i = 1, k do counts[i] = 0 end
+  for i = 1, n do
+    local b = floor((xs[i] - start) / width) + 1
+    if b > k then b = k elseif b < 1 then b = 1 end
+    counts[b] = counts[b] + 1
+  end
+  return edges, counts
+end
+
 return M

@@ -75,7 +75,9 @@ local function check_record(r, i)
     bad(i, "success", "a boolean", s)
   end
   local llm = opt(r.llm)
-  if llm ~= nil and type(llm) ~= "table" then bad(i, "llm", "an object", llm) end
+  if llm ~= nil and type(llm) ~= "table" then
+    bad(i, "llm", "an object", llm)
+  end
 end
 
 -- "finished", "failed" or "cancelled": the standing of record `r`.
