@@ -13,7 +13,11 @@ local function decode(text)
   local v = assert(json.decode(text))
   local function strip(t)
     for k, x in pairs(t) do
-      if x == null then t[k] = nil elseif type(x) == "table" then strip(x) end
+      if getmetatable(x) == "ludo.null" then
+        t[k] = nil
+      elseif type(x) == "table" then
+        strip(x)
+      end
     end
     return t
   end

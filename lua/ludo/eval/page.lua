@@ -369,7 +369,11 @@ local function slowest_table(eps)
   return concat(out)
 end
 
--- Episodes with an error, cancelled, or finished without success.
+-- Order of the failing table: errors, then cancelled, then unsuccessful.
+local FAILING_RANK = { failed = 1, cancelled = 2, finished = 3 }
+
+-- Episodes with an error, cancelled, or finished without success (in
+-- that order, each by episode).
 local function failing_table(eps)
   local list = {}
   for _, r in ipairs(eps) do
@@ -378,6 +382,12 @@ local function failing_table(eps)
       list[#list + 1] = r
     end
   end
+  sort(list, function(a, b)
+    local ra = FAILING_RANK[summary.status(a)]
+    local rb = FAILING_RANK[summary.status(b)]
+    if ra ~= rb then return ra < rb end
+    return a.episode < b.episode
+  end)
   local out = { '<table id="failing"><tr><th class="n">episode</th>'
     .. '<th>task</th><th>status</th><th>error</th><th>message</th>'
     .. '<th class="n">steps</th><th class="n">reward</th>'

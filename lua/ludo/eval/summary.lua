@@ -11,8 +11,8 @@ local jsontext = require("ludo.jsontext")
 
 local M = {}
 
-local type, pairs, ipairs, error, tostring = type, pairs, ipairs, error,
-  tostring
+local type, pairs, ipairs, error, tostring, getmetatable = type, pairs,
+  ipairs, error, tostring, getmetatable
 local mtype, format, sort = math.type, string.format, table.sort
 local round = stats.round
 
@@ -23,9 +23,11 @@ M.VERSION = 1
 -- other errors, and replaced by a later record of the same episode.
 M.CANCELED = "ECANCELED"
 
--- Returns `v`, or nil when it is nil or ludo.null (JSON null).
+-- Returns `v`, or nil when it is nil or ludo.null (JSON null). The
+-- sentinel is also known by its protected metatable, as a host that
+-- reloads ludo.null (busted between spec files) may hand in another one.
 local function opt(v)
-  if v == null then return nil end
+  if v == null or getmetatable(v) == "ludo.null" then return nil end
   return v
 end
 M.opt = opt
