@@ -161,6 +161,24 @@ describe("ludo.eval.report.html", function()
     assert.is_false(H.safe_href(nil))
   end)
 
+  it("lists the slowest episodes, slowest first", function()
+    local rs = {}
+    for i = 0, 39 do
+      rs[#rs + 1] = rec({ episode = i, wall_ms = (i * 7919) % 40 + 0.5 })
+    end
+    local html = page({}, rs)
+    local s = html:find("<h2>Slowest episodes</h2>", 1, true)
+    local e = html:find("</table>", s, true)
+    local walls = {}
+    for w in html:sub(s, e):gmatch('<td class="n">%d+</td><td>[^<]*</td>'
+      .. '<td class="n">([%d.]+)</td>') do
+      walls[#walls + 1] = tonumber(w)
+    end
+    local want = {}
+    for i = 1, 15 do want[i] = 40 - i + 0.5 end
+    assert.are.same(want, walls)
+  end)
+
   it("handles no episodes", function()
     local html = page({}, {})
     for _, id in ipairs({ "reward-hist", "steps-hist", "rubric-bars",

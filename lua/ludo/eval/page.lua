@@ -339,16 +339,27 @@ local function error_bars(s)
     empty = "no errors" })
 end
 
--- The M.SLOWEST episodes by wall time.
+-- True when record `a` was slower than `b` (ties: the lower episode).
+local function slower(a, b)
+  if a.wall_ms ~= b.wall_ms then return a.wall_ms > b.wall_ms end
+  return a.episode < b.episode
+end
+
+-- The M.SLOWEST episodes by wall time, slowest first: one pass keeping
+-- the top few in order (no sort of every episode).
 local function slowest_table(eps)
   local list = {}
   for _, r in ipairs(eps) do
-    if opt(r.wall_ms) ~= nil then list[#list + 1] = r end
+    if opt(r.wall_ms) ~= nil and (#list < M.SLOWEST or
+        slower(r, list[#list])) then
+      local i = #list < M.SLOWEST and #list + 1 or #list
+      while i > 1 and slower(r, list[i - 1]) do
+        list[i] = list[i - 1]
+        i = i - 1
+      end
+      list[i] = r
+    end
   end
-  sort(list, function(a, b)
-    if a.wall_ms ~= b.wall_ms then return a.wall_ms > b.wall_ms end
-    return a.episode < b.episode
-  end)
   local out = { '<table><tr><th class="n">episode</th><th>task</th>'
     .. '<th class="n">wall ms</th><th class="n">cpu ms</th>'
     .. '<th class="n">steps</th><th class="n">reward</th><th>status</th>'
@@ -369,25 +380,21 @@ local function slowest_table(eps)
   return concat(out)
 end
 
--- Order of the failing table: errors, then cancelled, then unsuccessful.
-local FAILING_RANK = { failed = 1, cancelled = 2, finished = 3 }
-
--- Episodes with an error, cancelled, or finished without success (in
--- that order, each by episode).
+-- Episodes with an error, then cancelled ones, then those finished
+-- without success, each group by episode (`eps` is in episode order).
 local function failing_table(eps)
-  local list = {}
+  local groups = { failed = {}, cancelled = {}, finished = {} }
   for _, r in ipairs(eps) do
     local st = summary.status(r)
     if st ~= "finished" or opt(r.success) == false then
-      list[#list + 1] = r
+      local g = groups[st]
+      g[#g + 1] = r
     end
   end
-  sort(list, function(a, b)
-    local ra = FAILING_RANK[summary.status(a)]
-    local rb = FAILING_RANK[summary.status(b)]
-    if ra ~= rb then return ra < rb end
-    return a.episode < b.episode
-  end)
+  local list = groups.failed
+  for _, name in ipairs({ "cancelled", "finished" }) do
+    for _, r in ipairs(groups[name]) do list[#list + 1] = r end
+  end
   local out = { '<table id="failing"><tr><th class="n">episode</th>'
     .. '<th>task</th><th>status</th><th>error</th><th>message</th>'
     .. '<th class="n">steps</th><th class="n">reward</th>'

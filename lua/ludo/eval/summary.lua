@@ -306,7 +306,7 @@ function M.compute(run, results, timing)
     episodes = {
       total = total or #eps, recorded = #eps,
       finished = c.finished, failed = c.failed, cancelled = c.cancelled,
-      missing = (total or #eps) - c.finished - c.failed,
+      missing = math.max(0, (total or #eps) - c.finished - c.failed),
     },
     reward = reward,
     rubrics = rubrics,
