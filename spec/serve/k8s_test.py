@@ -292,7 +292,7 @@ def eval_job_scripts_run():
         check(calls() == [f"eval /srv/run/run.lua --quiet --shard 3/{n} "
                           f"--out {res}/shard-3"], calls())
         os.makedirs(os.path.join(res, "shard-3"))
-        open(os.path.join(res, "shard-3", "results.jsonl"), "w").close()
+        open(os.path.join(res, "shard-3", "run.json"), "w").close()
         run_script(text, 3, res, bindir)
         check(calls()[-1].endswith(f"--out {res}/shard-3 --resume"),
               calls())
