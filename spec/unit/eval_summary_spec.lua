@@ -88,6 +88,17 @@ describe("ludo.eval.stats", function()
     assert.are.same({ n = 0 }, stats.describe({}))
   end)
 
+  it("gives equal values their value as mean and a std of 0", function()
+    for _, v in ipairs({ 48.8, 0.1, -3.3, 1e-7 }) do
+      local xs = {}
+      for i = 1, 100000 do xs[i] = v end
+      local d = stats.describe(xs)
+      assert.are.equal(v, d.mean)
+      assert.are.equal(0.0, d.std)
+      assert.are.same({ v, v }, d.ci95)
+    end
+  end)
+
   it("keeps precision where the one-pass formula loses it", function()
     local xs = {}
     for i = 1, 1000 do xs[i] = 1e9 + (i % 2) end

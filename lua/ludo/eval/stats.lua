@@ -4,8 +4,8 @@
 -- estimator, quantiles, and the fixed rounding of every float written.
 local M = {}
 
-local sqrt, atan, cos, sin, floor, huge =
-  math.sqrt, math.atan, math.cos, math.sin, math.floor, math.huge
+local sqrt, atan, cos, sin, floor, abs, huge =
+  math.sqrt, math.atan, math.cos, math.sin, math.floor, math.abs, math.huge
 local tonumber, format, sort = tonumber, string.format, table.sort
 
 -- The normal quantile of 0.975.
@@ -85,14 +85,22 @@ function M.describe(xs)
   local n = #xs
   local out = { n = n }
   if n == 0 then return out end
-  local sum, lo, hi = 0.0, xs[1], xs[1]
+  -- Neumaier's compensated sum: the mean is correctly rounded in
+  -- practice, so n equal values have exactly that mean and a std of 0.
+  local sum, comp, lo, hi = 0.0, 0.0, xs[1], xs[1]
   for i = 1, n do
     local x = xs[i]
-    sum = sum + x
+    local t = sum + x
+    if abs(sum) >= abs(x) then
+      comp = comp + ((sum - t) + x)
+    else
+      comp = comp + ((x - t) + sum)
+    end
+    sum = t
     if x < lo then lo = x end
     if x > hi then hi = x end
   end
-  local mean = sum / n
+  local mean = (sum + comp) / n
   out.mean, out.min, out.max = M.round(mean), M.round(lo), M.round(hi)
   if n < 2 then return out end
   -- Two passes: the sum of squared deviations from the mean, which does
