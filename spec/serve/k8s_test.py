@@ -8,6 +8,7 @@ and LUDO_TOKEN work with the real binary (on a free loopback port).
 Usage: k8s_test.py LUDO_BINARY. Prints "ok NAME" or "FAIL NAME: why" per
 check and ends with "N passed, N failed"; exit status 1 on any failure."""
 import http.client
+import json
 import os
 import re
 import signal
@@ -316,6 +317,60 @@ def eval_job_scripts_run():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
+
+def eval_job_with_the_real_binary():
+    # The Job's two scripts with the real `ludo` and the ConfigMap's run
+    # file (the echo environment of the repository in place of the
+    # image's /srv/env, 40 episodes): four shards, then the merge, whose
+    # summary must equal that of the same run in one piece (timing aside).
+    import shutil
+    import tempfile
+    docs, job, merge = eval_objects()
+    run = [d for d in docs if d["kind"] == "ConfigMap"][0]["data"]["run.lua"]
+    run = run.replace("/srv/env", os.path.abspath("examples/echo"))
+    run = re.sub(r"episodes = \d+", "episodes = 40", run)
+    _, text = script(job)
+    _, mtext = script(merge)
+    tmp = tempfile.mkdtemp(prefix="ludo-k8s-")
+    try:
+        bindir, res = os.path.join(tmp, "bin"), os.path.join(tmp, "results")
+        os.makedirs(bindir)
+        os.makedirs(res)
+        os.symlink(os.path.abspath(LUDO), os.path.join(bindir, "ludo"))
+        runfile = os.path.join(tmp, "run.lua")
+        with open(runfile, "w") as f:
+            f.write(run)
+        text = text.replace("/srv/run/run.lua", runfile)
+        for i in range(job["spec"]["completions"]):
+            p = run_script(text, i, res, bindir, timeout=60)
+            check(p.returncode == 0, (i, p.stderr))
+        p = run_script(mtext, 0, res, bindir, timeout=60)
+        check(p.returncode == 0, p.stderr)
+        whole = os.path.join(tmp, "whole")
+        p = subprocess.run([LUDO, "eval", runfile, "--quiet", "--out", whole],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, p.stderr)
+
+        def untimed(d):
+            with open(os.path.join(d, "summary.json")) as f:
+                s = json.load(f)
+            del s["timing"]
+            return s
+        merged = untimed(os.path.join(res, "all"))
+        check(merged["episodes"]["finished"] == 40, merged["episodes"])
+        check(merged == untimed(whole), "the merged shards' summary")
+        check(os.path.getsize(os.path.join(res, "all", "report.html")) >
+              1000, "the merged report")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Needs `ludo eval` (issue 11's runner) in the binary under test; until it
+# is there the check is reported as skipped and counted neither way.
+if subprocess.run([LUDO, "eval", "--help"], capture_output=True).returncode:
+    print("skip eval_job_with_the_real_binary: no `ludo eval` in", LUDO)
+else:
+    test(eval_job_with_the_real_binary)
 
 print(f"{results['passed']} passed, {results['failed']} failed")
 sys.exit(1 if results["failed"] else 0)
