@@ -23,6 +23,12 @@ local function c(x) return format("%.1f", x) end
 function M.ticks(lo, hi, target, integer)
   target = target or 5
   if hi < lo then lo, hi = hi, lo end
+  -- A range below the precision of the values (rounding noise of a
+  -- running mean of equal values) is one value.
+  if hi - lo <= 1e-9 * max(abs(lo), abs(hi)) then
+    local mid = (lo + hi) / 2
+    lo, hi = mid, mid
+  end
   if hi == lo then
     local pad = lo == 0 and 1 or abs(lo) * 0.1
     lo, hi = lo - pad, hi + pad
