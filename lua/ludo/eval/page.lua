@@ -426,6 +426,21 @@ local function failing_table(eps)
   return concat(out)
 end
 
+-- The policy of run.json in a few words: its file, its model, or JSON.
+local function policy_text(p)
+  if p == nil then return "\u{2013}" end
+  if type(p) ~= "table" then return tostring(p) end
+  local kind = opt(p.kind)
+  if kind == "lua" and type(opt(p.file)) == "string" then
+    return "Lua, " .. p.file
+  end
+  if kind == "llm" and type(opt(p.model)) == "string" then
+    local api = type(opt(p.api)) == "string" and (p.api .. " ") or ""
+    return "LLM, " .. api .. p.model
+  end
+  return jsontext.try_encode(p) or "?"
+end
+
 -- Returns the page for `run` (run.json's object), `s` (the summary as a
 -- table) and `eps` (the deduplicated records sorted by episode).
 function M.render(run, s, eps)
@@ -441,8 +456,8 @@ function M.render(run, s, eps)
     '<link rel="icon" href="data:,">',
     "<title>", esc(title), "</title><style>", CSS, "</style></head>",
     "<body><main><h1>", esc(title), "</h1>",
-    '<p class="sub">policy: ', esc(clip(jsontext.try_encode(opt(run.policy))
-      or "?")), " \u{b7} seed ", esc(tostring(opt(run.seed) or "\u{2013}")),
+    '<p class="sub">policy: ', esc(clip(policy_text(opt(run.policy)))),
+    " \u{b7} seed ", esc(tostring(opt(run.seed) or "\u{2013}")),
     " \u{b7} started ", esc(opt(t.started_at) or "\u{2013}"), "</p>",
     cards(s),
     "<h2>Scores</h2>", stats_table(s),

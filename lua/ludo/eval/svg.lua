@@ -145,6 +145,11 @@ function M.histogram(o)
     local lo, hi = o.edges[1], o.edges[k + 1]
     if o.integer then
       xt, xs = M.ticks(lo + 0.5, hi - 0.5, min(k, 8), true)
+    elseif k == 1 then
+      -- one bin (equal values): room on both sides, so the bar reads as
+      -- one value rather than a range
+      local bw = hi - lo
+      xt, xs = M.ticks(lo - 2 * bw, hi + 2 * bw, 6)
     else
       xt, xs = M.ticks(lo, hi, 6)
     end
