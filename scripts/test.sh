@@ -235,7 +235,8 @@ rm -f "$out"
 # the charts rendered, no console error, no request but the page.
 echo "== eval report in Chromium"
 out=$(mktemp)
-timeout 120 /usr/bin/python3 spec/report/report_test.py "$BUILD" >"$out" 2>&1
+LUDO_PRELOAD="$preload" timeout 120 /usr/bin/python3 \
+  spec/report/report_test.py "$BUILD" >"$out" 2>&1
 rc=$?
 cat "$out"
 add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"

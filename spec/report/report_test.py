@@ -10,7 +10,8 @@ error and fetched nothing but itself, and that hostile strings stayed text.
 It also saves a full-page screenshot of each (kept in REPORT_SHOTS, default
 a temporary folder, whose path it prints).
 
-Usage: report_test.py [LUDO_BUILD]. Prints "ok NAME" or "FAIL NAME: why"
+Usage: report_test.py [LUDO_BUILD] (LUDO_PRELOAD: libraries to preload into
+lua5.4, for an ASan build). Prints "ok NAME" or "FAIL NAME: why"
 per check and ends with "N passed, N failed"; exit status 1 on a failure.
 """
 import asyncio
@@ -338,9 +339,14 @@ def write_case(folder, run, records):
 
 def make_report(src, out):
     os.makedirs(out, exist_ok=True)
+    env = {**os.environ, "LUDO_BUILD": BUILD}
+    if os.environ.get("LUDO_PRELOAD", "").strip():
+        # the sanitizer runtimes an ASan build's C modules need (make
+        # asan), for lua5.4 only: never for Chromium
+        env["LD_PRELOAD"] = os.environ["LUDO_PRELOAD"]
+        env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=1"
     p = subprocess.run(["lua5.4", "spec/report/make_report.lua", src, out],
-                       env={**os.environ, "LUDO_BUILD": BUILD},
-                       capture_output=True, text=True, timeout=60)
+                       env=env, capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         raise RuntimeError("make_report.lua: " + p.stderr[-2000:])
     return os.path.join(out, "report.html")
