@@ -47,7 +47,9 @@ padding:10px 12px;min-width:0}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#eaeef2;font-weight:600}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td{overflow-wrap:anywhere}h1,.sub{overflow-wrap:anywhere}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;
+overflow-wrap:normal}
 tr:nth-child(even) td{background:#f9fafb}
 td.msg{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
 font-size:12px;white-space:pre-wrap;word-break:break-word;max-width:520px}
