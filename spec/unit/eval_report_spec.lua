@@ -148,7 +148,17 @@ describe("ludo.eval.report.html", function()
     assert.is_falsy(html:find('href="javascript', 1, true))
     assert.is_falsy(html:find('href="../', 1, true))
     assert.is_falsy(html:find('href="/abs', 1, true))
-    assert.is_truthy(html:find("<td>javascript:alert(1)</td>", 1, true))
+    assert.is_truthy(html:find('<td class="id">javascript:alert(1)</td>', 1,
+      true))
+  end)
+
+  it("cuts long ids, keeping the whole one in the tooltip", function()
+    local long = "task-" .. string.rep("x", 200)
+    local html = page({}, { rec({ episode = 0, task = long,
+      success = false, error = { class = "ETIMEOUT", message = "m" } }) })
+    assert.is_truthy(html:find('<td class="id" title="' .. long .. '">'
+      .. long:sub(1, 60) .. "\u{2026}</td>", 1, true))
+    assert.is_truthy(html:find('<td class="nw">ETIMEOUT</td>', 1, true))
   end)
 
   it("decides which paths may be links", function()
@@ -170,8 +180,8 @@ describe("ludo.eval.report.html", function()
     local s = html:find("<h2>Slowest episodes</h2>", 1, true)
     local e = html:find("</table>", s, true)
     local walls = {}
-    for w in html:sub(s, e):gmatch('<td class="n">%d+</td><td>[^<]*</td>'
-      .. '<td class="n">([%d.]+)</td>') do
+    for w in html:sub(s, e):gmatch('<td class="n">%d+</td><td class="id">'
+      .. '[^<]*</td><td class="n">([%d.]+)</td>') do
       walls[#walls + 1] = tonumber(w)
     end
     local want = {}

@@ -47,9 +47,9 @@ padding:10px 12px;min-width:0}
 table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
 vertical-align:top}th{background:#eaeef2;font-weight:600}
-td{overflow-wrap:anywhere}h1,.sub{overflow-wrap:anywhere}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;
-overflow-wrap:normal}
+h1,.sub{overflow-wrap:anywhere}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.id{overflow-wrap:anywhere;max-width:300px}.nw{white-space:nowrap}
 tr:nth-child(even) td{background:#f9fafb}
 td.msg{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
 font-size:12px;white-space:pre-wrap;word-break:break-word;max-width:520px}
@@ -96,27 +96,47 @@ local function keys(t)
   return out
 end
 
--- `s` cut to M.MAX_TEXT characters (bytes, not splitting a UTF-8
--- sequence), with an ellipsis when cut.
-local function clip(s)
+-- `s` cut to `n` (default M.MAX_TEXT) bytes, not splitting a UTF-8
+-- sequence, with an ellipsis when cut.
+local function clip(s, n)
   s = tostring(s)
-  if #s <= M.MAX_TEXT then return s end
-  local cut = M.MAX_TEXT
+  n = n or M.MAX_TEXT
+  if #s <= n then return s end
+  local cut = n
   while cut > 0 and (s:byte(cut + 1) or 0) & 0xC0 == 0x80 do
     cut = cut - 1
   end
   return s:sub(1, cut) .. "\u{2026}"
 end
 
+-- Characters of a task id or error class shown in a table (the whole
+-- id is the cell's tooltip).
+M.MAX_ID = 60
+
 -- A trajectory cell: a link when the path is a safe relative one.
 local function traj_cell(r)
   local p = opt(r.trajectory)
   if p == nil then return "<td>\u{2013}</td>" end
   if H.safe_href(p) then
-    return format('<td><a class="traj" href="%s">%s</a></td>', esc(p),
-      esc(p))
+    return format('<td class="nw"><a class="traj" href="%s">%s</a></td>',
+      esc(p), esc(p))
   end
-  return "<td>" .. esc(clip(p)) .. "</td>"
+  return '<td class="id">' .. esc(clip(p, M.MAX_ID)) .. "</td>"
+end
+
+-- A cell for an id (task, error class): cut to M.MAX_ID characters,
+-- whole in the tooltip, wrapping anywhere; with `short`, an id of at most
+-- that many characters does not wrap (error classes: "ETIMEOUT").
+local function id_cell(v, short)
+  v = opt(v)
+  if v == nil then return '<td class="id">\u{2013}</td>' end
+  local s = tostring(v)
+  if short and #s <= short then
+    return '<td class="nw">' .. esc(s) .. "</td>"
+  end
+  if #s <= M.MAX_ID then return '<td class="id">' .. esc(s) .. "</td>" end
+  return format('<td class="id" title="%s">%s</td>', esc(clip(s)),
+    esc(clip(s, M.MAX_ID)))
 end
 
 local function card(key, value, detail)
@@ -368,10 +388,10 @@ local function slowest_table(eps)
     .. "<th>trajectory</th></tr>" }
   for i = 1, min(#list, M.SLOWEST) do
     local r = list[i]
-    out[#out + 1] = format('<tr><td class="n">%d</td><td>%s</td>'
+    out[#out + 1] = format('<tr><td class="n">%d</td>%s'
       .. '<td class="n">%s</td><td class="n">%s</td><td class="n">%s</td>'
-      .. '<td class="n">%s</td><td>%s</td>%s</tr>', r.episode,
-      esc(clip(opt(r.task) or "\u{2013}")), num(r.wall_ms),
+      .. '<td class="n">%s</td><td class="nw">%s</td>%s</tr>', r.episode,
+      id_cell(r.task), num(r.wall_ms),
       num(opt(r.cpu_ms)), num(opt(r.steps)), num(opt(r.reward)),
       summary.status(r), traj_cell(r))
   end
@@ -406,12 +426,12 @@ local function failing_table(eps)
     local st = summary.status(r)
     local err = opt(r.error) or {}
     local cls = st == "finished" and "unsuccessful" or st
-    out[#out + 1] = format('<tr><td class="n">%d</td><td>%s</td>'
-      .. '<td class="%s">%s</td><td>%s</td><td class="msg">%s</td>'
+    out[#out + 1] = format('<tr><td class="n">%d</td>%s'
+      .. '<td class="%s nw">%s</td>%s<td class="msg">%s</td>'
       .. '<td class="n">%s</td><td class="n">%s</td>%s</tr>', r.episode,
-      esc(clip(opt(r.task) or "\u{2013}")),
-      st == "cancelled" and "warn" or "bad", cls,
-      esc(clip(opt(err.class) or "")), esc(clip(opt(err.message) or "")),
+      id_cell(r.task), st == "cancelled" and "warn" or "bad", cls,
+      st == "finished" and "<td></td>" or id_cell(err.class, 24),
+      esc(clip(opt(err.message) or "")),
       num(opt(r.steps)), num(opt(r.reward)), traj_cell(r))
   end
   if #eps == 0 then
