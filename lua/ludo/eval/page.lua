@@ -50,6 +50,7 @@ vertical-align:top}th{background:#eaeef2;font-weight:600}
 h1,.sub{overflow-wrap:anywhere}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 td.id{overflow-wrap:anywhere;max-width:300px}.nw{white-space:nowrap}
+table.facts{width:auto;min-width:640px}table.facts th{width:220px}
 tr:nth-child(even) td{background:#f9fafb}
 td.msg{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;
 font-size:12px;white-space:pre-wrap;word-break:break-word;max-width:520px}
@@ -221,7 +222,7 @@ end
 local function facts_table(s)
   local rows = {}
   local function row(k, v) rows[#rows + 1] = format(
-    '<tr><td>%s</td><td class="n">%s</td></tr>', esc(k), v) end
+    '<tr><th>%s</th><td>%s</td></tr>', esc(k), v) end
   local su = s.success
   row("success rate", opt(su.rate) and format("%s (%s of %s)",
     num(su.rate), num(su.successes), num(su.n)) or "\u{2013}")
@@ -252,7 +253,7 @@ local function facts_table(s)
     num(opt(ew.mean)), num(opt(ew.p50)), num(opt(ew.p95)),
     num(opt(ew.max))))
   row("CPU time (all episodes)", num(opt(t.cpu_ms_total)) .. " ms")
-  return "<table>" .. concat(rows) .. "</table>"
+  return '<table class="facts">' .. concat(rows) .. "</table>"
 end
 
 -- The reward histogram and the episode-length histogram.
