@@ -99,6 +99,15 @@ describe("ludo.eval.stats", function()
     end
   end)
 
+  it("takes a spread of rounding noise for none", function()
+    local ulp = 6.46 * 2 ^ -52
+    local d = stats.describe({ 6.46, 6.46 + ulp, 6.46, 6.46 - ulp })
+    assert.are.equal(0.0, d.std)
+    assert.are.same({ 6.46, 6.46 }, d.ci95)
+    -- a real spread of 1e-9 stays
+    assert.is_true(stats.describe({ 6.46, 6.46 + 1e-9 }).std > 0)
+  end)
+
   it("keeps precision where the one-pass formula loses it", function()
     local xs = {}
     for i = 1, 1000 do xs[i] = 1e9 + (i % 2) end

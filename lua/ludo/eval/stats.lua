@@ -4,8 +4,9 @@
 -- estimator, quantiles, and the fixed rounding of every float written.
 local M = {}
 
-local sqrt, atan, cos, sin, floor, abs, huge =
-  math.sqrt, math.atan, math.cos, math.sin, math.floor, math.abs, math.huge
+local sqrt, atan, cos, sin, floor, abs, max, huge =
+  math.sqrt, math.atan, math.cos, math.sin, math.floor, math.abs, math.max,
+  math.huge
 local tonumber, format, sort = tonumber, string.format, table.sort
 
 -- The normal quantile of 0.975.
@@ -80,7 +81,8 @@ end
 -- given; callers pass them in episode order so sums are reproducible):
 -- {n, mean, std (sample, n-1), ci95 = {lo, hi} (Student t), min, max}.
 -- Fields that need more values than there are are nil: mean, min, max
--- for n = 0; std and ci95 for n < 2. Floats are rounded by M.round.
+-- for n = 0; std and ci95 for n < 2. Floats are rounded by M.round; a
+-- std below 1e-12 of the largest magnitude is 0 (rounding noise).
 function M.describe(xs)
   local n = #xs
   local out = { n = n }
@@ -111,6 +113,9 @@ function M.describe(xs)
     ss = ss + d * d
   end
   local std = sqrt(ss / (n - 1))
+  -- A spread below 1e-12 of the values' magnitude is the rounding of
+  -- their sums (6.46 written as 6.460000000000001), not a spread.
+  if std <= 1e-12 * max(abs(lo), abs(hi)) then std = 0.0 end
   local half = M.t975(n - 1) * std / sqrt(n)
   out.std = M.round(std)
   out.ci95 = { M.round(mean - half), M.round(mean + half) }
