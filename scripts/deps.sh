@@ -12,9 +12,11 @@ set -eu
 # with websockets (an independent client for the functional tests of
 # `ludo serve`, spec/serve/) and yaml (parses the Kubernetes manifests of
 # docs/k8s/ in spec/serve/k8s_test.py).
+# chromium: the headless browser that loads the report of `ludo eval` and
+# checks that its charts render (spec/report/report_test.py).
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev libhttp-parser-dev libwslay-dev nettle-dev lua-busted lua-check clang
-libclang-rt-dev valgrind python3 python3-websockets python3-yaml"
+libclang-rt-dev valgrind python3 python3-websockets python3-yaml chromium"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

@@ -231,6 +231,21 @@ fi
 [ $rc -eq 0 ] || status=1
 rm -f "$out"
 
+# 3e. The report of `ludo eval` (ludo.eval.report) in headless Chromium:
+# the charts rendered, no console error, no request but the page.
+echo "== eval report in Chromium"
+out=$(mktemp)
+LUDO_PRELOAD="$preload" timeout 120 /usr/bin/python3 \
+  spec/report/report_test.py "$BUILD" >"$out" 2>&1
+rc=$?
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL eval report test ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
 # 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
 # accesses (not instrumented by ASan).
 if [ "${LUDO_ASAN:-0}" != 1 ] && command -v valgrind >/dev/null 2>&1; then
