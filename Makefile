@@ -17,7 +17,7 @@
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
-PKGS     := lua5.4 libuv jansson libpcre2-8 nettle
+PKGS     := lua5.4 libuv jansson libpcre2-8 nettle libcurl
 OPT      ?= -O2
 SAN      ?=
 
