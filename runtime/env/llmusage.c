@@ -2,7 +2,6 @@
  * ludo_session_llm_usage); the scripts' accessor is in script.c, which
  * holds the script's struct. */
 #include "env/env.h"
-#include "ludo.h"
 
 LUDO_EXTERN int ludo_session_llm_usage(const ludo_session_t *s,
                                        ludo_llm_usage_t *out) {
