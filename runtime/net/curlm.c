@@ -17,6 +17,7 @@ typedef struct sock_s {
   uv_poll_t poll;
   ludo__curlm_t *m;
   curl_socket_t fd;
+  int events;                  /* what the poll handle watches */
   struct sock_s *next, *prev;
 } sock_t;
 
@@ -161,7 +162,8 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
   if (s == NULL && (s = sock_new(m, fd)) == NULL) return -1;
   if (what & CURL_POLL_IN) events |= UV_READABLE;
   if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
-  uv_poll_start(&s->poll, events, on_poll);
+  if (events != s->events) uv_poll_start(&s->poll, events, on_poll);
+  s->events = events;
   return 0;
 }
 
