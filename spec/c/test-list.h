@@ -204,7 +204,12 @@
   X(client_keepalive_long_step)                                              \
   X(client_big_messages)                                                     \
   X(client_token)                                                            \
-  X(client_scripted_server)
+  X(client_scripted_server)                                                  \
+  /* test-llm.c: ludo.llm against the mock LLM server (spec/llm) */         \
+  X(llm_cancel_on_close)                                                     \
+  X(llm_cancel_on_runtime_free)                                              \
+  X(llm_session_usage)                                                       \
+  X(llm_script_and_gate)
 
 TEST_LIST(TEST_DECLARE)
 
