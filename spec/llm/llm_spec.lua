@@ -516,6 +516,74 @@ describe("ludo.llm", function()
     end)
   end)
 
+  describe("ludo run --allow-llm", function()
+    local LUDO = ROOT .. "/" .. (os.getenv("LUDO_BUILD") or "build")
+      .. "/ludo"
+    if (os.getenv("LUDO_BUILD") or ""):sub(1, 1) == "/" then
+      LUDO = os.getenv("LUDO_BUILD") .. "/ludo"
+    end
+
+    -- A policy asking the mock for its action, with the key of KEY_ENV.
+    local function policy(prompt)
+      local path = os.tmpname() .. ".lua"
+      local f = assert(io.open(path, "wb"))
+      f:write(string.format([[
+local llm = require("ludo.llm")
+local c
+return { act = function()
+  c = c or llm.client { base_url = %q, model = "m", retries = 0,
+                        api_key_env = %q }
+  local text, err = c:complete(%q)
+  if text == nil then error(err, 0) end
+  return { message = text }
+end }
+]], mock.base, KEY_ENV, prompt))
+      f:close()
+      return path
+    end
+
+    local function ludo_run(pol, ...)
+      local out, err = os.tmpname(), os.tmpname()
+      local cmd = { quote(LUDO), "run", quote(ROOT .. "/examples/echo"),
+        "--policy", quote(pol), "--episodes", "1", "--max-steps", "2",
+        "--seed", "1" }
+      for _, a in ipairs({ ... }) do cmd[#cmd + 1] = quote(a) end
+      local _, _, code = os.execute(table.concat(cmd, " ") .. " >" .. out
+        .. " 2>" .. err)
+      local o, e = slurp(out), slurp(err)
+      os.remove(out)
+      os.remove(err)
+      return code, o .. e
+    end
+
+    it("lets a policy call the LLM, and only with the flag", function()
+      local key = assert(os.getenv(KEY_ENV), KEY_ENV .. " must be set")
+      mock.script({ require_key = key, default = "from the model" })
+      local pol = policy("act")
+      local code, out = ludo_run(pol, "--allow-llm", "--trace", "-")
+      assert.are.equal(0, code, out)
+      assert.matches('"echoed_message":"from the model"', out)
+      assert.are.equal(2, mock.ctl("GET", "/_mock/stats").requests)
+      code, out = ludo_run(pol)
+      assert.are_not.equal(0, code)
+      assert.matches("ludo.llm: this Lua may not call LLM APIs", out)
+      os.remove(pol)
+    end)
+
+    it("never prints the key, even when the server quotes it", function()
+      local key = assert(os.getenv(KEY_ENV), KEY_ENV .. " must be set")
+      mock.script({ rules = { { status = 401,
+        message = "Incorrect API key provided: " .. key } } })
+      local pol = policy("act")
+      local code, out = ludo_run(pol, "--allow-llm", "--verbose", "--json")
+      assert.are_not.equal(0, code)
+      assert.matches("ELLM: 401 Incorrect API key provided: %[redacted%]",
+        out)
+      assert.is_nil(out:find(key, 1, true), "the key leaked: " .. out)
+      os.remove(pol)
+    end)
+  end)
+
   describe("arguments", function()
     local cases = {
       { { api = "gpt" }, nil, 'option api must be "openai" or "anthropic"' },
