@@ -4,12 +4,23 @@
  * it for its timeouts (timer_cb); the loop tells curl what happened
  * (curl_multi_socket_action), then finished transfers are collected
  * (curl_multi_info_read) and their owners called. curl's callbacks only
- * start and stop handles: transfers are added and removed outside them. */
+ * start and stop handles: transfers are added and removed outside them.
+ *
+ * Sockets of connections curl opened (opensocket_cb) keep their poll
+ * handle while the connection idles in curl's cache (socket_cb's
+ * CURL_POLL_REMOVE): reusing the connection then needs no new handle nor
+ * epoll registration. The handle of an idle socket stops at its first
+ * event (the server closing it; curl checks the connection before reusing
+ * it) and closes when curl closes the socket (closesocket_cb). Other
+ * sockets have their handle closed at CURL_POLL_REMOVE, before curl
+ * closes them. Easy handles are reused too (curl_easy_reset). */
 #include "net/curlm.h"
 
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "ludo_defs.h"
 
@@ -18,6 +29,8 @@ typedef struct sock_s {
   ludo__curlm_t *m;
   curl_socket_t fd;
   int events;                  /* what the poll handle watches */
+  int kept;                    /* curl opened it: kept while idle */
+  int idle;                    /* curl does not watch it now */
   struct sock_s *next, *prev;
 } sock_t;
 
@@ -27,7 +40,12 @@ struct ludo__curlm_s {
   uv_timer_t timer;
   ludo__closer_t closer;
   ludo__curlm_xfer_t *xfers;   /* running transfers */
-  sock_t *socks;               /* sockets watched */
+  sock_t *socks;               /* sockets with a poll handle */
+  sock_t **byfd;               /* the same, by descriptor */
+  size_t nbyfd;
+  CURL *idle[LUDO__CURLM_IDLE]; /* easy handles to reuse */
+  int nidle;
+  ludo__task_t nudge;          /* keeps the loop pass from blocking */
   int open_handles;            /* our uv handles not yet closed */
   int closing;
   void *slot;                  /* see ludo__curlm_slot */
@@ -50,8 +68,30 @@ int ludo__curl_global(void) {
 static void free_if_done(ludo__curlm_t *m) {
   if (m->closing && m->open_handles == 0) {
     ludo__core_t *core = m->core;
+    if (m->byfd) ludo__free(&core->heap, m->byfd, m->nbyfd * sizeof *m->byfd);
     ludo__free(&core->heap, m, sizeof *m);
   }
+}
+
+static sock_t *byfd_get(ludo__curlm_t *m, curl_socket_t fd) {
+  return fd >= 0 && (size_t)fd < m->nbyfd ? m->byfd[fd] : NULL;
+}
+
+/* Records s under its descriptor. Returns 0 or -1 (out of memory). */
+static int byfd_put(ludo__curlm_t *m, sock_t *s) {
+  size_t n = m->nbyfd;
+  if (s->fd < 0) return -1;
+  if ((size_t)s->fd >= n) {
+    size_t want = (size_t)s->fd + 1 > 2 * n ? (size_t)s->fd + 64 : 2 * n;
+    sock_t **t = ludo__realloc(&m->core->heap, m->byfd, n * sizeof *t,
+                               want * sizeof *t);
+    if (t == NULL) return -1;
+    memset(t + n, 0, (want - n) * sizeof *t);
+    m->byfd = t;
+    m->nbyfd = want;
+  }
+  m->byfd[s->fd] = s;
+  return 0;
 }
 
 static void handle_closed(ludo__curlm_t *m) {
@@ -76,6 +116,7 @@ static void sock_drop(ludo__curlm_t *m, sock_t *s) {
   else
     m->socks = s->next;
   if (s->next) s->next->prev = s->prev;
+  if (byfd_get(m, s->fd) == s) m->byfd[s->fd] = NULL;
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, sock_closed);
 }
@@ -91,7 +132,13 @@ static void unlink_xfer(ludo__curlm_t *m, ludo__curlm_xfer_t *x) {
   x->next = x->prev = NULL;
 }
 
-/* Hands every finished transfer to its owner. */
+static void nudged(ludo__task_t *t) { (void)t; }
+
+/* Hands every finished transfer to its owner. A transfer can end inside
+ * the timer's callback (curl reuses a connection and gets its whole reply
+ * at once); a task posted then keeps this pass of the loop from blocking
+ * in its poll, so a caller running the loop until its completion flag is
+ * set (a blocking script call) gets back to it. */
 static void collect(ludo__curlm_t *m) {
   CURLMsg *msg;
   int left;
@@ -103,6 +150,7 @@ static void collect(ludo__curlm_t *m) {
     curl_multi_remove_handle(m->multi, msg->easy_handle);
     if (x == NULL) continue;
     unlink_xfer(m, x);
+    ludo__core_post(m->core, &m->nudge);
     x->done(x->easy, rc, x->ud); /* may add or remove transfers */
   }
 }
@@ -111,6 +159,11 @@ static void on_poll(uv_poll_t *h, int status, int events) {
   sock_t *s = h->data;
   ludo__curlm_t *m = s->m;
   int flags = 0, running;
+  if (s->idle) { /* an idle connection's socket: curl will look at it */
+    uv_poll_stop(&s->poll);
+    s->events = 0;
+    return;
+  }
   if (status < 0) flags = CURL_CSELECT_ERR;
   if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
   if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
@@ -127,23 +180,42 @@ static void on_timer(uv_timer_t *t) {
 
 /* ---- curl's callbacks --------------------------------------------------- */
 
-static sock_t *sock_new(ludo__curlm_t *m, curl_socket_t fd) {
+static sock_t *sock_new(ludo__curlm_t *m, curl_socket_t fd, int kept) {
   sock_t *s = ludo__calloc(&m->core->heap, sizeof *s);
   if (s == NULL) return NULL;
-  if (uv_poll_init_socket(m->core->loop, &s->poll, fd) != 0) {
+  s->fd = fd;
+  if (byfd_put(m, s) != 0 ||
+      uv_poll_init_socket(m->core->loop, &s->poll, fd) != 0) {
+    if (byfd_get(m, fd) == s) m->byfd[fd] = NULL;
     ludo__free(&m->core->heap, s, sizeof *s);
     return NULL;
   }
   s->poll.data = s;
   s->m = m;
-  s->fd = fd;
+  s->kept = kept;
   m->open_handles++;
   ludo__core_handle_opened(m->core);
   s->next = m->socks;
   if (m->socks) m->socks->prev = s;
   m->socks = s;
-  curl_multi_assign(m->multi, fd, s);
   return s;
+}
+
+static curl_socket_t opensocket_cb(void *clientp, curlsocktype purpose,
+                                   struct curl_sockaddr *a) {
+  ludo__curlm_t *m = clientp;
+  curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC,
+                            a->protocol);
+  (void)purpose;
+  if (fd >= 0 && byfd_get(m, fd) == NULL) sock_new(m, fd, 1);
+  return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int closesocket_cb(void *clientp, curl_socket_t fd) {
+  ludo__curlm_t *m = clientp;
+  sock_t *s = byfd_get(m, fd);
+  if (s != NULL) sock_drop(m, s); /* before the descriptor goes */
+  return close(fd);
 }
 
 static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
@@ -152,14 +224,19 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
   sock_t *s = socketp;
   int events = 0;
   (void)easy;
+  if (s == NULL) s = byfd_get(m, fd);
   if (what == CURL_POLL_REMOVE) {
-    if (s != NULL) {
+    if (s == NULL) return 0;
+    curl_multi_assign(m->multi, fd, NULL);
+    if (s->kept)
+      s->idle = 1; /* stops at its next event, or is used again */
+    else
       sock_drop(m, s);
-      curl_multi_assign(m->multi, fd, NULL);
-    }
     return 0;
   }
-  if (s == NULL && (s = sock_new(m, fd)) == NULL) return -1;
+  if (s == NULL && (s = sock_new(m, fd, 0)) == NULL) return -1;
+  if (s->idle || socketp == NULL) curl_multi_assign(m->multi, fd, s);
+  s->idle = 0;
   if (what & CURL_POLL_IN) events |= UV_READABLE;
   if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
   if (events != s->events) uv_poll_start(&s->poll, events, on_poll);
@@ -185,13 +262,15 @@ static void closer_fn(ludo__closer_t *cl) {
   ludo__curlm_t *m = (ludo__curlm_t *)((char *)cl -
                                        offsetof(ludo__curlm_t, closer));
   ludo__core_remove_closer(m->core, cl);
+  ludo__core_unpost(m->core, &m->nudge);
   while (m->xfers != NULL) {
     ludo__curlm_xfer_t *x = m->xfers;
     curl_multi_remove_handle(m->multi, x->easy);
     unlink_xfer(m, x);
     x->done(x->easy, CURLE_ABORTED_BY_CALLBACK, x->ud);
   }
-  curl_multi_cleanup(m->multi); /* socket_cb drops most sockets */
+  while (m->nidle > 0) curl_easy_cleanup(m->idle[--m->nidle]);
+  curl_multi_cleanup(m->multi); /* closes the sockets: closesocket_cb */
   m->multi = NULL;
   while (m->socks != NULL) sock_drop(m, m->socks);
   m->core->curlm = NULL;
@@ -206,6 +285,7 @@ static int curlm_new(ludo__core_t *core, ludo__curlm_t **out) {
   m = ludo__calloc(&core->heap, sizeof *m);
   if (m == NULL) return LUDO_ENOMEM;
   m->core = core;
+  m->nudge.fn = nudged;
   m->multi = curl_multi_init();
   if (m->multi == NULL) {
     ludo__free(&core->heap, m, sizeof *m);
@@ -234,11 +314,28 @@ int ludo__curlm_get(ludo__core_t *core, ludo__curlm_t **out) {
   return rc;
 }
 
+CURL *ludo__curlm_easy(ludo__curlm_t *m) {
+  return m->nidle > 0 ? m->idle[--m->nidle] : curl_easy_init();
+}
+
+void ludo__curlm_easy_release(ludo__curlm_t *m, CURL *easy) {
+  if (m->nidle < LUDO__CURLM_IDLE && m->multi != NULL) {
+    curl_easy_reset(easy);
+    m->idle[m->nidle++] = easy;
+  } else {
+    curl_easy_cleanup(easy);
+  }
+}
+
 int ludo__curlm_add(ludo__curlm_t *m, ludo__curlm_xfer_t *x,
                     ludo__curlm_done_fn done, void *ud) {
   x->done = done;
   x->ud = ud;
   curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
+  curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+  curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETDATA, m);
+  curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, closesocket_cb);
+  curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, m);
   if (curl_multi_add_handle(m->multi, x->easy) != CURLM_OK)
     return LUDO_ENOMEM;
   x->prev = NULL;

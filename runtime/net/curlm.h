@@ -39,13 +39,22 @@ int ludo__curl_global(void);
  * or LUDO_ECLOSED when the core is closing. */
 int ludo__curlm_get(ludo__core_t *core, ludo__curlm_t **out);
 
-/* Runs the transfer `x` (x->easy set up by the caller; CURLOPT_PRIVATE is
- * ludo's). Returns 0 or LUDO_ENOMEM (then `done` never runs). */
+/* Runs the transfer `x` (x->easy set up by the caller; CURLOPT_PRIVATE
+ * and the socket callbacks are ludo's). Returns 0 or LUDO_ENOMEM (then `done` never runs). */
 int ludo__curlm_add(ludo__curlm_t *m, ludo__curlm_xfer_t *x,
                     ludo__curlm_done_fn done, void *ud);
 
 /* Takes out a transfer that has not ended; `done` will not run. */
 void ludo__curlm_remove(ludo__curlm_t *m, ludo__curlm_xfer_t *x);
+
+/* Easy handles kept for reuse (curl_easy_reset) per multi handle. */
+#define LUDO__CURLM_IDLE 256
+
+/* An easy handle: a reused one (options reset) or a new one; NULL when
+ * out of memory. Give it back with ludo__curlm_easy_release, once out of
+ * the multi handle. */
+CURL *ludo__curlm_easy(ludo__curlm_t *m);
+void ludo__curlm_easy_release(ludo__curlm_t *m, CURL *easy);
 
 /* Other state that lives as long as the multi handle (net/llm.c keeps its
  * runtime-wide concurrency groups here). */

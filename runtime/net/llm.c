@@ -221,7 +221,7 @@ static void timer_closed(uv_handle_t *h) {
 static void call_free(ludo__llm_call_t *call) {
   ludo__llm_client_t *c = call->c;
   ludo__core_t *core = c->core;
-  if (call->x.easy) curl_easy_cleanup(call->x.easy);
+  if (call->x.easy) ludo__curlm_easy_release(c->m, call->x.easy);
   if (call->body) ludo__free(&core->heap, call->body, call->body_len + 1);
   if (call->resp) ludo__free(&core->heap, call->resp, call->resp_cap);
   client_release(c);
@@ -411,7 +411,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud) {
 
 static int setup_easy(ludo__llm_call_t *call) {
   ludo__llm_client_t *c = call->c;
-  CURL *e = call->x.easy = curl_easy_init();
+  CURL *e = call->x.easy = ludo__curlm_easy(c->m);
   if (e == NULL) return -1;
   curl_easy_setopt(e, CURLOPT_URL, c->url);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -545,7 +545,7 @@ end }
     local function ludo_run(pol, ...)
       local out, err = os.tmpname(), os.tmpname()
       local cmd = { quote(LUDO), "run", quote(ROOT .. "/examples/echo"),
-        "--policy", quote(pol), "--episodes", "1", "--max-steps", "2",
+        "--policy", quote(pol), "--episodes", "1", "--max-steps", "6",
         "--seed", "1" }
       for _, a in ipairs({ ... }) do cmd[#cmd + 1] = quote(a) end
       local _, _, code = os.execute(table.concat(cmd, " ") .. " >" .. out
@@ -563,7 +563,7 @@ end }
       local code, out = ludo_run(pol, "--allow-llm", "--trace", "-")
       assert.are.equal(0, code, out)
       assert.matches('"echoed_message":"from the model"', out)
-      assert.are.equal(2, mock.ctl("GET", "/_mock/stats").requests)
+      assert.are.equal(6, mock.ctl("GET", "/_mock/stats").requests)
       code, out = ludo_run(pol)
       assert.are_not.equal(0, code)
       assert.matches("ludo.llm: this Lua may not call LLM APIs", out)
