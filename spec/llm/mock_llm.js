@@ -131,8 +131,10 @@ function pickRule(api, body) {
 
 function send(res, status, obj, headers) {
   const text = typeof obj === 'string' ? obj : JSON.stringify(obj);
-  res.writeHead(status, Object.assign({ 'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(text) }, headers || {}));
+  const h = ['Content-Type', 'application/json',
+             'Content-Length', String(Buffer.byteLength(text))];
+  if (headers) for (const k in headers) h.push(k, headers[k]);
+  res.writeHead(status, h);
   res.end(text);
 }
 
@@ -234,10 +236,7 @@ function onRequest(req, res) {
     stats.requests++;
     stats.in_flight++;
     if (stats.in_flight > stats.max_in_flight) stats.max_in_flight = stats.in_flight;
-    let ended = false;
-    const end = () => { if (!ended) { ended = true; stats.in_flight--; } };
-    res.on('finish', end);
-    res.on('close', end);
+    res.on('close', () => { stats.in_flight--; }); // after finish, or a drop
     if (script.record !== false)
       requests.push({ api, path: req.url, headers: req.headers, body, t_ms: nowMs() });
     answer(api, req, res, body);
