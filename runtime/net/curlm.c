@@ -11,7 +11,8 @@
  * CURL_POLL_REMOVE): reusing the connection then needs no new handle nor
  * epoll registration. The handle of an idle socket stops at its first
  * event (the server closing it; curl checks the connection before reusing
- * it) and closes when curl closes the socket (closesocket_cb). Other
+ * it) and closes when curl closes the socket (closesocket_cb); while
+ * idle it is unreferenced, so it keeps no host's uv_run going. Other
  * sockets have their handle closed at CURL_POLL_REMOVE, before curl
  * closes them. Easy handles are reused too (curl_easy_reset). */
 #include "net/curlm.h"
@@ -228,14 +229,16 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
   if (what == CURL_POLL_REMOVE) {
     if (s == NULL) return 0;
     curl_multi_assign(m->multi, fd, NULL);
-    if (s->kept)
-      s->idle = 1; /* stops at its next event, or is used again */
-    else
+    if (s->kept) { /* stops at its next event, or is used again */
+      s->idle = 1;
+      uv_unref((uv_handle_t *)&s->poll); /* keeps no uv_run going */
+    } else
       sock_drop(m, s);
     return 0;
   }
   if (s == NULL && (s = sock_new(m, fd, 0)) == NULL) return -1;
   if (s->idle || socketp == NULL) curl_multi_assign(m->multi, fd, s);
+  if (s->idle) uv_ref((uv_handle_t *)&s->poll);
   s->idle = 0;
   if (what & CURL_POLL_IN) events |= UV_READABLE;
   if (what & CURL_POLL_OUT) events |= UV_WRITABLE;
