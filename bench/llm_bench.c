@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -64,6 +65,7 @@ static void mock_start(mock_t *m, int delay_ms) {
   fclose(f);
   m->pid = fork();
   if (m->pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
     dup2(pfd[1], 1);
     close(pfd[0]);
     execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,

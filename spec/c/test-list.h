@@ -209,7 +209,8 @@
   X(llm_cancel_on_close)                                                     \
   X(llm_cancel_on_runtime_free)                                              \
   X(llm_session_usage)                                                       \
-  X(llm_script_and_gate)
+  X(llm_script_and_gate)                                                     \
+  X(llm_host_loop_keeps_connection)
 
 TEST_LIST(TEST_DECLARE)
 

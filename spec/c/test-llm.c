@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <uv.h>
 
 #define FIXTURE "spec/fixtures/llm"
 
@@ -34,6 +36,7 @@ static void mock_start(mock_t *m, const char *script) {
   ASSERT_TRUE(pipe(pfd) == 0);
   m->pid = fork();
   if (m->pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
     dup2(pfd[1], 1);
     close(pfd[0]);
     execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
@@ -55,10 +58,10 @@ static void mock_stop(mock_t *m) {
   waitpid(m->pid, NULL, 0);
 }
 
-/* The mock's requests in flight (GET /_mock/stats, blocking). */
-static long mock_in_flight(mock_t *m) {
+/* A number of the mock's stats (GET /_mock/stats, blocking). */
+static long mock_stats_field(mock_t *m, const char *field) {
   struct sockaddr_in a;
-  char buf[4096];
+  char buf[4096], key[64];
   const char *req = "GET /_mock/stats HTTP/1.0\r\n\r\n", *p;
   size_t n = 0;
   ssize_t r;
@@ -73,9 +76,14 @@ static long mock_in_flight(mock_t *m) {
     n += (size_t)r;
   close(fd);
   buf[n] = '\0';
-  p = strstr(buf, "\"in_flight\":");
-  if (p == NULL) FAIL("no stats from the mock: %s", buf);
-  return strtol(p + 12, NULL, 10);
+  snprintf(key, sizeof key, "\"%s\":", field);
+  p = strstr(buf, key);
+  if (p == NULL) FAIL("no %s in the mock's stats: %s", field, buf);
+  return strtol(p + strlen(key), NULL, 10);
+}
+
+static long mock_in_flight(mock_t *m) {
+  return mock_stats_field(m, "in_flight");
 }
 
 typedef struct {
@@ -241,5 +249,54 @@ TEST_IMPL(llm_script_and_gate) {
   ASSERT_TRUE(script_ask(LUDO_LUA_LLM_SESSIONS, &m, &u, buf, sizeof buf) != 0);
   ASSERT_TRUE(strstr(buf, "ludo.llm: this Lua may not call LLM APIs") != NULL);
   ASSERT_EQ(u.calls, 0);
+  mock_stop(&m);
+}
+
+/* On a host's loop: curl keeps the connection open for the next call
+ * (its socket's poll handle stays); freeing the runtime closes it and
+ * gives every byte back. */
+TEST_IMPL(llm_host_loop_keeps_connection) {
+  mock_t m;
+  done_t d = {0};
+  uv_loop_t loop;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  char action[1024];
+  int n, i, k;
+  mock_start(&m, "{\"default\": \"on the host's loop\"}");
+  ASSERT_OK(uv_loop_init(&loop));
+  test_options(&o);
+  o.loop = &loop;
+  o.lua_llm = LUDO_LUA_LLM_SESSIONS;
+  o.prewarm = 0;
+  o.module_path = ".";
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, FIXTURE, NULL);
+  s = test_open(env);
+  ASSERT_OK(ludo_session_reset_async(s, NULL, 0, on_done, &d));
+  for (i = 0; i < 1000 && d.calls < 1; i++) uv_run(&loop, UV_RUN_ONCE);
+  n = chat_action(action, sizeof action, &m, "hi");
+  for (k = 2; k <= 4; k++) { /* three calls, one connection */
+    ASSERT_OK(ludo_session_step_async(s, action, (size_t)n, on_done, &d));
+    for (i = 0; i < 100000 && d.calls < k; i++) uv_run(&loop, UV_RUN_ONCE);
+    ASSERT_EQ(d.calls, k);
+    ASSERT_OK(d.status);
+    ASSERT_TRUE(strstr(d.data, "on the host's loop") != NULL);
+  }
+  /* The mock counts the connection asking too: one of curl's. */
+  ASSERT_EQ(mock_stats_field(&m, "connections"), 2);
+  ASSERT_EQ(mock_stats_field(&m, "max_connections"), 2);
+  ludo_session_close(s);
+  ludo_runtime_free(rt);
+  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
+  }
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_EQ(test_heap.blocks, 0);
+  for (i = 0; i < 500 && mock_stats_field(&m, "connections") != 1; i++)
+    usleep(2000);
+  ASSERT_EQ(mock_stats_field(&m, "connections"), 1); /* curl's is gone */
+  ASSERT_OK(uv_loop_close(&loop));
   mock_stop(&m);
 }
