@@ -6,6 +6,8 @@
 #   make asan       ASan+UBSan build in build-asan/ and run the tests on it
 #   make bench      run the benchmarks (bench/)
 #   make bench-serve the figures of `ludo serve` (bench/serve_bench.c)
+#   make bench-llm  the figure of ludo.llm: 1,000 LLM requests in flight
+#                   against the mock server (bench/llm_bench.c)
 #   make lint       luacheck over the tree's Lua (.luacheckrc)
 #   make fuzz       libFuzzer targets (spec/fuzz), FUZZ_SECONDS each
 #   make fuzz-smoke the same, a few seconds each (run by make test)
@@ -17,7 +19,7 @@
 PREFIX   ?= /usr/local
 BUILD    ?= build
 CC       ?= cc
-PKGS     := lua5.4 libuv jansson libpcre2-8 nettle
+PKGS     := lua5.4 libuv jansson libpcre2-8 nettle libcurl
 OPT      ?= -O2
 SAN      ?=
 
@@ -61,7 +63,8 @@ CMODS    := json re host client
 HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   $(BUILD)/fixtures/hostlib-nosym.so
 
-.PHONY: all deps run test test-only asan bench bench-serve install uninstall \
+.PHONY: all deps run test test-only asan bench bench-serve bench-llm install \
+  uninstall \
   clean lint \
   examples \
   fuzz fuzz-smoke fuzz-build
@@ -225,6 +228,15 @@ $(BUILD)/ludo-serve-bench: bench/serve_bench.c bench/table.c bench/table.h
 bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
   $(BUILD)/ludo-serve-bench
 	@BUILD=$(BUILD) scripts/bench.sh
+
+$(BUILD)/ludo-llm-bench: bench/llm_bench.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+# The issue's figure (10,000 requests, 1,000 in flight, 50 ms), then the
+# same at 200 in flight, a rate one core of each process sustains.
+bench-llm: all $(BUILD)/ludo-llm-bench
+	$(BUILD)/ludo-llm-bench 10000 1000 50
+	$(BUILD)/ludo-llm-bench 2000 200 50
 
 bench-serve: all $(BUILD)/ludo-serve-bench
 	$(BUILD)/ludo-serve-bench --ludo $(BUILD)/ludo \

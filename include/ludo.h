@@ -691,6 +691,21 @@ LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *sessions,
                                               const size_t *lens, size_t n,
                                               ludo_batch_cb cb, void *ud);
 
+/* ---- LLM usage (ludo.llm, docs/llm.md) --------------------------------
+ * What the Lua of one session or script spent on LLM calls through
+ * require("ludo.llm") since its state was opened (cumulative). A call is
+ * one c:chat / c:complete; its retries are counted apart. latency_ms sums
+ * the calls' wall time (queueing and retries included). The struct,
+ * ludo_llm_usage_t, is in ludo_defs.h. */
+
+/* Copies the usage of session `s` / script `sc` into *out. Returns 0, or
+ * LUDO_EINVAL when an argument is NULL (then *out is untouched). Calls
+ * still in flight are not counted yet. */
+LUDO_EXTERN int ludo_session_llm_usage(const ludo_session_t *s,
+                                       ludo_llm_usage_t *out);
+LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
+                                      ludo_llm_usage_t *out);
+
 #ifdef __cplusplus
 }
 #endif

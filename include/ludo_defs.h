@@ -113,6 +113,12 @@ typedef struct ludo_options_s {
                               LUDO_LUA_CLIENT_SESSIONS (environment code:
                               leaves the sandbox, docs/sandbox.md).
                               Default 0: nowhere */
+  unsigned lua_llm;        /* where Lua may require("ludo.llm") and call
+                              LLM APIs over HTTP (docs/llm.md):
+                              LUDO_LUA_LLM_SCRIPTS (scripts: LLM
+                              policies), LUDO_LUA_LLM_SESSIONS
+                              (environment code: LLM judges in rubrics;
+                              leaves the sandbox). Default 0: nowhere */
 } ludo_options_t;
 
 /* Servers on several threads (workers) serving one environment on one
@@ -125,6 +131,23 @@ typedef struct ludo_server_group_s ludo_server_group_t;
 /* Flags of ludo_options_t.lua_client. */
 #define LUDO_LUA_CLIENT_SCRIPTS 1u
 #define LUDO_LUA_CLIENT_SESSIONS 2u
+
+/* What a session's or script's ludo.llm calls spent (ludo.h,
+ * ludo_session_llm_usage): a call is one c:chat / c:complete; its
+ * retries are counted apart; latency_ms sums the calls' wall time
+ * (queueing and retries in). */
+typedef struct ludo_llm_usage_s {
+  uint64_t calls;             /* calls finished (succeeded or failed) */
+  uint64_t failures;          /* calls that returned nil, "ELLM: ..." */
+  uint64_t retries;           /* attempts beyond each call's first */
+  uint64_t prompt_tokens;     /* as the server reported them */
+  uint64_t completion_tokens;
+  double latency_ms;
+} ludo_llm_usage_t;
+
+/* Flags of ludo_options_t.lua_llm. */
+#define LUDO_LUA_LLM_SCRIPTS 1u
+#define LUDO_LUA_LLM_SESSIONS 2u
 
 /* Options of an OpenEnv server (ludo_server_new). Initialise with
  * ludo_server_options_init(); a field left 0 takes its default. */

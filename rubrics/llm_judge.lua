@@ -5,6 +5,7 @@
 --     prompt_template = "Rate 0-10 how well {action} answers "
 --       .. "{observation}. Reply with the number only.",
 --     client = client,          -- client:complete(prompt, opts) -> text
+                              -- (or llm = {...}, below)
 --     default_score = 0.0,      -- when no number is found
 --     normalize = true,         -- clamp to [0, 1]
 --   }
@@ -21,6 +22,17 @@
 -- A client returning nil, err (the ludo runtime-failure convention) makes
 -- the call raise "LLMJudge: the client failed: err": a silent default
 -- would hide outages from training.
+--
+-- LLM clients (docs/llm.md): a ludo.llm client is such a client, e.g.
+--   client = require("ludo.llm").client{api = "openai", base_url = ...,
+--                                       model = ..., temperature = 0}
+-- and `llm = {api = ..., base_url = ..., model = ..., ...}` (the options
+-- of ludo.llm.client) builds one, in place of `client`. Its complete()
+-- yields the session's coroutine while the request runs, so the judge
+-- does not block other sessions, and the judges of one WeightedSum send
+-- their requests at once. Inside ludo, require("ludo.llm") works only
+-- where the host allows it (ludo_options_t.lua_llm with
+-- LUDO_LUA_LLM_SESSIONS for rubrics; `ludo eval` does).
 --
 -- Score extraction (ludo differs from OpenEnv, which drops the sign and
 -- stops before an exponent): by default the first number with an optional
@@ -239,12 +251,27 @@ end
 local OPTIONS = {
   prompt_template = true, client = true, score_pattern = true,
   score_regex = true, default_score = true, normalize = true,
-  client_opts = true,
+  client_opts = true, llm = true,
 }
+
+-- The client of options `o`: o.client, or a ludo.llm client built from
+-- o.llm.
+local function client_of(o)
+  if o.llm == nil then return o.client end
+  if o.client ~= nil then
+    error("LLMJudge: give client or llm, not both", 4)
+  end
+  if type(o.llm) ~= "table" then
+    error("LLMJudge: llm must be a table of ludo.llm.client options, got "
+      .. type(o.llm), 4)
+  end
+  return require("ludo.llm").client(o.llm)
+end
 
 -- LLMJudge{prompt_template = ..., client = ..., score_pattern = nil,
 -- score_regex = nil, default_score = 0.0, normalize = true,
--- client_opts = nil}, or LLMJudge(prompt_template, client, options).
+-- client_opts = nil, llm = nil}, or LLMJudge(prompt_template, client,
+-- options).
 function LLMJudge:init(a, b, c)
   local o = a
   if type(a) == "string" then
@@ -269,9 +296,10 @@ function LLMJudge:init(a, b, c)
     error("LLMJudge: prompt_template must be a string, got "
       .. type(o.prompt_template), 3)
   end
-  if not is_client(o.client) then
+  local client = client_of(o)
+  if not is_client(client) then
     error("LLMJudge: client must have a complete(prompt, opts) method or "
-      .. "be a function, got " .. type(o.client), 3)
+      .. "be a function, got " .. type(client), 3)
   end
   local d = o.default_score
   if d == nil then d = 0.0 end
@@ -290,7 +318,7 @@ function LLMJudge:init(a, b, c)
     error("LLMJudge: give score_pattern or score_regex, not both", 3)
   end
   self.prompt_template = o.prompt_template
-  self.client = o.client
+  self.client = client
   self.client_opts = o.client_opts
   self.default_score = d
   self.normalize = norm

@@ -33,6 +33,8 @@ LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *o) {
 /* The Lua face of the client (net/lclient.c): every runtime's states may
  * require it, and it decides where it may run (ludo_options_t.lua_client). */
 LUDO_EXTERN int luaopen_ludo_client(lua_State *L);
+/* ludo.llm (net/lllm.c): allowed where ludo_options_t.lua_llm says. */
+LUDO_EXTERN int luaopen_ludo_llm(lua_State *L);
 
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts) {
@@ -45,8 +47,10 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
     opts = &def;
   }
   rc = ludo__runtime_new(out, opts);
-  if (rc == 0 && ludo__registry_add(&(*out)->core.cmods, "ludo.client",
-                                    luaopen_ludo_client, NULL) != 0) {
+  if (rc == 0 && (ludo__registry_add(&(*out)->core.cmods, "ludo.client",
+                                     luaopen_ludo_client, NULL) != 0 ||
+                    ludo__registry_add(&(*out)->core.cmods, "ludo.llm",
+                                       luaopen_ludo_llm, NULL) != 0)) {
     ludo__runtime_free(*out);
     *out = NULL;
     return LUDO_ENOMEM;

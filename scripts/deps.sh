@@ -11,12 +11,15 @@ set -eu
 # test), valgrind (lifecycle tests under memcheck), and Debian's Python
 # with websockets (an independent client for the functional tests of
 # `ludo serve`, spec/serve/) and yaml (parses the Kubernetes manifests of
-# docs/k8s/ in spec/serve/k8s_test.py).
+# docs/k8s/ in spec/serve/k8s_test.py). libcurl4-openssl-dev: the HTTP
+# client of ludo.llm (runtime/net/curlm.c, curl_multi on the loop); nodejs:
+# the mock LLM server of the tests and bench-llm (spec/llm/mock_llm.js).
 # chromium: the headless browser that loads the report of `ludo eval` and
 # checks that its charts render (spec/report/report_test.py).
 PKGS="build-essential dpkg-dev pkg-config liblua5.4-dev lua5.4 libuv1-dev libjansson-dev
 libpcre2-dev libhttp-parser-dev libwslay-dev nettle-dev lua-busted lua-check clang
-libclang-rt-dev valgrind python3 python3-websockets python3-yaml chromium"
+libclang-rt-dev valgrind python3 python3-websockets python3-yaml
+libcurl4-openssl-dev nodejs chromium"
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then

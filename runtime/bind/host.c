@@ -109,6 +109,7 @@ static int ludo_l_host_runtime(lua_State *L) {
                                           (lua_Integer)o.max_input_bytes);
     o.wall_limit_ms = (uint32_t)opt_field(L, "wall_limit_ms",
                                           o.wall_limit_ms);
+    o.lua_llm = (unsigned)opt_field(L, "lua_llm", 0); /* LUDO_LUA_LLM_* */
     lua_getfield(L, 1, "module_path");
     o.module_path = lua_tostring(L, -1); /* copied by ludo_runtime_new */
   }
@@ -351,6 +352,28 @@ static int s_gc(lua_State *L) {
   return 0;
 }
 
+/* s:llm_usage() -> {calls, failures, retries, prompt_tokens,
+ * completion_tokens, latency_ms} (ludo_session_llm_usage) */
+static int s_llm_usage(lua_State *L) {
+  session_box_t *sb = check_session(L, 1);
+  ludo_llm_usage_t u;
+  ludo_session_llm_usage(sb->s, &u);
+  lua_createtable(L, 0, 6);
+  lua_pushinteger(L, (lua_Integer)u.calls);
+  lua_setfield(L, -2, "calls");
+  lua_pushinteger(L, (lua_Integer)u.failures);
+  lua_setfield(L, -2, "failures");
+  lua_pushinteger(L, (lua_Integer)u.retries);
+  lua_setfield(L, -2, "retries");
+  lua_pushinteger(L, (lua_Integer)u.prompt_tokens);
+  lua_setfield(L, -2, "prompt_tokens");
+  lua_pushinteger(L, (lua_Integer)u.completion_tokens);
+  lua_setfield(L, -2, "completion_tokens");
+  lua_pushnumber(L, u.latency_ms);
+  lua_setfield(L, -2, "latency_ms");
+  return 1;
+}
+
 static int s_id(lua_State *L) {
   session_box_t *sb = check_session(L, 1);
   lua_pushstring(L, ludo_session_id(sb->s));
@@ -441,7 +464,7 @@ LUDO_EXTERN int luaopen_ludo_host(lua_State *L) {
       {"step_async", s_step_async}, {"state_async", s_state_async},
       {"close", s_close},         {"id", s_id},
       {"memory", s_memory},       {"error", s_error},
-      {NULL, NULL}};
+      {"llm_usage", s_llm_usage}, {NULL, NULL}};
   static const luaL_Reg funcs[] = {{"runtime", ludo_l_host_runtime},
                                    {NULL, NULL}};
   newmeta(L, RT_MT, rt_m, rt_gc);

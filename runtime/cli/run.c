@@ -105,7 +105,7 @@ static void read_result(const char *json, size_t len, double *reward,
 typedef struct {
   const char *env_path, *policy_file, *trace_path, *host_lib, *token;
   long long episodes, seed, max_steps, budget_ms, cap_mb;
-  int as_json, verbose, strict, no_host_lib, allow_client;
+  int as_json, verbose, strict, no_host_lib, allow_client, allow_llm;
   int remote;                  /* env_path is a server's URL */
   FILE *trace;
 } run_args_t;
@@ -113,7 +113,8 @@ typedef struct {
 enum {
   OPT_EPISODES = 2, OPT_SEED, OPT_POLICY, OPT_MAX_STEPS, OPT_CPU_BUDGET,
   OPT_MEMORY_CAP, OPT_JSON, OPT_TRACE, OPT_VERBOSE, OPT_STRICT,
-  OPT_NO_STRICT, OPT_HOST_LIB, OPT_NO_HOST_LIB, OPT_TOKEN, OPT_ALLOW_CLIENT
+  OPT_NO_STRICT, OPT_HOST_LIB, OPT_NO_HOST_LIB, OPT_TOKEN, OPT_ALLOW_CLIENT,
+  OPT_ALLOW_LLM
 };
 
 static const ludo__cli_opt_t run_opts[] = {
@@ -155,6 +156,10 @@ static const ludo__cli_opt_t run_opts[] = {
      "let the policy require(\"ludo.client\") and reach\n"
      "OpenEnv servers over the network (off: the\n"
      "policy stays sandboxed)"},
+    {OPT_ALLOW_LLM, "--allow-llm", NULL, NULL,
+     "let the policy and the environment's rubrics\n"
+     "(LLM judges) require(\"ludo.llm\") and call LLM\n"
+     "APIs over HTTP (docs/llm.md; off by default)"},
     {OPT_JSON, "--json", NULL, NULL, "print one JSON object per episode"},
     {OPT_TRACE, "--trace", NULL, "FILE",
      "write one JSON line per reset and step (episode,\n"
@@ -217,6 +222,7 @@ static int apply(void *ud, int id, const char *val) {
     case OPT_NO_HOST_LIB: ra->no_host_lib = 1; break;
     case OPT_TOKEN: ra->token = val; break;
     case OPT_ALLOW_CLIENT: ra->allow_client = 1; break;
+    case OPT_ALLOW_LLM: ra->allow_llm = 1; break;
     default: break;
   }
   return 0;
@@ -472,6 +478,8 @@ static int open_run(const run_args_t *ra, ludo__cli_hostlib_t *lib,
   opts.cpu_budget_ms = (uint32_t)ra->budget_ms;
   opts.memory_cap = (size_t)ra->cap_mb << 20;
   if (ra->allow_client) opts.lua_client = LUDO_LUA_CLIENT_SCRIPTS;
+  if (ra->allow_llm)
+    opts.lua_llm = LUDO_LUA_LLM_SCRIPTS | LUDO_LUA_LLM_SESSIONS;
   if (ra->remote) {
     if ((rc = ludo_runtime_new(rt, &opts)) != 0) {
       ludo__cli_error("cannot start: %s", ludo_strerror(rc));

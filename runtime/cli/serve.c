@@ -45,7 +45,8 @@ enum {
   OPT_HOST_LIB,
   OPT_NO_HOST_LIB,
   OPT_VERBOSE,
-  OPT_WORKERS
+  OPT_WORKERS,
+  OPT_ALLOW_LLM
 };
 
 static const ludo__cli_opt_t serve_opts[] = {
@@ -99,6 +100,10 @@ static const ludo__cli_opt_t serve_opts[] = {
      "never load native code"},
     {OPT_VERBOSE, "--verbose", "-v", NULL,
      "show print()/ludo.log output of the sessions"},
+    {OPT_ALLOW_LLM, "--allow-llm", NULL, NULL,
+     "let the environment's rubrics (LLM judges)\n"
+     "require(\"ludo.llm\") and call LLM APIs over HTTP\n"
+     "(docs/llm.md; off by default)"},
     LUDO__CLI_HELP_ENTRY,
     {0, NULL, NULL, NULL, NULL}};
 
@@ -106,7 +111,7 @@ typedef struct {
   const char *env_path, *host, *token, *host_lib;
   long long port, max_sessions, timeout_s, budget_ms, cap_mb, max_msg_mb;
   long long ping_s, workers, drain_s;
-  int production, strict, no_host_lib, verbose;
+  int production, strict, no_host_lib, verbose, allow_llm;
 } serve_args_t;
 
 typedef struct serve_s serve_t;
@@ -189,6 +194,7 @@ static int apply(void *ud, int id, const char *val) {
     case OPT_HOST_LIB: a->host_lib = val; return 0;
     case OPT_NO_HOST_LIB: a->no_host_lib = 1; return 0;
     case OPT_VERBOSE: a->verbose = 1; return 0;
+    case OPT_ALLOW_LLM: a->allow_llm = 1; return 0;
     case OPT_WORKERS:
       return ludo__cli_number("--workers", val, 1, LUDO_SERVER_MAX_WORKERS,
                        &a->workers);
@@ -415,6 +421,7 @@ static void set_options(serve_t *s) {
   s->opts.memory_cap = (size_t)a->cap_mb << 20;
   s->opts.max_input_bytes = (size_t)a->max_msg_mb << 20;
   s->opts.log = a->verbose ? verbose_log : quiet_log;
+  if (a->allow_llm) s->opts.lua_llm = LUDO_LUA_LLM_SESSIONS;
   ludo_server_options_init(&s->so);
   s->so.production = a->production;
   if (a->max_sessions) s->so.max_sessions = (unsigned)a->max_sessions;

@@ -77,6 +77,8 @@ typedef struct ludo__core_s {
   ludo__registry_t cmods;    /* C modules every session can require */
   char *module_path;         /* owned copy or NULL */
   size_t trim_freed;         /* bytes freed since the last malloc_trim */
+  struct ludo__curlm_s *curlm; /* libcurl's multi handle on this loop
+                                (net/curlm.c), made on first use; NULL */
   /* Called once the last handle finished closing after ludo__core_close;
    * the owner frees the memory holding `c` there. */
   void (*on_closed)(struct ludo__core_s *c);

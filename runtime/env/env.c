@@ -206,6 +206,7 @@ int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out) {
   rc = ludo__pstate_new(rt, &env->modules, env->name, &ps);
   if (rc != 0) return rc;
   ps->st.may_connect = (rt->opts.lua_client & LUDO_LUA_CLIENT_SESSIONS) != 0;
+  ps->st.may_llm = (rt->opts.lua_llm & LUDO_LUA_LLM_SESSIONS) != 0;
   r.env = env;
   r.ps = ps;
   rc = ludo__pstate_run(rt, ps, build_protected, &r, "ELOAD");

@@ -145,6 +145,7 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
     sc->ps->st.owner = sc;
     sc->ps->st.may_connect =
         (rt->opts.lua_client & LUDO_LUA_CLIENT_SCRIPTS) != 0;
+    sc->ps->st.may_llm = (rt->opts.lua_llm & LUDO_LUA_LLM_SCRIPTS) != 0;
     rc = ludo__pstate_run(rt, sc->ps, script_init, sc, "ELOAD");
   }
   if (rc != 0) {
@@ -211,4 +212,20 @@ void ludo__script_free(ludo_script_t *sc) {
   ludo__buf_free(&sc->out);
   ludo__buf_free(&sc->err);
   ludo__free(heap, sc, sizeof *sc);
+}
+
+/* ludo_script_llm_usage (ludo.h): what the script's Lua spent on LLM
+ * calls (ludo.llm); the sessions' accessor is in llmusage.c. */
+LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
+                                      ludo_llm_usage_t *out) {
+  const ludo__llm_counts_t *n;
+  if (sc == NULL || out == NULL) return LUDO_EINVAL;
+  n = &sc->ps->st.llm;
+  out->calls = n->calls;
+  out->failures = n->failures;
+  out->retries = n->retries;
+  out->prompt_tokens = n->prompt_tokens;
+  out->completion_tokens = n->completion_tokens;
+  out->latency_ms = n->latency_ms;
+  return 0;
 }

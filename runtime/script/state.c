@@ -441,6 +441,7 @@ int ludo__state_open(ludo__state_t *st) {
   memset(&st->wd, 0, sizeof st->wd);
   st->depth = 0;
   st->sched = NULL;
+  memset(&st->llm, 0, sizeof st->llm);
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
   ludo__arena_init(&st->arena, st->heap);
   L = lua_newstate(ludo__state_alloc, st);

@@ -34,6 +34,13 @@ struct ludo__modules_s;
  * and the words between them. */
 #define LUDO__WHERE_MAX 160
 
+/* LLM calls of a state's Lua (ludo.llm, net/lllm.c), cumulative; the
+ * fields of ludo_llm_usage_t (ludo.h). */
+typedef struct ludo__llm_counts_s {
+  uint64_t calls, failures, retries, prompt_tokens, completion_tokens;
+  double latency_ms;
+} ludo__llm_counts_t;
+
 typedef struct ludo__state_s {
   lua_State *L;
   ludo__alloc_t *heap;        /* runtime allocator (parent); borrowed */
@@ -78,6 +85,11 @@ typedef struct ludo__state_s {
                                  the network); set by the owner after
                                  ludo__state_open */
   void *sched;                /* scheduler data of the call in flight */
+  int may_llm;                /* its Lua may require ludo.llm (LLM APIs
+                                 over HTTP); set by the owner after
+                                 ludo__state_open */
+  ludo__llm_counts_t llm;     /* what its ludo.llm calls spent (zeroed by
+                                 ludo__state_open) */
 } ludo__state_t;
 
 /* Why a call is stopped (ludo__state_t.killed). */

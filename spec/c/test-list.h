@@ -204,7 +204,13 @@
   X(client_keepalive_long_step)                                              \
   X(client_big_messages)                                                     \
   X(client_token)                                                            \
-  X(client_scripted_server)
+  X(client_scripted_server)                                                  \
+  /* test-llm.c: ludo.llm against the mock LLM server (spec/llm) */         \
+  X(llm_cancel_on_close)                                                     \
+  X(llm_cancel_on_runtime_free)                                              \
+  X(llm_session_usage)                                                       \
+  X(llm_script_and_gate)                                                     \
+  X(llm_host_loop_keeps_connection)
 
 TEST_LIST(TEST_DECLARE)
 

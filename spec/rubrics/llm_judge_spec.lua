@@ -248,6 +248,18 @@ describe("rubrics.llm_judge", function()
         LLMJudge { prompt_template = "x", client = c, default_score = "0" }
       end, "LLMJudge: default_score must be a number, got string")
     end)
+
+    it("checks llm (a ludo.llm client's options; spec/llm runs it)",
+      function()
+        local c = util.client("1")
+        assert.has_error(function()
+          LLMJudge { prompt_template = "x", client = c, llm = {} }
+        end, "LLMJudge: give client or llm, not both")
+        assert.has_error(function()
+          LLMJudge { prompt_template = "x", llm = "gpt" }
+        end, "LLMJudge: llm must be a table of ludo.llm.client options, "
+          .. "got string")
+      end)
   end)
 
   describe("state", function()

@@ -1,0 +1,186 @@
+/* llm_bench.c - the figure of ludo.llm: C concurrent LLM requests in
+ * flight on one loop against the mock LLM server (spec/llm/mock_llm.js)
+ * answering after a scripted delay D. C sessions of bench/envs/llm each
+ * make R/C chat calls in a row (ludo_session_step_async on all of them,
+ * then ludo_runtime_run), so C requests are in flight until the end.
+ *
+ *   wall / ideal    wall time over R / C x D, the time the requests take
+ *                   if ludo added nothing (target <= 1.3)
+ *   cpu/request     user + system CPU of this process (getrusage) per
+ *                   request (target <= 100 us); the mock server runs in
+ *                   its own process and is not counted: its CPU over the
+ *                   whole run (RUSAGE_CHILDREN) is printed apart, since
+ *                   on a 2-core machine the two processes share the
+ *                   cores and wall/ideal reflects both
+ *
+ * A first, untimed round (one call per session) opens the connections;
+ * the timed round reuses them (keep-alive), as a long eval does.
+ *
+ * usage: build/ludo-llm-bench [requests [concurrency [delay_ms]]]
+ *        (run from the repo root; default 10000 1000 50) */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ludo.h"
+
+typedef struct {
+  pid_t pid;
+  int port;
+} mock_t;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "llm-bench: %s\n", what);
+  exit(1);
+}
+
+/* Starts the mock with a script of `delay_ms`; reads its port. */
+static void mock_start(mock_t *m, int delay_ms) {
+  char path[] = "/tmp/ludo-llm-bench-XXXXXX", line[256];
+  int fd = mkstemp(path), pfd[2];
+  FILE *f, *out;
+  if (fd < 0 || pipe(pfd) != 0) die("cannot make the mock's script");
+  f = fdopen(fd, "w");
+  fprintf(f, "{\"delay_ms\": %d, \"record\": false, \"default\": \"ok\"}",
+          delay_ms);
+  fclose(f);
+  m->pid = fork();
+  if (m->pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
+    dup2(pfd[1], 1);
+    close(pfd[0]);
+    execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
+           (char *)NULL);
+    _exit(127);
+  }
+  close(pfd[1]);
+  out = fdopen(pfd[0], "r");
+  if (fgets(line, sizeof line, out) == NULL ||
+      sscanf(line, "mock-llm listening on http://127.0.0.1:%d", &m->port) != 1)
+    die("the mock LLM server did not start (node spec/llm/mock_llm.js)");
+  fclose(out);
+  unlink(path);
+}
+
+/* Stops the mock; returns the CPU seconds it used. */
+static double mock_stop(mock_t *m) {
+  struct rusage ru;
+  kill(m->pid, SIGTERM);
+  waitpid(m->pid, NULL, 0);
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static int pending, failed;
+
+static void step_done(ludo_session_t *s, int status, const char *out,
+                      size_t len, void *ud) {
+  (void)s;
+  (void)ud;
+  pending--;
+  if (status != 0 || strstr(out, "\"fails\":0") == NULL) {
+    if (failed++ == 0) fprintf(stderr, "llm-bench: %.*s\n", (int)len, out);
+  }
+}
+
+/* Steps every session once with n calls each; returns the wall time. */
+static double round_of(ludo_runtime_t *rt, ludo_session_t **ss, int c,
+                       int port, int n) {
+  char action[256];
+  double t0;
+  int i, len = snprintf(action, sizeof action,
+                        "{\"base_url\": \"http://127.0.0.1:%d/v1\", "
+                        "\"n\": %d, \"concurrency\": %d}", port, n, c);
+  t0 = now_s();
+  for (i = 0; i < c; i++) {
+    if (ludo_session_step_async(ss[i], action, (size_t)len, step_done,
+                                NULL) != 0)
+      die("step_async failed");
+    pending++;
+  }
+  ludo_runtime_run(rt);
+  if (pending != 0) die("steps left over");
+  return now_s() - t0;
+}
+
+static void raise_fd_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+int main(int argc, char **argv) {
+  int requests = argc > 1 ? atoi(argv[1]) : 10000;
+  int c = argc > 2 ? atoi(argv[2]) : 1000;
+  int delay = argc > 3 ? atoi(argv[3]) : 50;
+  int i, per = requests / (c > 0 ? c : 1);
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t **ss;
+  mock_t m;
+  double wall, cpu0, ideal;
+  if (c < 1 || per < 1 || delay < 1) die("usage: [requests [concurrency "
+                                         "[delay_ms]]]");
+  raise_fd_limit();
+  mock_start(&m, delay);
+  ludo_options_init(&o);
+  o.lua_llm = LUDO_LUA_LLM_SESSIONS;
+  o.prewarm = 0;
+  o.module_path = ".";
+  o.wall_limit_ms = 0;
+  if (ludo_runtime_new(&rt, &o) != 0) die("no runtime");
+  if (ludo_env_load(rt, "bench/envs/llm", NULL, &env) != 0)
+    die(ludo_runtime_errmsg(rt));
+  ss = calloc((size_t)c, sizeof *ss);
+  for (i = 0; i < c; i++) {
+    const char *out;
+    size_t len;
+    if (ludo_session_open(env, &ss[i]) != 0 ||
+        ludo_session_reset(ss[i], NULL, 0, &out, &len) != 0)
+      die("cannot open sessions");
+  }
+  wall = round_of(rt, ss, c, m.port, 1); /* opens the connections */
+  printf("warm-up: %d requests (new connections) in %.3f s\n", c, wall);
+  cpu0 = cpu_s();
+  wall = round_of(rt, ss, c, m.port, per);
+  cpu0 = cpu_s() - cpu0;
+  ideal = (double)per * delay / 1000.0;
+  printf("llm.concurrent  %d requests, %d in flight, %d ms delay\n",
+         per * c, c, delay);
+  printf("  wall %.3f s, ideal %.3f s: wall/ideal = %.2f (target <= 1.3)\n",
+         wall, ideal, wall / ideal);
+  printf("  cpu %.3f s: %.1f us per request (target <= 100)\n", cpu0,
+         cpu0 * 1e6 / (per * c));
+  printf("  failed steps: %d\n", failed);
+  for (i = 0; i < c; i++) ludo_session_close(ss[i]);
+  free(ss);
+  ludo_env_free(env);
+  ludo_runtime_free(rt);
+  cpu0 = mock_stop(&m);
+  printf("  mock server cpu %.3f s over both rounds: %.1f us per request\n",
+         cpu0, cpu0 * 1e6 / (per * c + c));
+  return failed ? 1 : 0;
+}
