@@ -649,14 +649,6 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
                                  const char *args_json, size_t len,
                                  const char **out, size_t *out_len);
 
-/* Completion of ludo_script_call_async: status 0 and `out`/`len` the JSON
- * of the function's first result (null when it returned nothing), or a
- * negative code and `out` the error message (also in
- * ludo_script_errmsg). Borrowed until the callback returns. The callback
- * may start the script's next call, or free the script. */
-typedef void (*ludo_script_cb)(ludo_script_t *sc, int status,
-                               const char *out, size_t len, void *ud);
-
 /* Calls module.<fn>(args...) like ludo_script_call, without blocking:
  * copies `fn` and the input, queues the call on the loop and returns at
  * once; the Lua runs from the loop (a call that waits, e.g. on ludo.sleep,

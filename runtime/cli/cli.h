@@ -90,6 +90,7 @@ int ludo__cli_number(const char *name, const char *val, long long min,
 extern const ludo__cli_cmd_t ludo__cli_cmd_run;
 extern const ludo__cli_cmd_t ludo__cli_cmd_serve;
 extern const ludo__cli_cmd_t ludo__cli_cmd_client;
+extern const ludo__cli_cmd_t ludo__cli_cmd_eval;
 
 /* ---- host libraries (hostlib.c) ---------------------------------------
  * The one place where the commands that run environments (run; later

@@ -136,7 +136,7 @@ static const ludo__cli_cmd_t cmd_help_def = {
     help_opts, NULL, cmd_help};
 
 static const ludo__cli_cmd_t *const commands[] = {
-    &ludo__cli_cmd_run, &ludo__cli_cmd_serve, &ludo__cli_cmd_client,
+    &ludo__cli_cmd_run, &ludo__cli_cmd_eval, &ludo__cli_cmd_serve, &ludo__cli_cmd_client,
     &cmd_lua_path_def,
     &cmd_help_def, NULL};
 

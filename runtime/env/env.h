@@ -13,7 +13,6 @@
 #include "script/modules.h"
 #include "script/sched.h"
 #include "script/state.h"
-#include "ludo.h"
 
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,

@@ -81,7 +81,7 @@ describe("ludo help", function()
   it("lists every command, and documents each like COMMAND --help",
     function()
       local list = commands()
-      assert.are.same({ "run", "serve", "client", "lua-path", "help" }, list)
+      assert.are.same({ "run", "eval", "serve", "client", "lua-path", "help" }, list)
       for _, c in ipairs(list) do
         local code, help = ludo("help", c)
         assert.are.equal(0, code)

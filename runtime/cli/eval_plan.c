@@ -1,0 +1,209 @@
+/* eval_plan.c - the episodes of a run, enumerated deterministically: for
+ * tasks, task t (in the split's order, or the run file's ids) and repeat r
+ * make episode t * repeats + r; for seeded episodes episode i is the i-th.
+ * Each episode's seed comes from the run's seed and its index alone, so an
+ * episode is the same whatever the concurrency, shard or resume. A shard
+ * I/N keeps the episodes whose index % N == I. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/eval.h"
+
+uint64_t eval_episode_seed(long long seed, long long index) {
+  /* splitmix64 of seed, then of index: the seeds of neighbouring runs and
+   * episodes are unrelated. */
+  uint64_t z = (uint64_t)seed + 0x9e3779b97f4a7c15ULL * ((uint64_t)index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return z & ((1ULL << 53) - 1);
+}
+
+/* The id of a task: its "id" field when it is a string, else the task
+ * itself when it is a string, else "SPLIT/INDEX". Caller frees. */
+static char *task_id(const char *split, json_t *task, long long index) {
+  json_t *id = json_object_get(task, "id");
+  char buf[256];
+  if (json_is_string(id)) return strdup(json_string_value(id));
+  if (json_is_string(task)) return strdup(json_string_value(task));
+  snprintf(buf, sizeof buf, "%s/%lld", split, index);
+  return strdup(buf);
+}
+
+/* Lists the split's tasks (new ref) through the session. */
+static json_t *list_tasks(const eval_cfg_t *cfg, ludo_session_t *s) {
+  ludo__cli_buf_t req = {0};
+  const char *out;
+  size_t n;
+  json_t *list = NULL;
+  ludo__cli_buf_printf(&req, "{\"method\":\"list\",\"split\":");
+  ludo__cli_buf_json_string(&req, cfg->split);
+  ludo__cli_buf_printf(&req, "}");
+  if (ludo_session_tasks(s, req.p, req.len, &out, &n) != 0)
+    ludo__cli_error("tasks of split %s: %s", cfg->split,
+                    ludo_session_errmsg(s));
+  else
+    list = json_loadb(out, n, 0, NULL);
+  ludo__cli_buf_free(&req);
+  return list;
+}
+
+/* The tasks to run: (index in the split, id) pairs, in order. */
+typedef struct {
+  long long *index;
+  char **id;
+  size_t n;
+} picks_t;
+
+static void picks_free(picks_t *p) {
+  size_t i;
+  for (i = 0; i < p->n; i++) free(p->id[i]);
+  free(p->index);
+  free(p->id);
+}
+
+static int pick_add(picks_t *p, long long index, char *id, size_t cap) {
+  if (id == NULL || p->n >= cap) {
+    free(id);
+    return -1;
+  }
+  p->index[p->n] = index;
+  p->id[p->n++] = id;
+  return 0;
+}
+
+/* Finds the run file's ids among the listed tasks. */
+static int pick_ids(const eval_cfg_t *cfg, json_t *list, picks_t *p) {
+  size_t i, j, nids = json_array_size(cfg->task_ids);
+  for (i = 0; i < nids; i++) {
+    const char *want = json_string_value(json_array_get(cfg->task_ids, i));
+    for (j = 0; j < json_array_size(list); j++) {
+      char *id = task_id(cfg->split, json_array_get(list, j), (long long)j);
+      if (id != NULL && strcmp(id, want) == 0) {
+        pick_add(p, (long long)j, id, nids);
+        break;
+      }
+      free(id);
+    }
+    if (j == json_array_size(list)) {
+      ludo__cli_error("tasks.ids: no task '%s' in split %s", want,
+                      cfg->split);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* The tasks of a local run: listed, then cut to count or picked by id. */
+static int pick_listed(const eval_cfg_t *cfg, ludo_session_t *s,
+                       picks_t *p) {
+  json_t *list = list_tasks(cfg, s);
+  size_t i, n, cap;
+  int rc = 0;
+  if (!json_is_array(list)) {
+    json_decref(list);
+    return -1;
+  }
+  n = json_array_size(list);
+  if (cfg->task_count >= 0 && (size_t)cfg->task_count < n)
+    n = (size_t)cfg->task_count;
+  cap = cfg->task_ids ? json_array_size(cfg->task_ids) : n;
+  p->index = calloc(cap + 1, sizeof *p->index);
+  p->id = calloc(cap + 1, sizeof *p->id);
+  if (cfg->task_ids != NULL)
+    rc = pick_ids(cfg, list, p);
+  else
+    for (i = 0; i < n; i++)
+      pick_add(p, (long long)i,
+               task_id(cfg->split, json_array_get(list, i), (long long)i),
+               cap);
+  json_decref(list);
+  return rc;
+}
+
+/* The tasks of a remote run: indices 0 to count - 1 (the client has no
+ * task listing; ids name them SPLIT/INDEX). */
+static int pick_counted(const eval_cfg_t *cfg, picks_t *p) {
+  long long i;
+  char buf[256];
+  if (cfg->task_count < 0 || cfg->task_ids != NULL) {
+    ludo__cli_error("against a server, tasks need a count (tasks = {split "
+                    "= \"%s\", count = N}); ids need a local environment",
+                    cfg->split);
+    return -1;
+  }
+  p->index = calloc((size_t)cfg->task_count + 1, sizeof *p->index);
+  p->id = calloc((size_t)cfg->task_count + 1, sizeof *p->id);
+  for (i = 0; i < cfg->task_count; i++) {
+    snprintf(buf, sizeof buf, "%s/%lld", cfg->split, i);
+    pick_add(p, i, strdup(buf), (size_t)cfg->task_count);
+  }
+  return 0;
+}
+
+static int in_shard(const eval_cfg_t *cfg, long long index) {
+  return cfg->shard_count == 0 || index % cfg->shard_count == cfg->shard_index;
+}
+
+static void plan_add(const eval_cfg_t *cfg, eval_plan_t *plan, long long index,
+                     long long repeat, long long task_index,
+                     const char *id) {
+  eval_ep_t *e;
+  plan->total++;
+  if (!in_shard(cfg, index)) return;
+  e = &plan->eps[plan->n++];
+  memset(e, 0, sizeof *e);
+  e->index = index;
+  e->repeat = repeat;
+  e->seed = eval_episode_seed(cfg->seed, index);
+  e->task_index = task_index;
+  e->task_id = id ? strdup(id) : NULL;
+}
+
+int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan) {
+  picks_t p = {0};
+  size_t t;
+  long long r, i;
+  memset(plan, 0, sizeof *plan);
+  if (cfg->split[0] == '\0') {
+    plan->eps = calloc((size_t)cfg->episodes + 1, sizeof *plan->eps);
+    for (i = 0; i < cfg->episodes; i++) plan_add(cfg, plan, i, 0, -1, NULL);
+    return 0;
+  }
+  if ((s != NULL ? pick_listed(cfg, s, &p) : pick_counted(cfg, &p)) != 0) {
+    picks_free(&p);
+    return -1;
+  }
+  if (p.n == 0) {
+    ludo__cli_error("split %s has no tasks to run", cfg->split);
+    picks_free(&p);
+    return -1;
+  }
+  plan->eps = calloc(p.n * (size_t)cfg->repeats + 1, sizeof *plan->eps);
+  for (t = 0; t < p.n; t++)
+    for (r = 0; r < cfg->repeats; r++)
+      plan_add(cfg, plan, (long long)t * cfg->repeats + r, r, p.index[t],
+               p.id[t]);
+  picks_free(&p);
+  return 0;
+}
+
+void eval_plan_free(eval_plan_t *plan) {
+  size_t i;
+  for (i = 0; i < plan->n; i++) free(plan->eps[i].task_id);
+  free(plan->eps);
+  memset(plan, 0, sizeof *plan);
+}
+
+eval_ep_t *eval_plan_find(eval_plan_t *plan, long long index) {
+  size_t lo = 0, hi = plan->n; /* sorted by index */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (plan->eps[mid].index == index) return &plan->eps[mid];
+    if (plan->eps[mid].index < index)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
