@@ -83,7 +83,8 @@ static void fail(eval_slot_t *sl, int status, const char *msg, size_t len) {
   const char *cls = ludo_err_name(status);
   size_t n = len;
   if (sl->err_class[0] != '\0') return; /* the first error stands */
-  if (status == LUDO_ESCRIPT && len >= 5 && strncmp(msg, "ELLM:", 5) == 0)
+  if (status == LUDO_ESCRIPT && len >= 14 &&
+      strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
     cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
   if (sl->cancelled) cls = "ECANCELED";
   snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);

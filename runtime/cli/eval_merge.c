@@ -165,13 +165,23 @@ static void copy_traj(const char *from_dir, const char *to_dir,
   if (out >= 0) close(out);
 }
 
-/* results.jsonl and trajectories/ of the merged folder. */
+/* Orders the records by episode, in place. */
+static void sort_records(json_t *all) {
+  size_t k, n = json_array_size(all);
+  json_t **v = calloc(n + 1, sizeof *v);
+  for (k = 0; k < n; k++) v[k] = json_incref(json_array_get(all, k));
+  qsort(v, n, sizeof *v, cmp_episode);
+  json_array_clear(all);
+  for (k = 0; k < n; k++) json_array_append_new(all, v[k]);
+  free(v);
+}
+
+/* results.jsonl and trajectories/ of the merged folder (`all` in order). */
 static int write_results(const merge_args_t *m, json_t *all,
                          const int *from) {
   eval_out_t o;
   char path[4400];
-  size_t k, n = json_array_size(all);
-  json_t **v = calloc(n + 1, sizeof *v);
+  size_t k;
   int rc = 0;
   memset(&o, 0, sizeof o);
   snprintf(o.dir, sizeof o.dir, "%s", m->out);
@@ -179,16 +189,14 @@ static int write_results(const merge_args_t *m, json_t *all,
   mkdir(path, 0777);
   snprintf(path, sizeof path, "%s/results.jsonl", m->out);
   o.results = fopen(path, "w");
-  for (k = 0; k < n; k++) v[k] = json_array_get(all, k);
-  qsort(v, n, sizeof *v, cmp_episode);
-  for (k = 0; rc == 0 && k < n; k++) {
-    const char *t = json_string_value(json_object_get(v[k], "trajectory"));
-    long long ep = json_integer_value(json_object_get(v[k], "episode"));
-    rc = o.results ? eval_out_append(&o, v[k]) : -1;
+  for (k = 0; rc == 0 && k < json_array_size(all); k++) {
+    json_t *rec = json_array_get(all, k);
+    const char *t = json_string_value(json_object_get(rec, "trajectory"));
+    long long ep = json_integer_value(json_object_get(rec, "episode"));
+    rc = o.results ? eval_out_append(&o, rec) : -1;
     if (t != NULL) copy_traj(m->dirs[from[ep]], m->out, t);
   }
   eval_out_close(&o);
-  free(v);
   return rc;
 }
 
@@ -228,6 +236,7 @@ static int merge(const merge_args_t *m) {
   if (gather(m, total, all, from) != 0 || check_missing(from, total) != 0 ||
       eval_out_fresh(m->out) != 0)
     goto done;
+  sort_records(all);
   json_object_set_new(run, "shard", json_null());
   text = json_dumps(run, JSON_SORT_KEYS | JSON_INDENT(2));
   rc = eval_write_file(m->out, "run.json", text, strlen(text)) != 0 ||
