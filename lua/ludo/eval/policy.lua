@@ -31,7 +31,9 @@ local function llm_policy(info)
     local last = history[#history]
     if last == nil then return end
     if ctx.error ~= nil and ctx.error ~= null then last.error = ctx.error end
-    if ctx.reward ~= nil and ctx.reward ~= null then last.reward = ctx.reward end
+    if ctx.reward ~= nil and ctx.reward ~= null then
+      last.reward = ctx.reward
+    end
   end
   return {
     reset = function(seed)

@@ -90,7 +90,9 @@ end
 
 local function pass_k_of(list)
   if list == nil then return nil end
-  if type(list) ~= "table" then fail("pass_k must be a list of whole numbers") end
+  if type(list) ~= "table" then
+    fail("pass_k must be a list of whole numbers")
+  end
   local out = {}
   for i, k in ipairs(list) do
     if math.type(k) ~= "integer" or k < 1 then
@@ -105,19 +107,26 @@ end
 -- fields as JSON-able values.
 function M.load(name)
   local t = require(name)
-  if type(t) ~= "table" then fail("%s returns a %s, not a table", name, type(t)) end
+  if type(t) ~= "table" then
+    fail("%s returns a %s, not a table", name, type(t))
+  end
   for k in pairs(t) do
-    if not FIELDS[k] then fail("%s is not a field of a run file", tostring(k)) end
+    if not FIELDS[k] then
+      fail("%s is not a field of a run file", tostring(k))
+    end
   end
   if t.env ~= nil and type(t.env) ~= "string" then
     fail("env must be an environment's path or a ws:// URL")
   end
-  if t.out ~= nil and type(t.out) ~= "string" then fail("out must be a folder") end
+  if t.out ~= nil and type(t.out) ~= "string" then
+    fail("out must be a folder")
+  end
   if t.tasks ~= nil and t.episodes ~= nil then
     fail("give tasks or episodes, not both")
   end
   return {
-    env = t.env, tasks = tasks_of(t.tasks), episodes = whole(t, "episodes", 1),
+    env = t.env, tasks = tasks_of(t.tasks),
+    episodes = whole(t, "episodes", 1),
     repeats = whole(t, "repeats", 1), pass_k = pass_k_of(t.pass_k),
     policy = policy_of(t.policy), concurrency = whole(t, "concurrency", 1),
     max_steps = whole(t, "max_steps", 1), seed = whole(t, "seed", 0),
