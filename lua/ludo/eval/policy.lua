@@ -3,10 +3,12 @@
 -- ludo.policy, as `ludo run` takes it; no module: random actions drawn
 -- from the action schema) or the run file's LLM policy: prompt(observation,
 -- history) -> messages, a chat with a ludo.llm client, parse(text) ->
--- action. Every act() answers {action = ...} or, when parse raised,
--- {invalid = true, text = ..., error = ...}: an invalid action is recorded
--- by the runner, not fatal. A failed LLM call raises ("ELLM: ...") and
+-- action. Every act() answers a list of one value, {action} (the runner
+-- takes the action's JSON text as it is), or, when parse raised, {invalid
+-- = true, text = ..., error = ...}: an invalid action is recorded by the
+-- runner, not fatal. A failed LLM call raises ("ELLM: ...") and
 -- fails the episode.
+local json = require("ludo.json")
 local null = require("ludo.null")
 
 local M = {}
@@ -19,7 +21,7 @@ local function lua_policy(module, info)
   P.init(module, info)
   return {
     reset = P.reset,
-    act = function(result, ctx) return { action = P.act(result, ctx) } end,
+    act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
   }
 end
 
@@ -53,7 +55,7 @@ local function llm_policy(info)
         return { invalid = true, text = text, error = entry.error }
       end
       entry.action = action
-      return { action = action, text = text }
+      return json.array({ action })
     end,
   }
 end
