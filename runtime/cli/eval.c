@@ -138,11 +138,13 @@ static void run_loop(eval_t *e, long long already) {
 
 /* summary.json and report.html from every record in the folder. */
 static int report(eval_t *e, double wall_s, const char *started_at) {
-  json_t *recs = json_array();
-  int rc = eval_results_read(e->cfg->out, 0, recs);
-  if (rc == 0) rc = eval_report_write(e->cfg->out, e->run_json, recs, wall_s,
-                                      started_at);
-  json_decref(recs);
+  ludo__cli_buf_t recs = {0};
+  long long n;
+  int rc = eval_results_text(e->cfg->out, &recs, &n);
+  if (rc == 0)
+    rc = eval_report_write(e->cfg->out, e->run_json, recs.p, recs.len,
+                           wall_s, started_at);
+  ludo__cli_buf_free(&recs);
   return rc;
 }
 

@@ -128,6 +128,21 @@ int eval_results_read(const char *dir, int repair, json_t *into);
  * aside, and "shard" with but_shard), comma-separated. */
 void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d);
 
+/* Reads DIR/results.jsonl quickly, for --resume: fn(ud, episode,
+ * cancelled, line, len) for each complete line, in order; a torn last line is left
+ * out (with `repair` cut from the file). Returns 0, or -1 after saying
+ * what was wrong. */
+typedef void (*eval_scan_fn)(void *ud, long long ep, int cancelled,
+                             const char *line, size_t len);
+int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
+                      void *ud);
+
+/* The folder's records as the text of one JSON array (the last record of
+ * each episode, ordered by episode) appended to `text`, without parsing
+ * them; *count records. Returns 0 or -1 after saying what was wrong. */
+int eval_results_text(const char *dir, ludo__cli_buf_t *text,
+                      long long *count);
+
 /* Reads DIR/run.json (new ref, or NULL after saying why). */
 json_t *eval_run_read(const char *dir);
 
@@ -194,10 +209,11 @@ void eval_slots_close(eval_run_t *r);
 /* ---- summary and report (eval_report.c) ------------------------------- */
 
 /* Writes summary.json and report.html into `dir` from run.json's object
- * and the records (an array), with R's ludo.eval.report in a runtime of
+ * and the records (the text of a JSON array), with R's ludo.eval.report in a runtime of
  * its own. Returns 0 or -1 after saying what was wrong. */
-int eval_report_write(const char *dir, json_t *run, json_t *results,
-                      double wall_s, const char *started_at);
+int eval_report_write(const char *dir, json_t *run, const char *results,
+                      size_t results_len, double wall_s,
+                      const char *started_at);
 
 /* ---- time ------------------------------------------------------------- */
 

@@ -243,8 +243,12 @@ static int merge(const merge_args_t *m) {
        write_results(m, all, from) != 0;
   free(text);
   shard_timing(m, &wall, start, sizeof start);
-  if (rc == 0 && eval_report_write(m->out, run, all, wall, start) != 0)
+  text = rc == 0 ? json_dumps(all, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  if (rc == 0 && (text == NULL || eval_report_write(m->out, run, text,
+                                                    strlen(text), wall,
+                                                    start) != 0))
     rc = 1;
+  free(text);
   if (rc == 0)
     printf("merged %d folders, %lld episodes, into %s\n", m->ndirs, total,
            m->out);

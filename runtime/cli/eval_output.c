@@ -155,6 +155,20 @@ static int parse_lines(const char *path, const char *buf, size_t n,
   return 0;
 }
 
+/* Says a torn last line was found (from `torn` to n) and with `repair`
+ * cuts it from the file. Returns 0 or -1. */
+static int torn_line(const char *path, size_t torn, size_t n, int repair) {
+  if (torn >= n) return 0;
+  fprintf(stderr, "ludo: %s: the last line was cut short (%zu bytes, a run "
+          "killed while writing it); %s\n", path, n - torn,
+          repair ? "removed" : "left out");
+  if (repair && truncate(path, (off_t)torn) != 0) {
+    ludo__cli_error("cannot cut %s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 int eval_results_read(const char *dir, int repair, json_t *into) {
   char path[4400];
   size_t n, torn;
@@ -164,17 +178,125 @@ int eval_results_read(const char *dir, int repair, json_t *into) {
   snprintf(path, sizeof path, "%s/results.jsonl", dir);
   buf = slurp(path, &n);
   rc = buf ? parse_lines(path, buf, n, all, &torn) : 0;
-  if (rc == 0 && buf != NULL && torn < n) {
-    fprintf(stderr, "ludo: %s: the last line was cut short (%zu bytes, "
-            "a run killed while writing it); %s\n", path, n - torn,
-            repair ? "removed" : "left out");
-    if (repair && truncate(path, (off_t)torn) != 0) {
-      ludo__cli_error("cannot cut %s: %s", path, strerror(errno));
-      rc = -1;
-    }
-  }
+  if (rc == 0 && buf != NULL) rc = torn_line(path, torn, n, repair);
   if (rc == 0) keep_last(all, into);
   json_decref(all);
+  free(buf);
+  return rc;
+}
+
+/* A line's episode and whether it was cancelled: read at once from a
+ * line as ludo writes them ({"episode":N,... "class":"ECANCELED" ...}: a
+ * string's quotes are escaped, so no value can fake the key), else with
+ * jansson. Returns 0, or -1 for a line that is not a record. */
+static int scan_line(const char *p, size_t n, long long *ep, int *cancelled) {
+  static const char head[] = "{\"episode\":", cls[] =
+      "\"class\":\"ECANCELED\"";
+  const size_t hn = sizeof head - 1;
+  json_t *rec;
+  char *end;
+  if (n > hn && memcmp(p, head, hn) == 0) {
+    *ep = strtoll(p + hn, &end, 10);
+    if (end > p + hn && *end == ',') {
+      *cancelled = memmem(p, n, cls, sizeof cls - 1) != NULL;
+      return 0;
+    }
+  }
+  rec = json_loadb(p, n, 0, NULL);
+  if (!json_is_integer(json_object_get(rec, "episode"))) {
+    json_decref(rec);
+    return -1;
+  }
+  *ep = json_integer_value(json_object_get(rec, "episode"));
+  *cancelled = !strcmp("ECANCELED", json_string_value(json_object_get(
+      json_object_get(rec, "error"), "class")) ?: "");
+  json_decref(rec);
+  return 0;
+}
+
+/* Calls fn for each complete line of buf[0..n) (the file at `path`);
+ * see eval_results_scan. */
+static int scan_buf(const char *path, const char *buf, size_t n, int repair,
+                    eval_scan_fn fn, void *ud) {
+  size_t at = 0, line = 0;
+  while (at < n) {
+    const char *nl = memchr(buf + at, '\n', n - at);
+    long long ep;
+    int cancelled;
+    line++;
+    if (nl == NULL) break;
+    if (scan_line(buf + at, (size_t)(nl - buf) - at, &ep, &cancelled)) {
+      ludo__cli_error("%s:%zu: not a result record", path, line);
+      return -1;
+    }
+    fn(ud, ep, cancelled, buf + at, (size_t)(nl - buf) - at);
+    at = (size_t)(nl - buf) + 1;
+  }
+  return torn_line(path, at, n, repair);
+}
+
+int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
+                      void *ud) {
+  char path[4400];
+  size_t n;
+  char *buf;
+  int rc;
+  snprintf(path, sizeof path, "%s/results.jsonl", dir);
+  buf = slurp(path, &n);
+  rc = buf ? scan_buf(path, buf, n, repair, fn, ud) : 0;
+  free(buf);
+  return rc;
+}
+
+/* The lines of the records, for eval_results_text. */
+typedef struct {
+  rec_key_t *keys;
+  const char **line;
+  size_t *len;
+  size_t n, cap;
+} lines_t;
+
+static void collect(void *ud, long long ep, int cancelled, const char *line,
+                    size_t len) {
+  lines_t *l = ud;
+  (void)cancelled;
+  if (l->n == l->cap) {
+    l->cap = l->cap ? 2 * l->cap : 1024;
+    l->keys = realloc(l->keys, l->cap * sizeof *l->keys);
+    l->line = realloc(l->line, l->cap * sizeof *l->line);
+    l->len = realloc(l->len, l->cap * sizeof *l->len);
+  }
+  l->keys[l->n].episode = ep;
+  l->keys[l->n].pos = l->n;
+  l->line[l->n] = line;
+  l->len[l->n++] = len;
+}
+
+int eval_results_text(const char *dir, ludo__cli_buf_t *text,
+                      long long *count) {
+  lines_t l = {0};
+  size_t i;
+  char path[4400];
+  char *buf;
+  size_t n;
+  int rc;
+  snprintf(path, sizeof path, "%s/results.jsonl", dir);
+  buf = slurp(path, &n);
+  rc = buf ? scan_buf(path, buf, n, 0, collect, &l) : 0;
+  *count = 0;
+  ludo__cli_buf_printf(text, "[");
+  if (rc == 0) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
+  for (i = 0; rc == 0 && i < l.n; i++) {
+    size_t k = l.keys[i].pos;
+    if (i + 1 < l.n && l.keys[i + 1].episode == l.keys[i].episode) continue;
+    ludo__cli_buf_printf(text, "%s%.*s", *count ? "," : "", (int)l.len[k],
+                         l.line[k]);
+    ++*count;
+  }
+  ludo__cli_buf_printf(text, "]");
+  free(l.keys);
+  free(l.line);
+  free(l.len);
   free(buf);
   return rc;
 }
@@ -200,12 +322,30 @@ void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d) {
   }
 }
 
+typedef struct {
+  eval_plan_t *plan;
+  long long *already;
+} mark_t;
+
+/* An episode with a record counts as done, unless it was cancelled. */
+static void mark_done(void *ud, long long ep, int cancelled,
+                      const char *line, size_t len) {
+  mark_t *m = ud;
+  (void)line;
+  (void)len;
+  eval_ep_t *e = eval_plan_find(m->plan, ep);
+  if (e == NULL) return;
+  if (!e->done && !cancelled) ++*m->already;
+  if (e->done && cancelled) --*m->already; /* cancelled later: again */
+  e->done = !cancelled;
+}
+
 /* --resume: the folder's run must be this one; marks what is done. */
 static int resume_read(const eval_cfg_t *cfg, json_t *run, eval_plan_t *plan,
                        long long *already) {
-  json_t *old = eval_run_read(cfg->out), *recs;
+  json_t *old = eval_run_read(cfg->out);
   ludo__cli_buf_t diff = {0};
-  size_t i;
+  mark_t mark = {plan, already};
   if (old == NULL) return -1;
   eval_run_diff(old, run, 0, &diff);
   json_decref(old);
@@ -216,24 +356,7 @@ static int resume_read(const eval_cfg_t *cfg, json_t *run, eval_plan_t *plan,
     ludo__cli_buf_free(&diff);
     return -1;
   }
-  recs = json_array();
-  if (eval_results_read(cfg->out, 1, recs) != 0) {
-    json_decref(recs);
-    return -1;
-  }
-  for (i = 0; i < json_array_size(recs); i++) {
-    json_t *r = json_array_get(recs, i);
-    const char *cls = json_string_value(
-        json_object_get(json_object_get(r, "error"), "class"));
-    eval_ep_t *e =
-        eval_plan_find(plan, json_integer_value(json_object_get(r, "episode")));
-    if (e != NULL && (cls == NULL || strcmp(cls, "ECANCELED") != 0)) {
-      e->done = 1;
-      ++*already;
-    }
-  }
-  json_decref(recs);
-  return 0;
+  return eval_results_scan(cfg->out, 1, mark_done, &mark) == 0 ? 0 : -1;
 }
 
 int eval_out_fresh(const char *dir) {

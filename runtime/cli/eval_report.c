@@ -12,18 +12,15 @@
 #define REPORT_BUDGET_MS (10u * 60u * 1000u)
 #define REPORT_MAX_INPUT ((size_t)1 << 30)
 
-/* Calls fn with `args` (a JSON array, stolen); the result, a JSON string,
- * decoded (caller frees), or NULL after saying why. */
-static char *call_text(ludo_script_t *sc, const char *fn, json_t *args,
-                       size_t *len) {
-  char *in = json_dumps(args, JSON_COMPACT);
+/* Calls fn with `args` (the text of a JSON array); the result, a JSON
+ * string, decoded (caller frees), or NULL after saying why. */
+static char *call_text(ludo_script_t *sc, const char *fn,
+                       const ludo__cli_buf_t *args, size_t *len) {
   const char *o;
   size_t n;
   json_t *res;
   char *text = NULL;
-  json_decref(args);
-  if (in == NULL) return NULL;
-  if (ludo_script_call(sc, fn, in, strlen(in), &o, &n) != 0) {
+  if (ludo_script_call(sc, fn, args->p, args->len, &o, &n) != 0) {
     ludo__cli_error("ludo.eval.report.%s: %s", fn, ludo_script_errmsg(sc));
   } else if (!json_is_string(res = json_loadb(o, n, JSON_DECODE_ANY, NULL))) {
     ludo__cli_error("ludo.eval.report.%s returned no text", fn);
@@ -34,34 +31,49 @@ static char *call_text(ludo_script_t *sc, const char *fn, json_t *args,
     memcpy(text, json_string_value(res), *len + 1);
     json_decref(res);
   }
-  free(in);
   return text;
 }
 
+/* Appends the JSON text of `v` to b. */
+static void add_json(ludo__cli_buf_t *b, json_t *v) {
+  char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+  ludo__cli_buf_printf(b, "%s", t ? t : "null");
+  free(t);
+}
+
 static int write_both(ludo_script_t *sc, const char *dir, json_t *run,
-                      json_t *results, json_t *timing) {
+                      const char *results, size_t rlen, json_t *timing) {
+  ludo__cli_buf_t args = {0};
   size_t n = 0, m = 0;
-  char *summary, *html;
-  int rc;
-  summary = call_text(sc, "summary", json_pack("[OOO]", run, results, timing),
-                      &n);
-  if (summary == NULL) return -1;
-  rc = eval_write_file(dir, "summary.json", summary, n);
-  html = rc == 0 ? call_text(sc, "html",
-                             json_pack("[Os#O]", run, summary, n, results),
-                             &m)
-                 : NULL;
-  if (html == NULL)
-    rc = -1;
-  else
-    rc = eval_write_file(dir, "report.html", html, m);
+  char *summary, *html = NULL;
+  int rc = -1;
+  ludo__cli_buf_printf(&args, "[");
+  add_json(&args, run);
+  ludo__cli_buf_printf(&args, ",%.*s,", (int)rlen, results);
+  add_json(&args, timing);
+  ludo__cli_buf_printf(&args, "]");
+  summary = call_text(sc, "summary", &args, &n);
+  if (summary != NULL && eval_write_file(dir, "summary.json", summary, n) == 0) {
+    json_t *s = json_stringn(summary, n);
+    ludo__cli_buf_reset(&args);
+    ludo__cli_buf_printf(&args, "[");
+    add_json(&args, run);
+    ludo__cli_buf_printf(&args, ",");
+    add_json(&args, s);
+    ludo__cli_buf_printf(&args, ",%.*s]", (int)rlen, results);
+    json_decref(s);
+    html = call_text(sc, "html", &args, &m);
+    rc = html ? eval_write_file(dir, "report.html", html, m) : -1;
+  }
+  ludo__cli_buf_free(&args);
   free(summary);
   free(html);
   return rc;
 }
 
-int eval_report_write(const char *dir, json_t *run, json_t *results,
-                      double wall_s, const char *started_at) {
+int eval_report_write(const char *dir, json_t *run, const char *results,
+                      size_t results_len, double wall_s,
+                      const char *started_at) {
   ludo_options_t o;
   ludo_runtime_t *rt = NULL;
   ludo_script_t *sc = NULL;
@@ -82,7 +94,7 @@ int eval_report_write(const char *dir, json_t *run, json_t *results,
     ludo__cli_error("report: %s", ludo_runtime_errmsg(rt));
   } else {
     timing = json_pack("{sfss}", "wall_s", wall_s, "started_at", started_at);
-    rc = write_both(sc, dir, run, results, timing);
+    rc = write_both(sc, dir, run, results, results_len, timing);
     json_decref(timing);
   }
   ludo_script_free(sc);
