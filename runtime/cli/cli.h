@@ -133,6 +133,8 @@ typedef struct ludo__cli_buf_s {
 
 void ludo__cli_buf_printf(ludo__cli_buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Appends n bytes of s (kept NUL-terminated). */
+void ludo__cli_buf_add(ludo__cli_buf_t *b, const char *s, size_t n);
 /* Appends `s` as a JSON string literal. */
 void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s);
 void ludo__cli_buf_reset(ludo__cli_buf_t *b);

@@ -153,6 +153,25 @@ int eval_write_file(const char *dir, const char *name, const char *text,
 /* Formats a double in its shortest exact form ("0.7", "3.0"). */
 void eval_fmt_double(char *buf, size_t n, double v);
 
+/* ---- step results (eval_result.c) ------------------------------------ */
+
+typedef struct {
+  double reward;
+  int has_reward, done;
+} eval_step_t;
+
+/* Called for each rubric score: its path (not NUL-terminated) and value. */
+typedef void (*eval_score_fn)(void *ud, const char *path, size_t n,
+                              double score);
+
+/* Reads a step's result (JSON text): reward, done, and fn(ud, ...) per
+ * score of metadata.rubrics, without building the value. Returns 0, or
+ * -1 when the text holds what the walk does not read (an escaped key,
+ * malformed JSON): then read it with jansson instead (fn may have run for
+ * some scores already). */
+int eval_step_read(const char *json, size_t len, eval_step_t *r,
+                   eval_score_fn fn, void *ud);
+
 /* ---- progress (eval_progress.c) --------------------------------------- */
 
 typedef struct eval_progress_s {

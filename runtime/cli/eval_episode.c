@@ -309,10 +309,13 @@ static void ask_policy(eval_slot_t *sl) {
     return;
   }
   ludo__cli_buf_reset(&sl->args);
-  ludo__cli_buf_printf(&sl->args, "[%.*s,{\"step\":%lld,\"done\":false",
-                       (int)sl->last.len, sl->last.p, sl->steps);
-  if (sl->has_reward) {
-    eval_fmt_double(r, sizeof r, sl->last_reward);
+  ludo__cli_buf_add(&sl->args, "[", 1);
+  ludo__cli_buf_add(&sl->args, sl->last.p, sl->last.len);
+  ludo__cli_buf_printf(&sl->args, ",{\"step\":%lld,\"done\":false",
+                       sl->steps);
+  if (sl->has_reward && sl->last_reward == sl->last_reward &&
+      sl->last_reward - sl->last_reward == 0) {
+    snprintf(r, sizeof r, "%.17g", sl->last_reward);
     ludo__cli_buf_printf(&sl->args, ",\"reward\":%s", r);
   }
   if (sl->refusal.len > 0)
@@ -358,7 +361,7 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
     json_decref(reply);
     return;
   }
-  ludo__cli_buf_printf(&sl->action, "%.*s", (int)len - 2, out + 1);
+  ludo__cli_buf_add(&sl->action, out + 1, len - 2);
   if (sl->action.len == 0) ludo__cli_buf_printf(&sl->action, "null");
   if (target_step(sl) != 0) {
     const char *m = target_errmsg(sl);
@@ -366,24 +369,61 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
   }
 }
 
-/* Adds the step's rubric scores (metadata.rubrics) to the sums. */
-static void add_rubrics(eval_slot_t *sl, json_t *res) {
-  json_t *rub = json_object_get(json_object_get(res, "metadata"), "rubrics");
-  const char *k;
-  json_t *v;
-  json_object_foreach(rub, k, v) {
-    json_t *sum = json_object_get(sl->rubrics, k);
-    double x = json_is_number(v) ? json_number_value(v) : 0.0;
-    if (sum != NULL)
-      json_real_set(sum, json_real_value(sum) + x);
-    else
-      json_object_set_new(sl->rubrics, k, json_real(x));
+/* A step's rubric scores, read before they are added. */
+#define MAX_SCORES 64
+typedef struct {
+  const char *path[MAX_SCORES];
+  size_t len[MAX_SCORES];
+  double v[MAX_SCORES];
+  int n, over;
+} scores_t;
+
+static void score(void *ud, const char *path, size_t n, double v) {
+  scores_t *sc = ud;
+  if (sc->n == MAX_SCORES) {
+    sc->over = 1;
+    return;
   }
+  sc->path[sc->n] = path;
+  sc->len[sc->n] = n;
+  sc->v[sc->n++] = v;
+}
+
+static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
+  json_t *sum = json_object_getn(sl->rubrics, k, n);
+  if (sum != NULL)
+    json_real_set(sum, json_real_value(sum) + x);
+  else
+    json_object_setn_new(sl->rubrics, k, n, json_real(x));
+}
+
+/* The result's reward, done and rubric scores (added to the sums): read
+ * by eval_step_read, or by jansson when it gives up. */
+static void read_step(eval_slot_t *sl, const char *data, size_t len,
+                      eval_step_t *st) {
+  scores_t sc;
+  json_t *res, *rub, *v;
+  const char *k;
+  int i;
+  sc.n = sc.over = 0;
+  if (eval_step_read(data, len, st, score, &sc) == 0 && !sc.over) {
+    for (i = 0; i < sc.n; i++) add_score(sl, sc.path[i], sc.len[i], sc.v[i]);
+    return;
+  }
+  res = json_loadb(data, len, 0, NULL);
+  v = json_object_get(res, "reward");
+  st->has_reward = json_is_number(v);
+  st->reward = st->has_reward ? json_number_value(v) : 0.0;
+  st->done = json_is_true(json_object_get(res, "done"));
+  rub = json_object_get(json_object_get(res, "metadata"), "rubrics");
+  json_object_foreach(rub, k, v)
+    add_score(sl, k, strlen(k), json_is_number(v) ? json_number_value(v) : 0);
+  json_decref(res);
 }
 
 static void stepped(eval_slot_t *sl, int status, const char *data,
                     size_t len) {
-  json_t *res, *rw;
+  eval_step_t st;
   if (sl->cancelled) {
     finish_error(sl, LUDO_ECANCELED, data, len);
     return;
@@ -400,16 +440,13 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   }
   sl->steps++;
   traj_step(sl, data, len);
-  res = json_loadb(data, len, 0, NULL);
-  rw = json_object_get(res, "reward");
-  sl->has_reward = json_is_number(rw);
-  sl->last_reward = sl->has_reward ? json_number_value(rw) : 0.0;
-  sl->reward += sl->last_reward;
-  sl->done = json_is_true(json_object_get(res, "done"));
-  add_rubrics(sl, res);
-  json_decref(res);
+  read_step(sl, data, len, &st);
+  sl->has_reward = st.has_reward;
+  sl->last_reward = st.reward;
+  sl->reward += st.reward;
+  sl->done = st.done;
   ludo__cli_buf_reset(&sl->last);
-  ludo__cli_buf_printf(&sl->last, "%.*s", (int)len, data);
+  ludo__cli_buf_add(&sl->last, data, len);
   if (sl->done)
     finish(sl);
   else
