@@ -8,6 +8,8 @@
  *   eval_config.c   flags and run file -> the resolved configuration
  *   eval_plan.c     the episodes: index, task, repeat, seed; shards
  *   eval_episode.c  one slot running episodes: target, policy, records
+ *   eval_result.c   a step's reward, done and rubric scores, read from
+ *                   its JSON text
  *   eval_output.c   the output folder: run.json, results.jsonl, resume,
  *                   trajectories
  *   eval_progress.c the progress line
