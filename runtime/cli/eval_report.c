@@ -22,7 +22,11 @@ static char *call_text(ludo_script_t *sc, const char *fn,
   char *text = NULL;
   if (ludo_script_call(sc, fn, args->p, args->len, &o, &n) != 0) {
     ludo__cli_error("ludo.eval.report.%s: %s", fn, ludo_script_errmsg(sc));
-  } else if (!json_is_string(res = json_loadb(o, n, JSON_DECODE_ANY, NULL))) {
+    return NULL;
+  }
+  res = json_loadb(o, n, JSON_DECODE_ANY, NULL); /* json_is_* evaluates
+                                                    its argument twice */
+  if (!json_is_string(res)) {
     ludo__cli_error("ludo.eval.report.%s returned no text", fn);
     json_decref(res);
   } else {
