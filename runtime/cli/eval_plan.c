@@ -30,6 +30,11 @@ static char *task_id(const char *split, json_t *task, long long index) {
   return strdup(buf);
 }
 
+static int no_memory(long long n) {
+  ludo__cli_error("no memory for a plan of %lld episodes", n);
+  return -1;
+}
+
 /* Lists the split's tasks (new ref) through the session. */
 static json_t *list_tasks(const eval_cfg_t *cfg, ludo_session_t *s) {
   ludo__cli_buf_t req = {0};
@@ -110,6 +115,10 @@ static int pick_listed(const eval_cfg_t *cfg, ludo_session_t *s,
   cap = cfg->task_ids ? json_array_size(cfg->task_ids) : n;
   p->index = calloc(cap + 1, sizeof *p->index);
   p->id = calloc(cap + 1, sizeof *p->id);
+  if (p->index == NULL || p->id == NULL) {
+    json_decref(list);
+    return no_memory((long long)cap);
+  }
   if (cfg->task_ids != NULL)
     rc = pick_ids(cfg, list, p);
   else
@@ -134,6 +143,7 @@ static int pick_counted(const eval_cfg_t *cfg, picks_t *p) {
   }
   p->index = calloc((size_t)cfg->task_count + 1, sizeof *p->index);
   p->id = calloc((size_t)cfg->task_count + 1, sizeof *p->id);
+  if (p->index == NULL || p->id == NULL) return no_memory(cfg->task_count);
   for (i = 0; i < cfg->task_count; i++) {
     snprintf(buf, sizeof buf, "%s/%lld", cfg->split, i);
     pick_add(p, i, strdup(buf), (size_t)cfg->task_count);
@@ -167,6 +177,7 @@ int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan) {
   memset(plan, 0, sizeof *plan);
   if (cfg->split[0] == '\0') {
     plan->eps = calloc((size_t)cfg->episodes + 1, sizeof *plan->eps);
+    if (plan->eps == NULL) return no_memory(cfg->episodes);
     for (i = 0; i < cfg->episodes; i++) plan_add(cfg, plan, i, 0, -1, NULL);
     return 0;
   }
@@ -180,6 +191,10 @@ int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan) {
     return -1;
   }
   plan->eps = calloc(p.n * (size_t)cfg->repeats + 1, sizeof *plan->eps);
+  if (plan->eps == NULL) {
+    picks_free(&p);
+    return no_memory((long long)p.n * cfg->repeats);
+  }
   for (t = 0; t < p.n; t++)
     for (r = 0; r < cfg->repeats; r++)
       plan_add(cfg, plan, (long long)t * cfg->repeats + r, r, p.index[t],
