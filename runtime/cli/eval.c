@@ -109,7 +109,7 @@ static int env_open(eval_t *e) {
     return -1;
   }
   e->r.info = ludo_env_info(e->r.env, &e->r.info_len);
-  if (e->cfg->split[0] != '\0' && ludo_session_open(e->r.env, &s) != 0) {
+  if (eval_has_tasks(e->cfg) && ludo_session_open(e->r.env, &s) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
     return -1;
   }

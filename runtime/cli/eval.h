@@ -39,7 +39,8 @@ typedef struct eval_cfg_s {
   char policy_dir[4096];   /* a Lua policy's folder and module name, */
   char policy_mod[256];    /* "" for the random policy */
   int policy_llm;          /* the run file's LLM policy */
-  char split[128];         /* tasks: a split, "" for seeded episodes */
+  char split[128];         /* tasks: a split ("" for seeded episodes,
+                              or for ids looked up in every split) */
   long long task_count;    /* -1: every task of the split */
   json_t *task_ids;        /* a list of task ids, or NULL */
   long long episodes, repeats, concurrency, max_steps, seed;
@@ -53,6 +54,11 @@ typedef struct eval_cfg_s {
   const char *token;
   json_t *policy_desc;     /* what run.json says of the policy */
 } eval_cfg_t;
+
+/* 1 when the run names tasks (a split, or task ids). */
+static inline int eval_has_tasks(const eval_cfg_t *cfg) {
+  return cfg->split[0] != '\0' || cfg->task_ids != NULL;
+}
 
 /* The options of `ludo eval` (its help prints them). */
 extern const ludo__cli_opt_t ludo__cli_eval_opts[];
@@ -74,6 +80,7 @@ typedef struct eval_ep_s {
   long long repeat;
   uint64_t seed;           /* < 2^53 */
   long long task_index;    /* in the split, -1 for seeded episodes */
+  char *split;             /* the task's split (owned), NULL for seeded */
   char *task_id;           /* NULL for seeded episodes (owned) */
   int done;                /* has a finished or failed record */
 } eval_ep_t;

@@ -236,8 +236,9 @@ static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
     cfg->repeats = 1;
     return 0;
   }
-  snprintf(cfg->split, sizeof cfg->split, "%s",
-           json_string_value(json_object_get(t, "split")));
+  if (json_is_string(json_object_get(t, "split")))
+    snprintf(cfg->split, sizeof cfg->split, "%s",
+             json_string_value(json_object_get(t, "split")));
   cfg->task_count = num_or(t, "count", -1, -1);
   if (json_is_array(json_object_get(t, "ids")))
     cfg->task_ids = json_incref(json_object_get(t, "ids"));
@@ -281,7 +282,7 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   cfg->remote = is_url(cfg->env);
   snprintf(cfg->out, sizeof cfg->out, "%s", out ? out : "eval-out");
   if (set_policy(cfg, f, rf) != 0 || set_tasks(cfg, f, rf) != 0) return 1;
-  if (f->repeats >= 0 && cfg->split[0] == '\0') {
+  if (f->repeats >= 0 && !eval_has_tasks(cfg)) {
     ludo__cli_error("--repeats needs tasks (a run file's tasks field)");
     return LUDO__CLI_USAGE;
   }
@@ -343,8 +344,10 @@ void eval_config_free(eval_cfg_t *cfg) {
 
 static json_t *tasks_json(const eval_cfg_t *cfg) {
   json_t *t;
-  if (cfg->split[0] == '\0') return json_null();
-  t = json_pack("{ss}", "split", cfg->split);
+  if (!eval_has_tasks(cfg)) return json_null();
+  t = json_object();
+  if (cfg->split[0] != '\0')
+    json_object_set_new(t, "split", json_string(cfg->split));
   if (cfg->task_count >= 0)
     json_object_set_new(t, "count", json_integer(cfg->task_count));
   if (cfg->task_ids != NULL)

@@ -523,7 +523,7 @@ static void reset(eval_slot_t *sl) {
                        (unsigned long long)e->seed);
   if (e->task_index >= 0) {
     ludo__cli_buf_printf(&sl->args, ",\"split\":");
-    ludo__cli_buf_json_string(&sl->args, sl->run->cfg->split);
+    ludo__cli_buf_json_string(&sl->args, e->split);
     ludo__cli_buf_printf(&sl->args, ",\"index\":%lld", e->task_index);
   }
   ludo__cli_buf_printf(&sl->args, "}");

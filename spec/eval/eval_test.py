@@ -351,6 +351,23 @@ def run_file_tasks_repeats_and_success_function():
 
 
 @test
+def run_file_task_ids_from_any_split():
+    d = out("arith-ids")
+    run_ok("eval", FIX + "/arith_ids_run.lua", "--out", d, "--quiet")
+    recs = untimed(results(d))
+    assert [x["task"] for x in recs] == ["test-3", "train-7", "test-0"]
+    assert all(x["reward"] == 1.0 for x in recs), recs
+    first = json.loads(open(os.path.join(d, recs[1]["trajectory"]))
+                       .readline())
+    assert first["reset"]["split"] == "train", first
+    assert first["reset"]["index"] == 7 and first["observation"]["id"] == \
+        "train-7", first
+    r = ludo("eval", FIX + "/arith_badid_run.lua", "--out", out("badid"))
+    assert r.returncode == 1, r.returncode
+    assert "no task 'test-99' in split test" in r.stderr, r.stderr
+
+
+@test
 def run_file_errors_say_what_is_wrong():
     cases = [
         ("bad_field_run.lua", "polcy is not a field of a run file"),

@@ -29,11 +29,26 @@ local function whole(t, k, min)
   return v
 end
 
+local function ids_of(list, what)
+  if type(list) ~= "table" or #list == 0 then
+    fail("%s must be a non-empty list of task ids", what)
+  end
+  local out = {}
+  for i, id in ipairs(list) do
+    if type(id) ~= "string" then fail("%s[%d] must be a string", what, i) end
+    out[i] = id
+  end
+  return out
+end
+
 local function tasks_of(t)
   if t == nil then return null end
+  if type(t) == "table" and t.split == nil and type(t[1]) == "string" then
+    return { ids = ids_of(t, "tasks") } -- ids looked up in every split
+  end
   if type(t) ~= "table" or type(t.split) ~= "string" then
-    fail("tasks must be a table {split = \"name\"[, count = N][, ids = " ..
-      "{...}]}")
+    fail("tasks must be a list of task ids or a table {split = \"name\"" ..
+      "[, count = N][, ids = {...}]}")
   end
   for k in pairs(t) do
     if k ~= "split" and k ~= "count" and k ~= "ids" then
@@ -41,16 +56,7 @@ local function tasks_of(t)
     end
   end
   local out = { split = t.split, count = whole(t, "count", 1) }
-  if t.ids ~= nil then
-    if type(t.ids) ~= "table" or #t.ids == 0 then
-      fail("tasks.ids must be a non-empty list of task ids")
-    end
-    out.ids = {}
-    for i, id in ipairs(t.ids) do
-      if type(id) ~= "string" then fail("tasks.ids[%d] must be a string", i) end
-      out.ids[i] = id
-    end
-  end
+  if t.ids ~= nil then out.ids = ids_of(t.ids, "tasks.ids") end
   return out
 end
 
