@@ -27,6 +27,7 @@ struct eval_slot_s {
   json_t *rubrics;         /* per rubric path: the sum of its scores */
   char err_class[32];      /* "" while no error */
   ludo__cli_buf_t err, args, last, action, refusal;
+  json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
   json_t *rec;             /* the record, while the success function runs */
   double llm0[4];          /* usage at the start: calls, failures, tokens */
@@ -237,9 +238,14 @@ static void traj_reset(eval_slot_t *sl, const char *opts, const char *data,
 
 /* A step: its action, then the result's fields. */
 static void traj_step(eval_slot_t *sl, const char *data, size_t len) {
+  char *text = NULL;
   if (sl->traj == NULL || len < 2 || data[0] != '{') return;
-  fprintf(sl->traj, "{\"step\":%lld,\"action\":%.*s,%.*s\n", sl->steps,
-          (int)sl->action.len, sl->action.p, (int)len - 1, data + 1);
+  if (sl->text != NULL) text = json_dumps(sl->text, JSON_ENCODE_ANY);
+  fprintf(sl->traj, "{\"step\":%lld,\"action\":%.*s,%s%s%s%.*s\n",
+          sl->steps, (int)sl->action.len, sl->action.p,
+          text ? "\"text\":" : "", text ? text : "", text ? "," : "",
+          (int)len - 1, data + 1);
+  free(text);
 }
 
 /* An invalid action: the model's text (if any) and why. */
@@ -343,26 +349,45 @@ static void invalid_action(eval_slot_t *sl, json_t *text, const char *why) {
   ask_policy(sl);
 }
 
-/* The policy's reply: [action], or {"invalid": true, "text", "error"}. */
+/* An LLM policy's reply {"action", "text"}: keeps both. */
+static int llm_reply(eval_slot_t *sl, json_t *reply) {
+  char *a = json_dumps(json_object_get(reply, "action"),
+                       JSON_COMPACT | JSON_ENCODE_ANY);
+  if (a == NULL) return -1;
+  ludo__cli_buf_add(&sl->action, a, strlen(a));
+  free(a);
+  sl->text = json_incref(json_object_get(reply, "text"));
+  return 0;
+}
+
+/* The policy's reply: [action] (a Lua policy: the action's text is used
+ * as it is), {"action", "text"} (an LLM policy), or {"invalid": true,
+ * "text", "error"}. */
 static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   eval_slot_t *sl = ud;
-  json_t *reply;
+  json_t *reply = NULL;
   (void)sc;
   if (status != 0 || sl->cancelled) {
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
     return;
   }
   ludo__cli_buf_reset(&sl->action);
-  if (len < 2 || out[0] != '[' || out[len - 1] != ']') {
-    reply = json_loadb(out, len, 0, NULL);
+  json_decref(sl->text);
+  sl->text = NULL;
+  if (len >= 2 && out[0] == '[' && out[len - 1] == ']') {
+    ludo__cli_buf_add(&sl->action, out + 1, len - 2);
+    if (sl->action.len == 0) ludo__cli_buf_add(&sl->action, "null", 4);
+  } else if ((reply = json_loadb(out, len, 0, NULL)) == NULL ||
+             json_is_true(json_object_get(reply, "invalid")) ||
+             llm_reply(sl, reply) != 0) {
     invalid_action(sl, json_object_get(reply, "text"),
-                   json_string_value(json_object_get(reply, "error")));
+                   reply ? json_string_value(json_object_get(reply, "error"))
+                         : "the policy's reply is not JSON");
     json_decref(reply);
     return;
   }
-  ludo__cli_buf_add(&sl->action, out + 1, len - 2);
-  if (sl->action.len == 0) ludo__cli_buf_printf(&sl->action, "null");
+  json_decref(reply);
   if (target_step(sl) != 0) {
     const char *m = target_errmsg(sl);
     finish_error(sl, LUDO_EINVAL, m, strlen(m));
@@ -431,7 +456,7 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   if (status == LUDO_ESCHEMA || status == LUDO_EINVAL) {
     char why[2048];
     snprintf(why, sizeof why, "%.*s", (int)(len < 2000 ? len : 2000), data);
-    invalid_action(sl, NULL, why); /* the environment refused it */
+    invalid_action(sl, sl->text, why); /* the environment refused it */
     return;
   }
   if (status != 0) {
@@ -721,6 +746,7 @@ void eval_slots_close(eval_run_t *r) {
     ludo_script_free(sl->judge);
     ludo_client_close(sl->client);
     json_decref(sl->rubrics);
+    json_decref(sl->text);
     ludo__cli_buf_free(&sl->err);
     ludo__cli_buf_free(&sl->args);
     ludo__cli_buf_free(&sl->last);

@@ -428,6 +428,7 @@ return {
       return m
     end,
     parse = function(text)
+      if text == "float" then return { answer = 0.5 } end -- off the schema
       local n = math.tointeger(tonumber(text:match("^%%-?%%d+$") or ""))
       if n == nil then error("no number in " .. text, 0) end
       return { answer = n }
@@ -444,8 +445,9 @@ LLM_SCRIPT = {"default": "42", "rules": [
 
 def llm_policy_end_to_end():
     """An LLM policy through `ludo eval` against spec/llm/mock_llm.js:
-    answers, an unparseable answer (invalid actions, kept with the
-    model's text), a failing server (error class ELLM), token counts."""
+    answers, an unparseable answer and one the action schema refuses
+    (invalid actions, kept with the model's text), a failing server
+    (error class ELLM), token counts."""
     script = os.path.join(TMP, "llm_script.json")
     json.dump(LLM_SCRIPT, open(script, "w"))
     mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
@@ -472,7 +474,15 @@ def llm_policy_end_to_end():
         assert lines[1]["invalid"] and lines[1]["text"] == "forty-two"
         assert "no number in forty-two" in lines[1]["error"], lines[1]
         assert recs["test-2"]["reward"] == 1.0
-        assert recs["test-3"]["reward"] == 0.0 and recs["test-3"]["done"]
+        step = [json.loads(x) for x in open(os.path.join(
+            d, recs["test-2"]["trajectory"]))][1]
+        assert step["text"] == "42" and step["action"] == {"answer": 42}
+        refused = recs["test-3"]  # parsed, then refused by the schema
+        assert refused["invalid_actions"] == 2, refused
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, refused["trajectory"]))]
+        assert lines[1]["invalid"] and lines[1]["text"] == "float"
+        assert "ESCHEMA" in lines[1]["error"], lines[1]
         down = recs["test-4"]
         assert down["error"]["class"] == "ELLM", down
         assert "500" in down["error"]["message"], down

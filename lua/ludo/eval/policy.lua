@@ -3,8 +3,9 @@
 -- ludo.policy, as `ludo run` takes it; no module: random actions drawn
 -- from the action schema) or the run file's LLM policy: prompt(observation,
 -- history) -> messages, a chat with a ludo.llm client, parse(text) ->
--- action. Every act() answers a list of one value, {action} (the runner
--- takes the action's JSON text as it is), or, when parse raised, {invalid
+-- action. act() answers a list of one value, {action}, for a Lua policy
+-- (the runner takes the action's JSON text as it is), {action = ...,
+-- text = model text} for an LLM policy, or, when parse raised, {invalid
 -- = true, text = ..., error = ...}: an invalid action is recorded by the
 -- runner, not fatal. A failed LLM call raises ("ELLM: ...") and
 -- fails the episode.
@@ -55,7 +56,7 @@ local function llm_policy(info)
         return { invalid = true, text = text, error = entry.error }
       end
       entry.action = action
-      return json.array({ action })
+      return { action = action, text = text }
     end,
   }
 end
