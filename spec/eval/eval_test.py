@@ -440,6 +440,7 @@ return {
 LLM_SCRIPT = {"default": "42", "rules": [
     {"match": "^12 \\* 12$", "reply": "144"},
     {"match": "^7 \\+ 35$", "reply": "forty-two"},
+    {"match": "^81 / 9$", "reply": "float"},
     {"match": "^2 \\^ 10$", "status": 500, "message": "mock is down"}]}
 
 
