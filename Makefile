@@ -280,5 +280,9 @@ $(BUILD)/ludo-eval-resume-bench: bench/eval_resume.c $(EVAL_BENCH_OBJ) \
 	$(CC) $(CFLAGS_ALL) -Iruntime -o $@ $< $(EVAL_BENCH_OBJ) \
 	  $(BUILD)/libludo.a $(PROG_LIBS)
 
-bench-eval: all $(BUILD)/ludo-bench $(BUILD)/ludo-eval-resume-bench
+$(BUILD)/ludo-eval-chain: bench/eval_chain.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+bench-eval: all $(BUILD)/ludo-bench $(BUILD)/ludo-eval-resume-bench \
+  $(BUILD)/ludo-eval-chain
 	@BUILD=$(BUILD) bench/eval_bench.sh

@@ -7,6 +7,10 @@
 #                       after ludo-bench; baseline ludo-bench's in-process
 #                       "step.echo async @16" (bench/core_bench.c, group
 #                       scale); target ratio >= 0.8
+#   eval.echo vs chain  the same eval against the bare chain of the two
+#                       calls an eval step makes (the policy's act, the
+#                       step; bench/eval_chain.c), best of 3 each,
+#                       interleaved: what the runner itself adds
 #   eval.resume         re-reading 100,000 results (bench/eval_resume.c);
 #                       target <= 1 s
 # usage: bench/eval_bench.sh   (make bench-eval; run from anywhere)
@@ -48,5 +52,16 @@ print("eval.echo (Lua policy, @16)   %8.1fk steps/s   baseline step.echo "
       "async @16 %8.1fk/s   ratio %.2fx   target >= 0.8x  %s"
       % (ev / 1e3, base / 1e3, ratio, "met" if ratio >= 0.8 else "MISSED"))
 PY
+echo "== eval.echo against the bare chain of its calls (bench/eval_chain.c)"
+ev=0
+ch=0
+for i in 1 2 3; do
+  ev=$(python3 -c "print(max($ev, $(eval_rate)))")
+  ch=$(python3 -c "print(max($ch, $("$BUILD/ludo-eval-chain" 1600000)))")
+done
+python3 -c "
+ev, ch = $ev, $ch
+print('eval.echo (Lua policy, @16)   %8.1fk steps/s   baseline act+step '
+      'chain @16 %8.1fk/s   ratio %.2fx' % (ev / 1e3, ch / 1e3, ev / ch))"
 echo "== eval.resume (bench/eval_resume.c)"
 "$BUILD/ludo-eval-resume-bench" 100000
