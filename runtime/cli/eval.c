@@ -98,6 +98,20 @@ static int remote_info(eval_t *e) {
   return rc;
 }
 
+/* An environment declared concurrent = false has one session at a time:
+ * its episodes run one after the other. */
+static void one_at_a_time(eval_t *e) {
+  json_t *info = json_loadb(e->r.info, e->r.info_len, 0, NULL);
+  if (json_is_false(json_object_get(info, "concurrent")) &&
+      e->cfg->concurrency > 1) {
+    if (!e->cfg->quiet)
+      fprintf(stderr, "ludo eval: %s is not concurrent: one episode at a "
+              "time\n", e->cfg->env);
+    e->cfg->concurrency = 1;
+  }
+  json_decref(info);
+}
+
 /* Loads the environment (or asks the server) and plans the episodes. */
 static int env_open(eval_t *e) {
   ludo_session_t *s = NULL;
@@ -109,6 +123,7 @@ static int env_open(eval_t *e) {
     return -1;
   }
   e->r.info = ludo_env_info(e->r.env, &e->r.info_len);
+  one_at_a_time(e);
   if (eval_has_tasks(e->cfg) && ludo_session_open(e->r.env, &s) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
     return -1;

@@ -155,6 +155,18 @@ def episodes_overlap_on_one_loop():
 
 
 @test
+def a_non_concurrent_environment_runs_one_episode_at_a_time():
+    d = out("single")
+    r = run_ok("eval", "spec/fixtures/serve/single", "--episodes", "5",
+               "--concurrency", "4", "--max-steps", "3", "--out", d)
+    assert "is not concurrent: one episode at a time" in r.stderr, r.stderr
+    recs = results(d)
+    assert len(recs) == 5 and all(x["error"] is None for x in recs), recs
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["execution"]["concurrency"] == 1
+
+
+@test
 def refuses_a_non_empty_folder():
     d = out("basic")
     before = open(os.path.join(d, "results.jsonl")).read()
