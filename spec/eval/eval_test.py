@@ -508,10 +508,30 @@ def llm_policy_end_to_end():
         mock.wait()
 
 
+def example_llm_policy_and_judge():
+    """examples/eval/run.sh: an LLM policy and an LLM judge (in the
+    sessions) against the mock, every LLM call counted per episode."""
+    d = out("example")
+    r = subprocess.run(["examples/eval/run.sh", d], env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    recs = {(x["task"], x["repeat"]): x for x in results(d)}
+    assert len(recs) == 15
+    right = recs[("q0", 0)]
+    assert right["rubrics"]["rubric_0"] == 1.0, right
+    assert abs(right["rubrics"]["rubric_1"] - 0.95) < 1e-9, right
+    assert right["llm"]["calls"] == 2, right  # the policy's and the judge's
+    wrong = recs[("q2", 0)]
+    assert wrong["rubrics"]["rubric_0"] == 0.0 and not wrong["success"]
+    assert sum(x["invalid_actions"] for x in recs.values()) == 4
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
 # The LLM client and its mock server are helper L's (ludo.llm,
-# spec/llm/): the end-to-end test runs once they are in the tree.
+# spec/llm/): the end-to-end tests run once they are in the tree.
 if os.path.exists("spec/llm/mock_llm.js"):
     test(llm_policy_end_to_end)
+    test(example_llm_policy_and_judge)
 else:
     print("skip llm_policy_end_to_end (no spec/llm/mock_llm.js yet)")
 

@@ -1,0 +1,40 @@
+-- examples/eval: an LLM policy answers the trivia questions (3 tries
+-- each, for pass@k), an LLM judge scores the answers inside the sessions;
+-- both LLMs are the mock server of spec/llm on port 8089 (run.sh).
+return {
+  env = "trivia",
+  tasks = { split = "test" },
+  repeats = 3,
+  pass_k = { 1, 3 },
+  concurrency = 8,
+  max_steps = 2,
+  seed = 1,
+  policy = {
+    llm = { api = "openai", base_url = "http://127.0.0.1:8089/v1",
+            model = "answerer", temperature = 0.7, max_tokens = 32 },
+    prompt = function(observation, history)
+      local messages = { { role = "system",
+        content = "Answer with a few words, no sentence." } }
+      for _, h in ipairs(history) do
+        messages[#messages + 1] = { role = "user",
+          content = h.observation.question }
+        messages[#messages + 1] = { role = "assistant", content = h.text }
+        if h.error then
+          messages[#messages + 1] = { role = "user",
+            content = "That was not an answer: " .. h.error }
+        end
+      end
+      messages[#messages + 1] = { role = "user",
+        content = observation.question }
+      return messages
+    end,
+    parse = function(text)
+      local answer = text:match("^%s*(.-)%s*$")
+      if answer == "" or #answer > 40 or answer:find("not sure", 1, true) then
+        error("not a short answer: " .. text, 0)
+      end
+      return { answer = answer }
+    end,
+  },
+  success = function(result) return result.reward >= 0.9 end,
+}
