@@ -533,7 +533,8 @@ if os.path.exists("spec/llm/mock_llm.js"):
     test(llm_policy_end_to_end)
     test(example_llm_policy_and_judge)
 else:
-    print("skip llm_policy_end_to_end (no spec/llm/mock_llm.js yet)")
+    print("skip llm_policy_end_to_end, example_llm_policy_and_judge "
+          "(no spec/llm/mock_llm.js yet)")
 
 shutil.rmtree(TMP, ignore_errors=True)
 print("%d failed" % failures)
