@@ -273,8 +273,8 @@ clean:
 # `ludo eval`'s figures (bench/eval_bench.sh): its step rate against
 # ludo-bench's, and re-reading 100,000 results for --resume.
 EVAL_BENCH_OBJ := $(BUILD)/obj/runtime/cli/eval_output.o \
-  $(BUILD)/obj/runtime/cli/eval_plan.o $(BUILD)/obj/runtime/cli/eval_episode.o \
-  $(BUILD)/obj/runtime/cli/eval_progress.o $(BUILD)/obj/runtime/cli/buf.o
+  $(BUILD)/obj/runtime/cli/eval_plan.o $(BUILD)/obj/runtime/cli/eval_record.o \
+  $(BUILD)/obj/runtime/cli/buf.o
 $(BUILD)/ludo-eval-resume-bench: bench/eval_resume.c $(EVAL_BENCH_OBJ) \
   $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -Iruntime -o $@ $< $(EVAL_BENCH_OBJ) \

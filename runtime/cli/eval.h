@@ -7,7 +7,9 @@
  *   eval.c          the command: options, setup, the loop, exit status
  *   eval_config.c   flags and run file -> the resolved configuration
  *   eval_plan.c     the episodes: index, task, repeat, seed; shards
- *   eval_episode.c  one slot running episodes: target, policy, records
+ *   eval_episode.c  the episodes as chains of calls on the loop
+ *   eval_slots.c    the slots: policy scripts, clients
+ *   eval_record.c   an episode's record and trajectory
  *   eval_result.c   a step's reward, done and rubric scores, read from
  *                   its JSON text
  *   eval_output.c   the output folder: run.json, results.jsonl, resume,
@@ -159,8 +161,6 @@ json_t *eval_run_read(const char *dir);
 int eval_write_file(const char *dir, const char *name, const char *text,
                     size_t len);
 
-/* Formats a double in its shortest exact form ("0.7", "3.0"). */
-void eval_fmt_double(char *buf, size_t n, double v);
 
 /* ---- step results (eval_result.c) ------------------------------------ */
 
@@ -225,6 +225,30 @@ struct eval_run_s {
   long long finished;
 };
 
+/* What a slot waits for. */
+enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };
+
+struct eval_slot_s {
+  eval_run_t *run;
+  ludo_script_t *policy;   /* ludo.eval.policy */
+  ludo_script_t *judge;    /* ludo.eval.runfile, for a success function */
+  ludo_client_t *client;   /* against a server */
+  ludo_session_t *s;       /* locally: the episode's session */
+  eval_ep_t *ep;           /* NULL: idle */
+  int pending, cancelled;
+  long long steps, invalid;
+  double reward, wall0, cpu0;
+  int done, truncated, has_reward;
+  double last_reward;
+  json_t *rubrics;         /* per rubric path: the sum of its scores */
+  char err_class[32];      /* "" while no error */
+  ludo__cli_buf_t err, args, last, action, refusal;
+  json_t *text;            /* the model's text of the action, or NULL */
+  FILE *traj;
+  json_t *rec;             /* the record, while the success function runs */
+  double llm0[4];          /* usage at the start: calls, failures, tokens */
+};
+
 /* Opens the slots (a policy script each, and for a server a client).
  * Returns 0 or -1 after saying what was wrong. */
 int eval_slots_open(eval_run_t *r);
@@ -233,6 +257,27 @@ void eval_slots_start(eval_run_t *r);
 /* Ctrl-C: cancels the episodes in flight (recorded as ECANCELED). */
 void eval_slots_cancel(eval_run_t *r);
 void eval_slots_close(eval_run_t *r);
+
+/* ---- records and trajectories (eval_record.c) ------------------------- */
+
+/* Shares the thread's CPU time since the last update among the episodes
+ * in flight (at each start and end of an episode). */
+void eval_cpu_update(eval_run_t *r);
+/* The LLM usage of the slot's Lua so far: calls, failures, prompt and
+ * completion tokens. */
+void eval_llm_usage(const eval_slot_t *sl, double u[4]);
+/* Records the episode's error (the first stands). */
+void eval_record_error(eval_slot_t *sl, int status, const char *msg,
+                       size_t len);
+/* The episode's record (new ref). */
+json_t *eval_record_new(eval_slot_t *sl);
+/* The trajectory file: opened at the start, the reset, each step, each
+ * invalid action (the model's text, or NULL, and why). */
+void eval_traj_open(eval_slot_t *sl);
+void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
+                     size_t len);
+void eval_traj_step(eval_slot_t *sl, const char *data, size_t len);
+void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
 
 /* ---- summary and report (eval_report.c) ------------------------------- */
 

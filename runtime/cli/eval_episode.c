@@ -1,4 +1,4 @@
-/* eval_episode.c - the slots of `ludo eval`: each runs one episode at a
+/* eval_episode.c - the episodes of `ludo eval`: each slot runs one at a
  * time, as a chain of non-blocking calls on the loop (open a session or
  * use the slot's client, reset, policy reset, then act and step until
  * done or max_steps), and writes the episode's record. C slots make C
@@ -6,136 +6,8 @@
  * being stopped (Ctrl-C): then the episode ends as ECANCELED. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/eval.h"
-
-enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };
-
-struct eval_slot_s {
-  eval_run_t *run;
-  ludo_script_t *policy;   /* ludo.eval.policy */
-  ludo_script_t *judge;    /* ludo.eval.runfile, for a success function */
-  ludo_client_t *client;   /* against a server */
-  ludo_session_t *s;       /* locally: the episode's session */
-  eval_ep_t *ep;           /* NULL: idle */
-  int pending, cancelled;
-  long long steps, invalid;
-  double reward, wall0, cpu0;
-  int done, truncated, has_reward;
-  double last_reward;
-  json_t *rubrics;         /* per rubric path: the sum of its scores */
-  char err_class[32];      /* "" while no error */
-  ludo__cli_buf_t err, args, last, action, refusal;
-  json_t *text;            /* the model's text of the action, or NULL */
-  FILE *traj;
-  json_t *rec;             /* the record, while the success function runs */
-  double llm0[4];          /* usage at the start: calls, failures, tokens */
-};
-
-/* ---- time -------------------------------------------------------------- */
-
-double eval_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double eval_cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Shares the thread's CPU time since the last update among the episodes
- * in flight: an episode's cpu_ms is what it got of it. Their number only
- * changes when an episode starts or ends, so updating then is enough (and
- * saves a system call per step). */
-static void cpu_update(eval_run_t *r) {
-  double now = eval_cpu_now();
-  if (r->active > 0) r->cpu_share += (now - r->cpu_last) / (double)r->active;
-  r->cpu_last = now;
-}
-
-/* ---- LLM usage ---------------------------------------------------------- */
-
-/* The LLM usage of the slot's Lua so far (policy script and session):
- * calls, failures, prompt and completion tokens. Zeros while the runtime
- * has no LLM clients (ludo.llm; ludo_*_llm_usage in ludo.h). */
-static void llm_usage_read(const eval_slot_t *sl, double u[4]) {
-  memset(u, 0, 4 * sizeof *u);
-#ifdef LUDO_LUA_LLM_SCRIPTS
-  {
-    ludo_llm_usage_t a = {0}, b = {0};
-    if (sl->policy) ludo_script_llm_usage(sl->policy, &a);
-    if (sl->s) ludo_session_llm_usage(sl->s, &b);
-    u[0] = (double)(a.calls + b.calls);
-    u[1] = (double)(a.failures + b.failures);
-    u[2] = (double)(a.prompt_tokens + b.prompt_tokens);
-    u[3] = (double)(a.completion_tokens + b.completion_tokens);
-  }
-#else
-  (void)sl;
-#endif
-}
-
-/* ---- the record ---------------------------------------------------------- */
-
-/* Records the episode's error: its class and the message's first line. */
-static void fail(eval_slot_t *sl, int status, const char *msg, size_t len) {
-  const char *cls = ludo_err_name(status);
-  size_t n = len;
-  if (sl->err_class[0] != '\0') return; /* the first error stands */
-  if (status == LUDO_ESCRIPT && len >= 14 &&
-      strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
-    cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
-  if (sl->cancelled) cls = "ECANCELED";
-  snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
-  if (memchr(msg, '\n', len)) n = (size_t)((const char *)memchr(msg, '\n', len) - msg);
-  if (n > 2000) n = 2000;
-  ludo__cli_buf_reset(&sl->err);
-  if (sl->cancelled)
-    ludo__cli_buf_printf(&sl->err, "ECANCELED: the run was interrupted");
-  else
-    ludo__cli_buf_printf(&sl->err, "%.*s", (int)n, msg);
-}
-
-static int success_default(const eval_slot_t *sl) {
-  const eval_cfg_t *cfg = sl->run->cfg;
-  if (sl->err_class[0] != '\0') return 0;
-  if (cfg->success_kind == EVAL_SUCCESS_THRESHOLD)
-    return sl->reward >= cfg->success_threshold;
-  return sl->reward > 0;
-}
-
-static json_t *record_new(eval_slot_t *sl) {
-  const eval_ep_t *e = sl->ep;
-  double u[4], wall = (eval_now() - sl->wall0) * 1000.0;
-  char traj[64];
-  json_t *rec;
-  llm_usage_read(sl, u);
-  snprintf(traj, sizeof traj, "trajectories/%06lld.jsonl", e->index);
-  rec = json_pack(
-      "{sI so sI sI sI sf sO sb sb sb sI so sf sf s{sIsIsIsI} so}",
-      "episode", (json_int_t)e->index, "task",
-      e->task_id ? json_string(e->task_id) : json_null(), "repeat",
-      (json_int_t)e->repeat, "seed", (json_int_t)e->seed, "steps",
-      (json_int_t)sl->steps, "reward", sl->reward, "rubrics", sl->rubrics,
-      "done", sl->done, "truncated", sl->truncated, "success",
-      success_default(sl), "invalid_actions", (json_int_t)sl->invalid,
-      "error",
-      sl->err_class[0] ? json_pack("{ssss}", "class", sl->err_class,
-                                   "message", sl->err.p ? sl->err.p : "")
-                       : json_null(),
-      "wall_ms", wall, "cpu_ms",
-      (sl->run->cpu_share - sl->cpu0) * 1000.0, "llm", "calls",
-      (json_int_t)(u[0] - sl->llm0[0]), "failures",
-      (json_int_t)(u[1] - sl->llm0[1]), "prompt_tokens",
-      (json_int_t)(u[2] - sl->llm0[2]), "completion_tokens",
-      (json_int_t)(u[3] - sl->llm0[3]), "trajectory",
-      sl->run->cfg->trajectories ? json_string(traj) : json_null());
-  return rec;
-}
 
 static void slot_next(eval_slot_t *sl);
 
@@ -165,7 +37,7 @@ static void on_judge(ludo_script_t *sc, int status, const char *out,
     json_object_set_new(rec, "success",
                         json_boolean(len == 4 && !memcmp(out, "true", 4)));
   } else { /* the success function failed: the episode with it */
-    fail(sl, status, out, len);
+    eval_record_error(sl, status, out, len);
     json_object_set_new(rec, "success", json_false());
     json_object_set_new(rec, "error",
                         json_pack("{ssss}", "class", sl->err_class,
@@ -198,10 +70,10 @@ static void judge(eval_slot_t *sl, json_t *rec) {
 static void finish(eval_slot_t *sl) {
   eval_run_t *r = sl->run;
   json_t *rec;
-  cpu_update(r);
+  eval_cpu_update(r);
   if (sl->traj != NULL) fclose(sl->traj);
   sl->traj = NULL;
-  rec = record_new(sl);
+  rec = eval_record_new(sl);
   if (sl->s != NULL) ludo_session_close_async(sl->s, NULL, NULL);
   sl->s = NULL;
   sl->pending = P_NONE;
@@ -215,54 +87,8 @@ static void finish(eval_slot_t *sl) {
 /* Ends the episode with an error. */
 static void finish_error(eval_slot_t *sl, int status, const char *msg,
                          size_t len) {
-  fail(sl, status, msg, len);
+  eval_record_error(sl, status, msg, len);
   finish(sl);
-}
-
-/* ---- trajectories ---------------------------------------------------------- */
-
-static void traj_open(eval_slot_t *sl) {
-  char path[4400];
-  if (!sl->run->cfg->trajectories) return;
-  snprintf(path, sizeof path, "%s/trajectories/%06lld.jsonl",
-           sl->run->cfg->out, sl->ep->index);
-  sl->traj = fopen(path, "w");
-}
-
-/* Line 1: the reset's options and result. */
-static void traj_reset(eval_slot_t *sl, const char *opts, const char *data,
-                       size_t len) {
-  if (sl->traj == NULL || len < 2 || data[0] != '{') return;
-  fprintf(sl->traj, "{\"reset\":%s,%.*s\n", opts, (int)len - 1, data + 1);
-}
-
-/* A step: its action, then the result's fields. */
-static void traj_step(eval_slot_t *sl, const char *data, size_t len) {
-  char *text = NULL;
-  if (sl->traj == NULL || len < 2 || data[0] != '{') return;
-  if (sl->text != NULL) text = json_dumps(sl->text, JSON_ENCODE_ANY);
-  fprintf(sl->traj, "{\"step\":%lld,\"action\":%.*s,%s%s%s%.*s\n",
-          sl->steps, (int)sl->action.len, sl->action.p,
-          text ? "\"text\":" : "", text ? text : "", text ? "," : "",
-          (int)len - 1, data + 1);
-  free(text);
-}
-
-/* An invalid action: the model's text (if any) and why. */
-static void traj_invalid(eval_slot_t *sl, json_t *text, const char *why) {
-  json_t *line;
-  char *s;
-  if (sl->traj == NULL) return;
-  line = json_pack("{sIsosbsOss}", "step", (json_int_t)sl->steps, "action",
-                   sl->action.len ? json_loadb(sl->action.p, sl->action.len,
-                                               0, NULL)
-                                  : json_null(),
-                   "invalid", 1, "text", text ? text : json_null(), "error",
-                   why);
-  s = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-  if (s != NULL) fprintf(sl->traj, "%s\n", s);
-  free(s);
-  json_decref(line);
 }
 
 /* ---- the target: a session or the slot's client ------------------------- */
@@ -342,7 +168,7 @@ static void ask_policy(eval_slot_t *sl) {
 static void invalid_action(eval_slot_t *sl, json_t *text, const char *why) {
   sl->steps++;
   sl->invalid++;
-  traj_invalid(sl, text, why);
+  eval_traj_invalid(sl, text, why);
   ludo__cli_buf_reset(&sl->refusal);
   ludo__cli_buf_json_string(&sl->refusal, why);
   sl->has_reward = 0;
@@ -464,7 +290,7 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
     return;
   }
   sl->steps++;
-  traj_step(sl, data, len);
+  eval_traj_step(sl, data, len);
   read_step(sl, data, len, &st);
   sl->has_reward = st.has_reward;
   sl->last_reward = st.reward;
@@ -510,7 +336,7 @@ static void was_reset(eval_slot_t *sl, int status, const char *data,
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, data, len);
     return;
   }
-  traj_reset(sl, sl->args.p, data, len);
+  eval_traj_reset(sl, sl->args.p, data, len);
   res = json_loadb(data, len, 0, NULL);
   sl->done = json_is_true(json_object_get(res, "done"));
   json_decref(res);
@@ -566,7 +392,7 @@ static void on_open(ludo_session_t *s, int status, void *ud) {
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, m, strlen(m));
     return;
   }
-  llm_usage_read(sl, sl->llm0);
+  eval_llm_usage(sl, sl->llm0);
   reset(sl);
 }
 
@@ -574,7 +400,7 @@ static void on_open(ludo_session_t *s, int status, void *ud) {
 static void start(eval_slot_t *sl, eval_ep_t *e) {
   eval_run_t *r = sl->run;
   int rc;
-  cpu_update(r);
+  eval_cpu_update(r);
   sl->ep = e;
   sl->steps = sl->invalid = 0;
   sl->reward = sl->last_reward = 0;
@@ -586,9 +412,9 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   r->active++;
   sl->wall0 = eval_now();
   sl->cpu0 = r->cpu_share;
-  traj_open(sl);
+  eval_traj_open(sl);
   if (sl->client != NULL) {
-    llm_usage_read(sl, sl->llm0);
+    eval_llm_usage(sl, sl->llm0);
     reset(sl);
     return;
   }
@@ -606,86 +432,13 @@ static eval_ep_t *next_episode(eval_run_t *r) {
 static void slot_next(eval_slot_t *sl) {
   eval_run_t *r = sl->run;
   eval_ep_t *e;
-  cpu_update(r);
+  eval_cpu_update(r);
   r->active--;
   e = r->stopping ? NULL : next_episode(r);
   if (e != NULL) start(sl, e);
 }
 
-/* ---- slots ---------------------------------------------------------------- */
-
-/* The init arguments of ludo.eval.policy: [spec, info]. */
-static void policy_spec(const eval_cfg_t *cfg, const char *info,
-                        size_t info_len, ludo__cli_buf_t *b) {
-  ludo__cli_buf_printf(b, "[{\"kind\":\"%s\"",
-                       cfg->policy_llm         ? "llm"
-                       : cfg->policy_mod[0]    ? "lua"
-                                               : "random");
-  if (cfg->policy_mod[0] && !cfg->policy_llm) {
-    ludo__cli_buf_printf(b, ",\"module\":");
-    ludo__cli_buf_json_string(b, cfg->policy_mod);
-  }
-  if (cfg->policy_llm) {
-    ludo__cli_buf_printf(b, ",\"runfile\":");
-    ludo__cli_buf_json_string(b, cfg->runfile_mod);
-  }
-  ludo__cli_buf_printf(b, "},%.*s]", (int)info_len, info);
-}
-
-static int policy_open(eval_run_t *r, eval_slot_t *sl) {
-  const eval_cfg_t *cfg = r->cfg;
-  const char *dir = cfg->policy_llm     ? cfg->runfile_dir
-                    : cfg->policy_mod[0] ? cfg->policy_dir
-                                         : NULL;
-  ludo__cli_buf_t args = {0};
-  const char *o;
-  size_t n;
-  int rc;
-  if (ludo_script_open(r->rt, "ludo.eval.policy", dir, &sl->policy) != 0) {
-    ludo__cli_error("policy: %s", ludo_runtime_errmsg(r->rt));
-    return -1;
-  }
-  policy_spec(cfg, r->info, r->info_len, &args);
-  rc = ludo_script_call(sl->policy, "init", args.p, args.len, &o, &n);
-  ludo__cli_buf_free(&args);
-  if (rc != 0) {
-    ludo__cli_error("policy: %s", ludo_script_errmsg(sl->policy));
-    return -1;
-  }
-  if (cfg->success_kind == EVAL_SUCCESS_FN &&
-      ludo_script_open(r->rt, "ludo.eval.runfile", cfg->runfile_dir,
-                       &sl->judge) != 0) {
-    ludo__cli_error("success: %s", ludo_runtime_errmsg(r->rt));
-    return -1;
-  }
-  return 0;
-}
-
-static int client_open(eval_run_t *r, eval_slot_t *sl) {
-  ludo_client_options_t o;
-  ludo_client_options_init(&o);
-  o.token = r->cfg->token && *r->cfg->token ? r->cfg->token : NULL;
-  if (ludo_client_connect(r->rt, r->cfg->env, &o, &sl->client) != 0) {
-    ludo__cli_error("%s", ludo_runtime_errmsg(r->rt));
-    return -1;
-  }
-  return 0;
-}
-
-int eval_slots_open(eval_run_t *r) {
-  size_t i, left = r->plan->n;
-  for (i = 0; i < r->plan->n; i++) left -= r->plan->eps[i].done != 0;
-  r->nslots = (size_t)r->cfg->concurrency < left ? (size_t)r->cfg->concurrency
-                                                 : left;
-  r->slots = calloc(r->nslots + 1, sizeof *r->slots);
-  for (i = 0; i < r->nslots; i++) {
-    eval_slot_t *sl = &r->slots[i];
-    sl->run = r;
-    if (policy_open(r, sl) != 0) return -1;
-    if (r->cfg->remote && client_open(r, sl) != 0) return -1;
-  }
-  return 0;
-}
+/* ---- running the slots ---------------------------------------------------- */
 
 void eval_slots_start(eval_run_t *r) {
   size_t i;
@@ -736,23 +489,4 @@ void eval_slots_cancel(eval_run_t *r) {
   size_t i;
   r->stopping = 1;
   for (i = 0; i < r->nslots; i++) slot_cancel(&r->slots[i]);
-}
-
-void eval_slots_close(eval_run_t *r) {
-  size_t i;
-  for (i = 0; r->slots != NULL && i < r->nslots; i++) {
-    eval_slot_t *sl = &r->slots[i];
-    ludo_script_free(sl->policy);
-    ludo_script_free(sl->judge);
-    ludo_client_close(sl->client);
-    json_decref(sl->rubrics);
-    json_decref(sl->text);
-    ludo__cli_buf_free(&sl->err);
-    ludo__cli_buf_free(&sl->args);
-    ludo__cli_buf_free(&sl->last);
-    ludo__cli_buf_free(&sl->action);
-    ludo__cli_buf_free(&sl->refusal);
-  }
-  free(r->slots);
-  r->slots = NULL;
 }

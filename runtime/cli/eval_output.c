@@ -11,19 +11,6 @@
 
 #include "cli/eval.h"
 
-void eval_fmt_double(char *buf, size_t n, double v) {
-  int p;
-  if (v != v || v - v != 0) {
-    snprintf(buf, n, "null");
-    return;
-  }
-  for (p = 1; p <= 17; p++) {
-    snprintf(buf, n, "%.*g", p, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  if (strpbrk(buf, ".eEn") == NULL && strlen(buf) + 2 < n) strcat(buf, ".0");
-}
-
 int eval_write_file(const char *dir, const char *name, const char *text,
                     size_t len) {
   char path[4400], tmp[4400];
