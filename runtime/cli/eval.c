@@ -225,7 +225,7 @@ const ludo__cli_cmd_t ludo__cli_cmd_eval = {
     "file. Writes OUT/run.json, OUT/results.jsonl (one record per\n"
     "episode), OUT/trajectories/, OUT/summary.json and OUT/report.html.\n"
     "`ludo eval merge DIR... --out DIR` combines shard folders (see\n"
-    "ludo help eval-merge).\n",
+    "`ludo eval merge --help`).\n",
     ludo__cli_eval_opts,
     "Episodes are numbered from 0; episode i is seeded from the run's seed\n"
     "and i alone, so results do not depend on --concurrency, --shard or\n"

@@ -163,9 +163,12 @@ static void top_help(FILE *f) {
   fputs("\ncommands:\n", f);
   for (c = commands; *c; c++) {
     char left[64];
-    snprintf(left, sizeof left, "  %s%s%s", (*c)->name,
-             (*c)->args[0] ? " " : "", (*c)->args);
-    fprintf(f, "%-21s%s\n", left, (*c)->summary);
+    int n = snprintf(left, sizeof left, "  %s%s%s", (*c)->name,
+                     (*c)->args[0] ? " " : "", (*c)->args);
+    if (n + 2 > 24) /* a long usage: the summary on the next line */
+      fprintf(f, "%s\n%-24s%s\n", left, "", (*c)->summary);
+    else
+      fprintf(f, "%-24s%s\n", left, (*c)->summary);
   }
   fputc('\n', f);
   ludo__cli_help_options(&top, f);
