@@ -284,3 +284,20 @@ clean:
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d \
   $(BUILD)/obj/*/*/*/*.d)
+
+# `ludo eval`'s figures (bench/eval_bench.sh): its step rate against
+# ludo-bench's, and re-reading 100,000 results for --resume.
+EVAL_BENCH_OBJ := $(BUILD)/obj/runtime/cli/eval_output.o \
+  $(BUILD)/obj/runtime/cli/eval_plan.o $(BUILD)/obj/runtime/cli/eval_record.o \
+  $(BUILD)/obj/runtime/cli/buf.o
+$(BUILD)/ludo-eval-resume-bench: bench/eval_resume.c $(EVAL_BENCH_OBJ) \
+  $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -Iruntime -o $@ $< $(EVAL_BENCH_OBJ) \
+	  $(BUILD)/libludo.a $(PROG_LIBS)
+
+$(BUILD)/ludo-eval-chain: bench/eval_chain.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+bench-eval: all $(BUILD)/ludo-bench $(BUILD)/ludo-eval-resume-bench \
+  $(BUILD)/ludo-eval-chain
+	@BUILD=$(BUILD) bench/eval_bench.sh

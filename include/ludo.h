@@ -649,6 +649,24 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
                                  const char *args_json, size_t len,
                                  const char **out, size_t *out_len);
 
+/* Calls module.<fn>(args...) like ludo_script_call, without blocking:
+ * copies `fn` and the input, queues the call on the loop and returns at
+ * once; the Lua runs from the loop (a call that waits, e.g. on ludo.sleep,
+ * lets other calls of the loop go on meanwhile; one that runs long is
+ * time-sliced like a session's) and `cb` runs once after it, from the
+ * loop, never from inside this function (held while a blocking call runs
+ * the loop). It counts as a call in flight for ludo_runtime_run and
+ * ludo_runtime_poll. ludo_script_free with a call in flight ends it: `cb`
+ * runs inside the free with LUDO_ECANCELED (or with its outcome when that
+ * had come). Returns 0, or LUDO_EINVAL (a NULL argument, a function name
+ * of 128 bytes or more), LUDO_EBUSY (a call of this script, blocking or
+ * not, is in flight), LUDO_ETOOBIG (the input is over max_input_bytes),
+ * LUDO_ENOMEM, in which case `cb` never runs. The call itself fails with
+ * the codes of ludo_script_call, in `cb`. */
+LUDO_EXTERN int ludo_script_call_async(ludo_script_t *sc, const char *fn,
+                                       const char *args_json, size_t len,
+                                       ludo_script_cb cb, void *ud);
+
 /* Message of the script's last failed call. Never NULL. A CPU budget,
  * wall-clock limit or memory cap says where the Lua was and in which
  * function: "ETIMEOUT: ... (at mypolicy.lua:7) during ludo.policy.act". */
@@ -660,7 +678,10 @@ LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc);
 LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
                                   ludo_error_t *err);
 
-/* Frees a script. Accepts NULL. Not from inside its own call. */
+/* Frees a script (before its runtime). Accepts NULL. Not from inside its
+ * own call's Lua (a host function); fine from its own callback. A
+ * non-blocking call in flight ends with LUDO_ECANCELED (see
+ * ludo_script_call_async). */
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);
 
 /* ---- batched steps ---------------------------------------------------

@@ -316,6 +316,14 @@ typedef void (*ludo_close_cb)(int status, void *ud);
 typedef void (*ludo_client_cb)(ludo_client_t *c, int status,
                                const char *data, size_t len, void *ud);
 
+/* Completion of ludo_script_call_async: status 0 and `out`/`len` the JSON
+ * of the function's first result (null when it returned nothing), or a
+ * negative code and `out` the error message (also in
+ * ludo_script_errmsg). Borrowed until the callback returns. The callback
+ * may start the script's next call, or free the script. */
+typedef void (*ludo_script_cb)(ludo_script_t *sc, int status,
+                               const char *out, size_t len, void *ud);
+
 /* One result of a batched step: the i-th session's status and result (or
  * error message), borrowed until the callback returns. */
 typedef void (*ludo_batch_cb)(size_t i, ludo_session_t *s, int status,

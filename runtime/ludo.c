@@ -309,6 +309,13 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
   return ludo__script_call(sc, fn, args_json, len, out, out_len);
 }
 
+LUDO_EXTERN int ludo_script_call_async(ludo_script_t *sc, const char *fn,
+                                       const char *args_json, size_t len,
+                                       ludo_script_cb cb, void *ud) {
+  if (sc == NULL || fn == NULL || cb == NULL) return LUDO_EINVAL;
+  return ludo__script_call_async(sc, fn, args_json, len, cb, ud);
+}
+
 LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc) {
   return sc ? ludo__script_errmsg(sc) : "EINVAL: no script";
 }

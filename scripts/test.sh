@@ -239,6 +239,21 @@ fi
 [ $rc -eq 0 ] || status=1
 rm -f "$out"
 
+# 3c'. `ludo eval` through the binary (spec/eval/eval_test.py): output
+# folder, determinism, resume after kill -9, shards and merge, Ctrl-C,
+# progress, run files, a remote run.
+echo "== eval"
+out=$(mktemp)
+timeout 600 /usr/bin/python3 spec/eval/eval_test.py "$BUILD/ludo" >"$out" 2>&1
+rc=$?
+cat "$out"
+add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+  echo "FAIL eval tests ended with status $rc"; add 0 1
+fi
+[ $rc -eq 0 ] || status=1
+rm -f "$out"
+
 # 3d. The Kubernetes manifests of docs/k8s/ (docs/deploy.md): parsed, cross-
 # checked, and the Deployment's arguments run with the real binary.
 echo "== k8s manifests"

@@ -37,6 +37,13 @@ void ludo__cli_buf_printf(ludo__cli_buf_t *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+void ludo__cli_buf_add(ludo__cli_buf_t *b, const char *s, size_t n) {
+  grow(b, b->len + n + 1);
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+}
+
 void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s) {
   ludo__cli_buf_printf(b, "\"");
   for (; *s; s++) {

@@ -90,6 +90,7 @@ int ludo__cli_number(const char *name, const char *val, long long min,
 extern const ludo__cli_cmd_t ludo__cli_cmd_run;
 extern const ludo__cli_cmd_t ludo__cli_cmd_serve;
 extern const ludo__cli_cmd_t ludo__cli_cmd_client;
+extern const ludo__cli_cmd_t ludo__cli_cmd_eval;
 
 /* ---- host libraries (hostlib.c) ---------------------------------------
  * The one place where the commands that run environments (run; later
@@ -132,6 +133,8 @@ typedef struct ludo__cli_buf_s {
 
 void ludo__cli_buf_printf(ludo__cli_buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Appends n bytes of s (kept NUL-terminated). */
+void ludo__cli_buf_add(ludo__cli_buf_t *b, const char *s, size_t n);
 /* Appends `s` as a JSON string literal. */
 void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s);
 void ludo__cli_buf_reset(ludo__cli_buf_t *b);

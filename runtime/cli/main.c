@@ -136,7 +136,7 @@ static const ludo__cli_cmd_t cmd_help_def = {
     help_opts, NULL, cmd_help};
 
 static const ludo__cli_cmd_t *const commands[] = {
-    &ludo__cli_cmd_run, &ludo__cli_cmd_serve, &ludo__cli_cmd_client,
+    &ludo__cli_cmd_run, &ludo__cli_cmd_eval, &ludo__cli_cmd_serve, &ludo__cli_cmd_client,
     &cmd_lua_path_def,
     &cmd_help_def, NULL};
 
@@ -163,9 +163,12 @@ static void top_help(FILE *f) {
   fputs("\ncommands:\n", f);
   for (c = commands; *c; c++) {
     char left[64];
-    snprintf(left, sizeof left, "  %s%s%s", (*c)->name,
-             (*c)->args[0] ? " " : "", (*c)->args);
-    fprintf(f, "%-21s%s\n", left, (*c)->summary);
+    int n = snprintf(left, sizeof left, "  %s%s%s", (*c)->name,
+                     (*c)->args[0] ? " " : "", (*c)->args);
+    if (n + 2 > 24) /* a long usage: the summary on the next line */
+      fprintf(f, "%s\n%-24s%s\n", left, "", (*c)->summary);
+    else
+      fprintf(f, "%-24s%s\n", left, (*c)->summary);
   }
   fputc('\n', f);
   ludo__cli_help_options(&top, f);

@@ -194,6 +194,9 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
                       const char *dir, ludo_script_t **out);
 int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                       size_t len, const char **out, size_t *out_len);
+int ludo__script_call_async(ludo_script_t *sc, const char *fn,
+                            const char *json, size_t len, ludo_script_cb cb,
+                            void *ud);
 const char *ludo__script_errmsg(const ludo_script_t *sc);
 void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e);
 /* The parts of the session's last failure (session.c). */

@@ -3,6 +3,7 @@
  * functions the host calls by name with JSON arguments and a JSON result.
  * `ludo run` drives its policies through them. */
 #include <lauxlib.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +21,15 @@ struct ludo_script_s {
   ludo__buf_t out, err;
   int status, done;
   int runnable;                /* the call waited and can go on */
+  /* Non-blocking calls (ludo_script_call_async): the task runs the call
+   * from the loop (phase LUDO__PH_*), the input and the function's name
+   * are copies. */
+  ludo__task_t task;
+  int phase, async;
+  ludo_script_cb cb;
+  void *cb_ud;
+  ludo__buf_t in;
+  char fn_copy[128];
   int err_code;                /* the last failure: its code, */
   char err_fn[64];             /* function (cut to fit), */
   char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
@@ -112,13 +122,88 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
   }
   sc->status = status;
   sc->done = 1;
+  if (sc->async) {
+    sc->rt->calls--;
+    sc->phase = LUDO__PH_DELIVER;
+    ludo__core_post(&sc->rt->core, &sc->task);
+  }
 }
 
-/* The call waited and can go on: ludo__script_call resumes it. */
+/* The call waited and can go on: a blocking call resumes it in its own
+ * loop (ludo__script_call), a non-blocking one from its task. */
 static void script_wake(ludo__sched_t *s, void *ud) {
   ludo_script_t *sc = ud;
   (void)s;
-  sc->runnable = 1;
+  if (!sc->async) {
+    sc->runnable = 1;
+    return;
+  }
+  sc->phase = LUDO__PH_RUN;
+  ludo__core_post(&sc->rt->core, &sc->task);
+}
+
+/* Runs the host's callback of a finished non-blocking call. The callback
+ * may free the script or start its next call: nothing touches sc after. */
+static void script_deliver(ludo_script_t *sc) {
+  ludo__core_t *c = &sc->rt->core;
+  ludo_script_cb cb = sc->cb;
+  void *ud = sc->cb_ud;
+  int status = sc->status;
+  sc->cb = NULL;
+  sc->cb_ud = NULL;
+  sc->phase = LUDO__PH_IDLE;
+  sc->async = 0;
+  c->in_callback++;
+  if (status == 0)
+    cb(sc, 0, sc->out.p ? sc->out.p : "null", sc->out.p ? sc->out.len : 4,
+       ud);
+  else
+    cb(sc, status, ludo__script_errmsg(sc), sc->err.p ? sc->err.len : 0, ud);
+  c->in_callback--;
+}
+
+/* Fails a non-blocking call that could not start (no call thread). */
+static void script_fail_start(ludo_script_t *sc, int rc) {
+  static const char msg[] = "ENOMEM: no memory left to start the call";
+  ludo__buf_reset(&sc->err);
+  if (ludo__buf_add(&sc->err, msg, sizeof msg - 1)) ludo__buf_reset(&sc->err);
+  sc->err_code = rc;
+  snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
+  sc->err_where[0] = '\0';
+  sc->status = rc;
+  sc->done = 1;
+  sc->rt->calls--;
+  sc->phase = LUDO__PH_DELIVER;
+  ludo__core_post(&sc->rt->core, &sc->task);
+}
+
+/* The script's task: starts, resumes or delivers its non-blocking call. */
+static void script_task(ludo__task_t *t) {
+  ludo_script_t *sc =
+      (ludo_script_t *)((char *)t - offsetof(ludo_script_t, task));
+  int rc;
+  switch (sc->phase) {
+    case LUDO__PH_START:
+      sc->phase = LUDO__PH_IDLE;
+      sc->ps->sched.sliceable = 1;
+      rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
+                             sc->in.p, sc->in.len, script_done, sc);
+      if (rc != 0) script_fail_start(sc, rc);
+      break;
+    case LUDO__PH_RUN:
+      sc->phase = LUDO__PH_IDLE;
+      ludo__sched_continue(&sc->ps->sched);
+      break;
+    case LUDO__PH_DELIVER:
+      if (sc->rt->core.blocking) { /* after the blocking call returns */
+        ludo__core_post_delivery(&sc->rt->core, &sc->task);
+        break;
+      }
+      script_deliver(sc);
+      break;
+    default:
+      break;
+  }
 }
 
 int ludo__script_open(ludo_runtime_t *rt, const char *module,
@@ -132,6 +217,8 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   sc->mod_ref = LUA_NOREF;
   ludo__buf_init(&sc->out, ludo__alloc_fn, heap);
   ludo__buf_init(&sc->err, ludo__alloc_fn, heap);
+  ludo__buf_init(&sc->in, ludo__alloc_fn, heap);
+  sc->task.fn = script_task;
   sc->name = ludo__strndup(heap, module, strlen(module));
   sc->modules.cache = &rt->core.cache;
   sc->modules.global = &rt->core.cmods;
@@ -164,7 +251,8 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                       size_t len, const char **out, size_t *out_len) {
   ludo_runtime_t *rt = sc->rt;
   int rc;
-  if (!ludo__runtime_may_block(rt) || sc->ps->sched.in_call)
+  if (!ludo__runtime_may_block(rt) || sc->ps->sched.in_call ||
+      sc->phase != LUDO__PH_IDLE)
     return LUDO_EBUSY;
   if (json != NULL && rt->opts.max_input_bytes != 0 &&
       len > rt->opts.max_input_bytes)
@@ -192,6 +280,30 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
   return 0;
 }
 
+int ludo__script_call_async(ludo_script_t *sc, const char *fn,
+                            const char *json, size_t len, ludo_script_cb cb,
+                            void *ud) {
+  ludo_runtime_t *rt = sc->rt;
+  size_t fn_len = strlen(fn);
+  if (sc->ps->sched.in_call || sc->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (fn_len >= sizeof sc->fn_copy) return LUDO_EINVAL;
+  if (json == NULL) len = 0;
+  if (rt->opts.max_input_bytes != 0 && len > rt->opts.max_input_bytes)
+    return LUDO_ETOOBIG;
+  ludo__buf_reset(&sc->in);
+  if (len > 0 && ludo__buf_add(&sc->in, json, len)) return LUDO_ENOMEM;
+  memcpy(sc->fn_copy, fn, fn_len + 1);
+  sc->fn = sc->fn_copy;
+  sc->done = 0;
+  sc->async = 1;
+  sc->cb = cb;
+  sc->cb_ud = ud;
+  sc->phase = LUDO__PH_START;
+  rt->calls++;
+  ludo__core_post(&rt->core, &sc->task);
+  return 0;
+}
+
 const char *ludo__script_errmsg(const ludo_script_t *sc) {
   return sc->err.p ? sc->err.p : "";
 }
@@ -203,14 +315,36 @@ void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e) {
   e->where = sc->err_where;
 }
 
+/* Ends a non-blocking call in flight: its callback runs now with
+ * ECANCELED (or with its outcome, when that had come). */
+static void script_cancel(ludo_script_t *sc) {
+  ludo__core_unpost(&sc->rt->core, &sc->task); /* held deliveries too */
+  if (sc->phase == LUDO__PH_START) { /* the call never began */
+    static const char msg[] = "ECANCELED: the call was cancelled";
+    ludo__buf_reset(&sc->err);
+    if (ludo__buf_add(&sc->err, msg, sizeof msg - 1))
+      ludo__buf_reset(&sc->err);
+    sc->err_code = sc->status = LUDO_ECANCELED;
+    snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
+    sc->rt->calls--;
+    sc->phase = LUDO__PH_DELIVER;
+  } else if (sc->ps != NULL && sc->ps->sched.in_call) {
+    ludo__sched_cancel(&sc->ps->sched); /* script_done posts... */
+    ludo__core_unpost(&sc->rt->core, &sc->task);
+  }
+  if (sc->phase == LUDO__PH_DELIVER && sc->cb != NULL) script_deliver(sc);
+}
+
 void ludo__script_free(ludo_script_t *sc) {
   ludo__alloc_t *heap = &sc->rt->core.heap;
+  if (sc->async) script_cancel(sc);
   if (sc->ps) ludo__pstate_free(sc->rt, sc->ps);
   if (sc->name) ludo__free(heap, sc->name, strlen(sc->name) + 1);
   if (sc->modules.dir)
     ludo__free(heap, sc->modules.dir, strlen(sc->modules.dir) + 1);
   ludo__buf_free(&sc->out);
   ludo__buf_free(&sc->err);
+  ludo__buf_free(&sc->in);
   ludo__free(heap, sc, sizeof *sc);
 }
 

@@ -35,6 +35,12 @@
   X(async_close_from_callback)                                               \
   X(async_blocking_inside_callback)                                          \
   X(async_runtime_free_in_flight)                                            \
+  /* test-scriptasync.c: ludo_script_call_async */                           \
+  X(script_async_result_from_loop)                                           \
+  X(script_async_wait_overlaps)                                              \
+  X(script_async_errors)                                                     \
+  X(script_async_ebusy)                                                      \
+  X(script_async_free_in_flight)                                             \
   /* test-core.c: loop ownership, run queue, lifecycle, re-entrancy */     \
   X(core_borrowed_loop)                                                      \
   X(core_async_on_the_loop)                                                  \

@@ -53,8 +53,8 @@ local function documented(help)
       inside = false
     elseif inside and line:match("^  %-") then
       local names = line:match("^  (%S.-)%s%s") or line:match("^  (.*)$")
-      local arg = names:match(" (%u+)$") or false
-      names = names:gsub(" %u+$", "")
+      local arg = names:match(" (%u[%u/]*)$") or false
+      names = names:gsub(" %u[%u/]*$", "")
       for flag in names:gmatch("%-%-?[%w-]+") do opts[flag] = arg end
     end
   end
@@ -81,7 +81,8 @@ describe("ludo help", function()
   it("lists every command, and documents each like COMMAND --help",
     function()
       local list = commands()
-      assert.are.same({ "run", "serve", "client", "lua-path", "help" }, list)
+      assert.are.same({ "run", "eval", "serve", "client", "lua-path",
+        "help" }, list)
       for _, c in ipairs(list) do
         local code, help = ludo("help", c)
         assert.are.equal(0, code)

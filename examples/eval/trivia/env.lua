@@ -1,66 +1,61 @@
--- The trivia environment of the evaluation example (examples/eval/): each
--- episode asks one question from a small test split; the agent answers
--- once, with a short answer and a one-line explanation. The reward is a
--- weighted sum of two rubrics: an exact match of the answer (0.7) and an
--- LLM judge rating the explanation (0.3), so an evaluation shows both a
--- programmatic and a model-graded score per episode.
---
--- The judge is a ludo.llm client: its base URL comes from the environment
--- variable LUDO_JUDGE_URL (the example points it at the mock LLM server),
--- its key from LUDO_JUDGE_KEY. Environment code may use ludo.llm only
--- where the host allows it (`ludo eval` does; see docs/llm.md).
-local rubrics = require("trivia_rubrics")
-
-local env = {
-  name = "trivia",
-  description = "One trivia question per episode: a short answer and a "
-    .. "one-line explanation, scored by exact match and an LLM judge.",
-  action = { answer = "string", explanation = "string?" },
-  observation = { id = "string", question = "string", expected = "string?" },
-  rubric = rubrics.new(),
-}
+-- The trivia environment of examples/eval: one question per episode from
+-- its test split, answered in one step, scored by a rubric tree of an
+-- exact match against the reference answer and an LLM judge (LLMJudge with
+-- a ludo.llm client, rubrics/llm_judge.lua) rating the answer. The judge's
+-- server is the mock of spec/llm on port 8089 (run.sh starts it).
+local R = require("ludo.rubrics")
+local LLMJudge = require("rubrics.llm_judge")
 
 local QUESTIONS = {
   { "What is the capital of France?", "Paris" },
-  { "What is the chemical symbol for gold?", "Au" },
-  { "How many legs does a spider have?", "8" },
-  { "Which planet is known as the red planet?", "Mars" },
-  { "What is the largest ocean on Earth?", "Pacific" },
-  { "Who wrote 'Hamlet'?", "Shakespeare" },
-  { "What is the square root of 81?", "9" },
-  { "What gas do plants absorb from the air?", "CO2" },
-  { "In which year did the first person walk on the Moon?", "1969" },
-  { "What is the boiling point of water at sea level in Celsius?", "100" },
-  { "Which element has atomic number 1?", "Hydrogen" },
-  { "What is the longest river in South America?", "Amazon" },
+  { "What is 2 + 2?", "4" },
+  { "Which is the largest planet of the solar system?", "Jupiter" },
+  { "What colour is a clear daytime sky?", "blue" },
+  { "Who wrote Hamlet?", "Shakespeare" },
 }
 
-local function task(split, index)
-  local q = split == "test" and QUESTIONS[index + 1]
-  if not q then return nil end
-  return { id = "q" .. index, split = split, index = index, question = q[1] }
+local current -- the reference answer of this episode
+
+local Exact = R.Rubric:extend("Exact")
+function Exact:forward(action)
+  return action.answer:lower() == current:lower() and 1.0 or 0.0
 end
 
-env.tasks = {
-  splits = { "test" },
-  count = function(split) return split == "test" and #QUESTIONS or 0 end,
-  get = task,
+local env = {
+  name = "trivia",
+  description = "Trivia questions; an exact match and an LLM judge score "
+    .. "the answer.",
+  concurrent = true,
+  action = { answer = "string" },
+  observation = { question = "string" },
+  rubric = R.WeightedSum({
+    Exact(),
+    LLMJudge{
+      prompt_template = "Rate from 0 to 1 how well the answer {action} "
+        .. "answers {observation}. Reply with the number only.",
+      llm = { api = "openai", base_url = "http://127.0.0.1:8089/v1",
+              model = "judge", temperature = 0, max_tokens = 8 },
+      normalize = true,
+    },
+  }, { 0.5, 0.5 }),
+  tasks = {
+    splits = { "test" },
+    count = function() return #QUESTIONS end,
+    get = function(_, i)
+      local q = QUESTIONS[i + 1]
+      return q and { id = "q" .. i, question = q[1] } or nil
+    end,
+  },
 }
-
-local current
 
 function env.reset(opts)
-  local t = opts.task or task("test", math.random(0, #QUESTIONS - 1))
-  current = { id = t.id, question = t.question,
-    answer = QUESTIONS[t.index + 1][2] }
-  return { id = t.id, question = t.question }
+  local i = opts.task and opts.task.id and tonumber(opts.task.id:sub(2)) or 0
+  current = QUESTIONS[i + 1][2]
+  return { question = QUESTIONS[i + 1][1] }
 end
 
-function env.step(action) -- luacheck: ignore 212
-  -- The expected answer is shown once the episode is over, so the
-  -- rubric (and the trajectory) can compare.
-  return { id = current.id, question = current.question,
-    expected = current.answer, done = true }
+function env.step()
+  return { question = "", done = true }
 end
 
 return env

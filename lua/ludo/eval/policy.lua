@@ -1,0 +1,90 @@
+-- ludo.eval.policy: the policy of one `ludo eval` slot (docs/eval.md), in
+-- a sandboxed script of its own. It wraps either a Lua policy (through
+-- ludo.policy, as `ludo run` takes it; no module: random actions drawn
+-- from the action schema) or the run file's LLM policy: prompt(observation,
+-- history) -> messages, a chat with a ludo.llm client, parse(text) ->
+-- action. act() answers a list of one value, {action}, for a Lua policy
+-- (the runner takes the action's JSON text as it is), {action = ...,
+-- text = model text} for an LLM policy, or, when parse raised, {invalid
+-- = true, text = ..., error = ...}: an invalid action is recorded by the
+-- runner, not fatal. A failed LLM call raises ("ELLM: ...") and
+-- fails the episode.
+local json = require("ludo.json")
+local null = require("ludo.null")
+
+local M = {}
+
+local impl        -- {reset = fn(seed, result), act = fn(result, ctx)}
+local runfile     -- the run file's table (LLM policy)
+
+local function lua_policy(module, info)
+  local P = require("ludo.policy")
+  P.init(module, info)
+  return {
+    reset = P.reset,
+    act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
+  }
+end
+
+local function llm_policy(info)
+  local p = runfile.policy
+  local client = require("ludo.llm").client(p.llm)
+  local history
+  local function note(ctx)
+    local last = history[#history]
+    if last == nil then return end
+    if ctx.error ~= nil and ctx.error ~= null then last.error = ctx.error end
+    if ctx.reward ~= nil and ctx.reward ~= null then
+      last.reward = ctx.reward
+    end
+  end
+  return {
+    reset = function(seed)
+      history = {}
+      if seed ~= nil and seed ~= null then math.randomseed(seed) end
+    end,
+    act = function(result, ctx)
+      note(ctx)
+      local messages = p.prompt(result.observation, history, info)
+      local text, why = client:chat(messages)
+      if text == nil then error(why, 0) end
+      local entry = { observation = result.observation, text = text }
+      history[#history + 1] = entry
+      local ok, action = pcall(p.parse, text)
+      if not ok then
+        entry.error = tostring(action)
+        return { invalid = true, text = text, error = entry.error }
+      end
+      entry.action = action
+      return { action = action, text = text }
+    end,
+  }
+end
+
+-- Sets the slot's policy up. spec = {kind = "lua"|"random"|"llm",
+-- module = "name" (lua), runfile = "name" (the run file's module, when
+-- there is one)}; info is the environment's description.
+function M.init(spec, info)
+  if spec.runfile ~= nil and spec.runfile ~= null then
+    runfile = require(spec.runfile)
+  end
+  if spec.kind == "llm" then
+    impl = llm_policy(info)
+  else
+    local module = spec.kind == "lua" and spec.module or null
+    impl = lua_policy(module, info)
+  end
+end
+
+-- Starts an episode: its seed and the reset's result.
+function M.reset(seed, result)
+  impl.reset(seed, result)
+end
+
+-- The next action for the last result. ctx = {step, reward, done, seed,
+-- error: why the environment refused the last action, if it did}.
+function M.act(result, ctx)
+  return impl.act(result, ctx)
+end
+
+return M

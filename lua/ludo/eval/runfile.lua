@@ -1,0 +1,149 @@
+-- ludo.eval.runfile: reads the run file of `ludo eval` (docs/eval.md) in a
+-- sandboxed script of its own. A run file is a Lua module returning a
+-- table; it may hold functions (an LLM policy's prompt and parse, a
+-- success rule), so the C side cannot read it as JSON: load() checks every
+-- field and returns the JSON-able part, with the functions described.
+local null = require("ludo.null")
+
+local M = {}
+
+local FIELDS = {
+  env = true, tasks = true, episodes = true, repeats = true, pass_k = true,
+  policy = true, concurrency = true, max_steps = true, seed = true,
+  out = true, success = true, name = true, description = true,
+}
+
+local LLM_SECRETS = { api_key = true, key = true, token = true,
+  authorization = true }
+
+local function fail(fmt, ...)
+  error("run file: " .. fmt:format(...), 0)
+end
+
+local function whole(t, k, min)
+  local v = t[k]
+  if v == nil then return nil end
+  if math.type(v) ~= "integer" or v < min then
+    fail("%s must be a whole number >= %d (got %s)", k, min, tostring(v))
+  end
+  return v
+end
+
+local function ids_of(list, what)
+  if type(list) ~= "table" or #list == 0 then
+    fail("%s must be a non-empty list of task ids", what)
+  end
+  local out = {}
+  for i, id in ipairs(list) do
+    if type(id) ~= "string" then fail("%s[%d] must be a string", what, i) end
+    out[i] = id
+  end
+  return out
+end
+
+local function tasks_of(t)
+  if t == nil then return null end
+  if type(t) == "table" and t.split == nil and type(t[1]) == "string" then
+    return { ids = ids_of(t, "tasks") } -- ids looked up in every split
+  end
+  if type(t) ~= "table" or type(t.split) ~= "string" then
+    fail("tasks must be a list of task ids or a table {split = \"name\"" ..
+      "[, count = N][, ids = {...}]}")
+  end
+  for k in pairs(t) do
+    if k ~= "split" and k ~= "count" and k ~= "ids" then
+      fail("tasks.%s is not a field (split, count, ids)", tostring(k))
+    end
+  end
+  local out = { split = t.split, count = whole(t, "count", 1) }
+  if t.ids ~= nil then out.ids = ids_of(t.ids, "tasks.ids") end
+  return out
+end
+
+local function llm_of(p)
+  if type(p.llm) ~= "table" then fail("policy.llm must be a table of " ..
+    "client options (ludo.llm)") end
+  if type(p.prompt) ~= "function" then
+    fail("policy.prompt must be a function(observation, history) -> messages")
+  end
+  if type(p.parse) ~= "function" then
+    fail("policy.parse must be a function(text) -> action")
+  end
+  local desc = { kind = "llm" }
+  for k, v in pairs(p.llm) do
+    if LLM_SECRETS[k] then
+      fail("policy.llm.%s: never put a key in a run file; name the " ..
+        "environment variable holding it with api_key_env", k)
+    end
+    if type(v) ~= "function" then desc[k] = v end
+  end
+  return desc
+end
+
+local function policy_of(p)
+  if p == nil then return { kind = "random" } end
+  if type(p) == "string" then return { kind = "lua", file = p } end
+  if type(p) == "table" then return llm_of(p) end
+  fail("policy must be a Lua policy's file name or an LLM policy table")
+end
+
+local function success_of(s)
+  if s == nil then return { kind = "default" } end
+  if type(s) == "number" then return { kind = "threshold", threshold = s } end
+  if type(s) == "function" then return { kind = "function" } end
+  fail("success must be a function(result) -> boolean or a reward threshold")
+end
+
+local function pass_k_of(list)
+  if list == nil then return nil end
+  if type(list) ~= "table" then
+    fail("pass_k must be a list of whole numbers")
+  end
+  local out = {}
+  for i, k in ipairs(list) do
+    if math.type(k) ~= "integer" or k < 1 then
+      fail("pass_k[%d] must be a whole number >= 1", i)
+    end
+    out[i] = k
+  end
+  return out
+end
+
+-- Requires the run file (module `name`, from its folder) and returns its
+-- fields as JSON-able values.
+function M.load(name)
+  local t = require(name)
+  if type(t) ~= "table" then
+    fail("%s returns a %s, not a table", name, type(t))
+  end
+  for k in pairs(t) do
+    if not FIELDS[k] then
+      fail("%s is not a field of a run file", tostring(k))
+    end
+  end
+  if t.env ~= nil and type(t.env) ~= "string" then
+    fail("env must be an environment's path or a ws:// URL")
+  end
+  if t.out ~= nil and type(t.out) ~= "string" then
+    fail("out must be a folder")
+  end
+  if t.tasks ~= nil and t.episodes ~= nil then
+    fail("give tasks or episodes, not both")
+  end
+  return {
+    env = t.env, tasks = tasks_of(t.tasks),
+    episodes = whole(t, "episodes", 1),
+    repeats = whole(t, "repeats", 1), pass_k = pass_k_of(t.pass_k),
+    policy = policy_of(t.policy), concurrency = whole(t, "concurrency", 1),
+    max_steps = whole(t, "max_steps", 1), seed = whole(t, "seed", 0),
+    out = t.out, success = success_of(t.success),
+  }
+end
+
+-- The run file's success(result) for an episode's record (the run file
+-- `name` has a success function): a boolean.
+function M.success(name, record)
+  return require(name).success(record) and true or false
+end
+
+return M

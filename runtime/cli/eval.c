@@ -1,0 +1,239 @@
+/* eval.c - `ludo eval`: scripted evaluation runs (docs/eval.md). Sets the
+ * run up (runtime on a loop of its own that ludo borrows, environment or
+ * server, episodes, output folder, slots), runs the loop until every
+ * episode has its record or Ctrl-C cancelled the rest, and ends with
+ * summary.json and report.html. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/eval.h"
+
+#define EXIT_INTERRUPTED 130
+
+/* Everything a run holds, for one teardown. */
+typedef struct {
+  eval_cfg_t *cfg;
+  uv_loop_t loop;
+  ludo__cli_hostlib_t lib;
+  eval_run_t r;
+  eval_plan_t plan;
+  eval_out_t out;
+  json_t *run_json;
+  char *info;               /* a server's description (owned) */
+  uv_signal_t sigint, sigterm;
+  int signals, interrupted;
+} eval_t;
+
+static void on_signal(uv_signal_t *h, int signum) {
+  eval_t *e = h->data;
+  (void)signum;
+  if (e->interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
+  e->interrupted = 1;
+  eval_slots_cancel(&e->r);
+}
+
+static void signals_start(eval_t *e) {
+  uv_signal_init(&e->loop, &e->sigint);
+  uv_signal_init(&e->loop, &e->sigterm);
+  e->sigint.data = e->sigterm.data = e;
+  uv_signal_start(&e->sigint, on_signal, SIGINT);
+  uv_signal_start(&e->sigterm, on_signal, SIGTERM);
+  e->signals = 1;
+}
+
+static void signals_stop(eval_t *e) {
+  if (!e->signals) return;
+  uv_close((uv_handle_t *)&e->sigint, NULL);
+  uv_close((uv_handle_t *)&e->sigterm, NULL);
+  e->signals = 0;
+}
+
+static int runtime_open(eval_t *e) {
+  ludo_options_t o;
+  const eval_cfg_t *cfg = e->cfg;
+  int rc;
+  ludo_options_init(&o);
+  o.module_path = ludo__cli_root();
+  o.prewarm = cfg->concurrency < 64 ? (unsigned)cfg->concurrency : 64;
+  o.cpu_budget_ms = (uint32_t)cfg->budget_ms;
+  o.memory_cap = (size_t)cfg->cap_mb << 20;
+  o.loop = &e->loop;
+#ifdef LUDO_LUA_LLM_SCRIPTS
+  o.lua_llm = LUDO_LUA_LLM_SCRIPTS | LUDO_LUA_LLM_SESSIONS;
+#endif
+  if (!cfg->remote &&
+      ludo__cli_hostlib_open(&e->lib, cfg->env, NULL, 0) != 0)
+    return -1;
+  if ((rc = ludo_runtime_new(&e->r.rt, &o)) != 0) {
+    ludo__cli_error("cannot start: %s", ludo_strerror(rc));
+    return -1;
+  }
+  return cfg->remote ? 0 : ludo__cli_hostlib_init(&e->lib, e->r.rt);
+}
+
+/* The environment's description from a server (a client of its own). */
+static int remote_info(eval_t *e) {
+  ludo_client_options_t o;
+  ludo_client_t *c = NULL;
+  const char *info;
+  size_t n;
+  int rc = -1;
+  ludo_client_options_init(&o);
+  o.token = e->cfg->token && *e->cfg->token ? e->cfg->token : NULL;
+  if (ludo_client_connect(e->r.rt, e->cfg->env, &o, &c) != 0)
+    ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
+  else if (ludo_client_info(c, &info, &n) != 0)
+    ludo__cli_error("%s", ludo_client_errmsg(c));
+  else if ((e->info = malloc(n + 1)) != NULL) {
+    memcpy(e->info, info, n);
+    e->info[n] = '\0';
+    e->r.info = e->info;
+    e->r.info_len = n;
+    rc = 0;
+  }
+  ludo_client_close(c);
+  return rc;
+}
+
+/* An environment declared concurrent = false has one session at a time:
+ * its episodes run one after the other. */
+static void one_at_a_time(eval_t *e) {
+  json_t *info = json_loadb(e->r.info, e->r.info_len, 0, NULL);
+  if (json_is_false(json_object_get(info, "concurrent")) &&
+      e->cfg->concurrency > 1) {
+    if (!e->cfg->quiet)
+      fprintf(stderr, "ludo eval: %s is not concurrent: one episode at a "
+              "time\n", e->cfg->env);
+    e->cfg->concurrency = 1;
+  }
+  json_decref(info);
+}
+
+/* Loads the environment (or asks the server) and plans the episodes. */
+static int env_open(eval_t *e) {
+  ludo_session_t *s = NULL;
+  int rc;
+  if (e->cfg->remote)
+    return remote_info(e) != 0 ? -1 : eval_plan(e->cfg, NULL, &e->plan);
+  if (ludo_env_load(e->r.rt, e->cfg->env, NULL, &e->r.env) != 0) {
+    ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
+    return -1;
+  }
+  e->r.info = ludo_env_info(e->r.env, &e->r.info_len);
+  one_at_a_time(e);
+  if (eval_has_tasks(e->cfg) && ludo_session_open(e->r.env, &s) != 0) {
+    ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
+    return -1;
+  }
+  rc = eval_plan(e->cfg, s, &e->plan);
+  ludo_session_close(s);
+  return rc;
+}
+
+static void now_iso(char *buf, size_t n) {
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Runs the episodes without a record. */
+static void run_loop(eval_t *e, long long already) {
+  eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,
+                      e->plan.total > 0 ? (long long)e->plan.n : 0, already);
+  signals_start(e);
+  eval_slots_start(&e->r);
+  while (e->r.active > 0) uv_run(&e->loop, UV_RUN_ONCE);
+  eval_progress_stop(&e->r.progress);
+  signals_stop(e);
+}
+
+/* summary.json and report.html from every record in the folder. */
+static int report(eval_t *e, double wall_s, const char *started_at) {
+  ludo__cli_buf_t recs = {0};
+  long long n;
+  int rc = eval_results_text(e->cfg->out, &recs, &n);
+  if (rc == 0)
+    rc = eval_report_write(e->cfg->out, e->run_json, recs.p, recs.len,
+                           wall_s, started_at);
+  ludo__cli_buf_free(&recs);
+  return rc;
+}
+
+static int run(eval_t *e) {
+  long long already = 0;
+  char started_at[32];
+  double t0 = eval_now();
+  now_iso(started_at, sizeof started_at);
+  if (runtime_open(e) != 0 || env_open(e) != 0) return 1;
+  e->run_json = eval_run_json(e->cfg, e->plan.total);
+  if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
+    return 1;
+  e->r.cfg = e->cfg;
+  e->r.loop = &e->loop;
+  e->r.plan = &e->plan;
+  e->r.out = &e->out;
+  if (eval_slots_open(&e->r) != 0) return 1;
+  run_loop(e, already);
+  eval_out_close(&e->out);
+  if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
+  return e->interrupted ? EXIT_INTERRUPTED : 0;
+}
+
+static void teardown(eval_t *e) {
+  eval_slots_close(&e->r);
+  eval_out_close(&e->out);
+  ludo_runtime_free(e->r.rt);
+  signals_stop(e);
+  uv_run(&e->loop, UV_RUN_DEFAULT); /* the close callbacks */
+  uv_loop_close(&e->loop);
+  ludo__cli_hostlib_close(&e->lib);
+  eval_plan_free(&e->plan);
+  json_decref(e->run_json);
+  free(e->info);
+}
+
+static int cmd_eval(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
+  eval_cfg_t cfg;
+  eval_t e;
+  int rc;
+  if (argc >= 2 && strcmp(argv[1], "merge") == 0)
+    return eval_merge_main(argc - 1, argv + 1);
+  rc = eval_config(cmd, argc, argv, &cfg);
+  if (rc >= 0) {
+    eval_config_free(&cfg);
+    return rc;
+  }
+  memset(&e, 0, sizeof e);
+  e.cfg = &cfg;
+  uv_loop_init(&e.loop);
+  rc = run(&e);
+  teardown(&e);
+  eval_config_free(&cfg);
+  return rc;
+}
+
+const ludo__cli_cmd_t ludo__cli_cmd_eval = {
+    "eval", "RUN.lua | ENV [options]",
+    "evaluate a policy over many episodes (and merge shards)",
+    "Runs the episodes a run file describes (RUN.lua: docs/eval.md), or\n"
+    "of the environment ENV (a folder, or a server's ws:// URL) with\n"
+    "the flags alone, as concurrent sessions; flags override the run\n"
+    "file. Writes OUT/run.json, OUT/results.jsonl (one record per\n"
+    "episode), OUT/trajectories/, OUT/summary.json and OUT/report.html.\n"
+    "`ludo eval merge DIR... --out DIR` combines shard folders (see\n"
+    "`ludo eval merge --help`).\n",
+    ludo__cli_eval_opts,
+    "Episodes are numbered from 0; episode i is seeded from the run's seed\n"
+    "and i alone, so results do not depend on --concurrency, --shard or\n"
+    "--resume. An episode that fails (its error class and message are in\n"
+    "its record) or takes an invalid action does not stop the run.\n"
+    "Ctrl-C (SIGINT, SIGTERM) cancels the episodes in flight (recorded as\n"
+    "ECANCELED, run again by --resume), writes the summary and the report\n"
+    "of what finished, and exits 130; a second Ctrl-C exits at once.\n"
+    "Exit status: 0 when every episode has a record, 1 when the run could\n"
+    "not be set up or written, 2 for a usage error, 130 when interrupted.\n",
+    cmd_eval};

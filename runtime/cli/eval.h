@@ -1,0 +1,299 @@
+/* eval.h - `ludo eval`: the parts of the evaluation runner (docs/eval.md)
+ * and what they share. The command is an embedder of ludo.h like any
+ * other: it reads its run file and drives its policies as scripts, runs
+ * the episodes as concurrent sessions (or clients of a server) on one
+ * loop, and writes the output folder with jansson.
+ *
+ *   eval.c          the command: options, setup, the loop, exit status
+ *   eval_config.c   flags and run file -> the resolved configuration
+ *   eval_plan.c     the episodes: index, task, repeat, seed; shards
+ *   eval_episode.c  the episodes as chains of calls on the loop
+ *   eval_slots.c    the slots: policy scripts, clients
+ *   eval_record.c   an episode's record and trajectory
+ *   eval_result.c   a step's reward, done and rubric scores, read from
+ *                   its JSON text
+ *   eval_output.c   the output folder: run.json, results.jsonl, resume,
+ *                   trajectories
+ *   eval_progress.c the progress line
+ *   eval_report.c   summary.json and report.html (ludo.eval.report)
+ *   eval_merge.c    `ludo eval merge`: shard folders -> one */
+#ifndef LUDO_CLI_EVAL_H
+#define LUDO_CLI_EVAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uv.h>
+
+#include "cli/cli.h"
+#include "ludo.h"
+
+/* ---- configuration (eval_config.c) ----------------------------------- */
+
+enum { EVAL_SUCCESS_DEFAULT, EVAL_SUCCESS_THRESHOLD, EVAL_SUCCESS_FN };
+
+/* The run as resolved: flags over the run file over the defaults. */
+typedef struct eval_cfg_s {
+  char env[4096];          /* a path (resolved) or a ws:// URL */
+  int remote;
+  char runfile_dir[4096];  /* the run file's folder, "" without one */
+  char runfile_mod[256];   /* its module name */
+  char policy_dir[4096];   /* a Lua policy's folder and module name, */
+  char policy_mod[256];    /* "" for the random policy */
+  int policy_llm;          /* the run file's LLM policy */
+  char split[128];         /* tasks: a split ("" for seeded episodes,
+                              or for ids looked up in every split) */
+  long long task_count;    /* -1: every task of the split */
+  json_t *task_ids;        /* a list of task ids, or NULL */
+  long long episodes, repeats, concurrency, max_steps, seed;
+  long long budget_ms, cap_mb;
+  json_t *pass_k;          /* array of k */
+  char out[4096];
+  int success_kind;
+  double success_threshold;
+  int resume, trajectories, quiet;
+  long long shard_index, shard_count; /* count 0: no shard */
+  const char *token;
+  json_t *policy_desc;     /* what run.json says of the policy */
+} eval_cfg_t;
+
+/* 1 when the run names tasks (a split, or task ids). */
+static inline int eval_has_tasks(const eval_cfg_t *cfg) {
+  return cfg->split[0] != '\0' || cfg->task_ids != NULL;
+}
+
+/* The options of `ludo eval` (its help prints them). */
+extern const ludo__cli_opt_t ludo__cli_eval_opts[];
+
+/* Reads argv (after "eval") into cfg: the run file (read in a sandboxed
+ * script of `rt`) and the flags. Returns -1 to go on, or the exit status
+ * after saying what was wrong (2 for usage, 1 for a bad run file). */
+int eval_config(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                eval_cfg_t *cfg);
+void eval_config_free(eval_cfg_t *cfg);
+
+/* run.json's object for cfg and the plan's episode count (new ref). */
+json_t *eval_run_json(const eval_cfg_t *cfg, long long episodes_total);
+
+/* ---- the episodes (eval_plan.c) --------------------------------------- */
+
+typedef struct eval_ep_s {
+  long long index;         /* in the whole run (not the shard) */
+  long long repeat;
+  uint64_t seed;           /* < 2^53 */
+  long long task_index;    /* in the split, -1 for seeded episodes */
+  char *split;             /* the task's split (owned), NULL for seeded */
+  char *task_id;           /* NULL for seeded episodes (owned) */
+  int done;                /* has a finished or failed record */
+} eval_ep_t;
+
+typedef struct eval_plan_s {
+  eval_ep_t *eps;          /* this shard's episodes, by index */
+  size_t n;
+  long long total;         /* episodes of the whole run */
+} eval_plan_t;
+
+/* The seed of episode `index` of a run seeded `seed`: splitmix64 of the
+ * two, kept below 2^53 (exact in JSON). */
+uint64_t eval_episode_seed(long long seed, long long index);
+
+/* Enumerates the episodes (listing the split's tasks through `s`, a
+ * session, when the run names tasks locally). Returns 0, or -1 after
+ * saying what was wrong. */
+int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan);
+void eval_plan_free(eval_plan_t *plan);
+
+/* Finds episode `index` in the plan (NULL when not this shard's). */
+eval_ep_t *eval_plan_find(eval_plan_t *plan, long long index);
+
+/* ---- output (eval_output.c) ------------------------------------------- */
+
+typedef struct eval_out_s {
+  char dir[4096];
+  FILE *results;           /* results.jsonl, appended */
+  int fd;
+} eval_out_t;
+
+/* Prepares cfg->out: creates it, or with --resume checks its run.json
+ * against `run` and marks the plan's episodes already done (reading
+ * results.jsonl and cutting a torn last line); writes run.json. Returns 0
+ * or -1 after saying what was wrong. */
+int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
+                  eval_plan_t *plan, long long *already);
+
+/* Makes `dir` an empty folder to write into: refuses one that holds
+ * anything (naming --resume). Returns 0 or -1 after saying why. */
+int eval_out_fresh(const char *dir);
+
+/* Appends one record (a JSON object; steals nothing) and flushes. */
+int eval_out_append(eval_out_t *o, json_t *record);
+void eval_out_close(eval_out_t *o);
+
+/* Reads DIR/results.jsonl: every record into `into` (an array), the last
+ * record of each episode winning. A torn last line (no '\n') is left out
+ * and, with `repair`, cut from the file. Returns 0, or -1 after saying
+ * what was wrong (a malformed line before the last). */
+int eval_results_read(const char *dir, int repair, json_t *into);
+
+/* Appends to `d` the keys run objects a and b differ in ("execution"
+ * aside, and "shard" with but_shard), comma-separated. */
+void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d);
+
+/* Reads DIR/results.jsonl quickly, for --resume: fn(ud, episode,
+ * cancelled, line, len) for each complete line, in order; a torn last line is left
+ * out (with `repair` cut from the file). Returns 0, or -1 after saying
+ * what was wrong. */
+typedef void (*eval_scan_fn)(void *ud, long long ep, int cancelled,
+                             const char *line, size_t len);
+int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
+                      void *ud);
+
+/* The folder's records as the text of one JSON array (the last record of
+ * each episode, ordered by episode) appended to `text`, without parsing
+ * them; *count records. Returns 0 or -1 after saying what was wrong. */
+int eval_results_text(const char *dir, ludo__cli_buf_t *text,
+                      long long *count);
+
+/* Reads DIR/run.json (new ref, or NULL after saying why). */
+json_t *eval_run_read(const char *dir);
+
+/* Writes text to DIR/name (replacing it). Returns 0 or -1. */
+int eval_write_file(const char *dir, const char *name, const char *text,
+                    size_t len);
+
+
+/* ---- step results (eval_result.c) ------------------------------------ */
+
+typedef struct {
+  double reward;
+  int has_reward, done;
+} eval_step_t;
+
+/* Called for each rubric score: its path (not NUL-terminated) and value. */
+typedef void (*eval_score_fn)(void *ud, const char *path, size_t n,
+                              double score);
+
+/* Reads a step's result (JSON text): reward, done, and fn(ud, ...) per
+ * score of metadata.rubrics, without building the value. Returns 0, or
+ * -1 when the text holds what the walk does not read (an escaped key,
+ * malformed JSON): then read it with jansson instead (fn may have run for
+ * some scores already). */
+int eval_step_read(const char *json, size_t len, eval_step_t *r,
+                   eval_score_fn fn, void *ud);
+
+/* ---- progress (eval_progress.c) --------------------------------------- */
+
+typedef struct eval_progress_s {
+  int mode;                /* 0 none, 1 terminal line, 2 plain lines */
+  uv_timer_t timer;
+  double started, last_plain;
+  long long total, done, errors, skipped;
+  double reward_sum;
+  long long reward_n;
+  int drawn;               /* a terminal line is on screen */
+} eval_progress_t;
+
+void eval_progress_start(eval_progress_t *p, uv_loop_t *loop, int quiet,
+                         long long total, long long skipped);
+/* One episode ended (error: it failed). */
+void eval_progress_episode(eval_progress_t *p, double reward, int error);
+/* Stops the timer and ends the line. */
+void eval_progress_stop(eval_progress_t *p);
+
+/* ---- the run (eval_episode.c) ----------------------------------------- */
+
+typedef struct eval_run_s eval_run_t;
+typedef struct eval_slot_s eval_slot_t;
+
+struct eval_run_s {
+  const eval_cfg_t *cfg;
+  uv_loop_t *loop;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;         /* NULL when remote */
+  const char *info;        /* the environment's description */
+  size_t info_len;
+  eval_plan_t *plan;
+  eval_out_t *out;
+  eval_progress_t progress;
+  eval_slot_t *slots;
+  size_t nslots, next;     /* next plan entry to start */
+  size_t active;           /* slots with an episode */
+  int stopping;            /* Ctrl-C: cancel, start nothing */
+  int failed;              /* a write failed: stop */
+  double cpu_share;        /* CPU per episode in flight, accumulated */
+  double cpu_last;         /* thread CPU time at the last update (s) */
+  long long finished;
+};
+
+/* What a slot waits for. */
+enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };
+
+struct eval_slot_s {
+  eval_run_t *run;
+  ludo_script_t *policy;   /* ludo.eval.policy */
+  ludo_script_t *judge;    /* ludo.eval.runfile, for a success function */
+  ludo_client_t *client;   /* against a server */
+  ludo_session_t *s;       /* locally: the episode's session */
+  eval_ep_t *ep;           /* NULL: idle */
+  int pending, cancelled;
+  long long steps, invalid;
+  double reward, wall0, cpu0;
+  int done, truncated, has_reward;
+  double last_reward;
+  json_t *rubrics;         /* per rubric path: the sum of its scores */
+  char err_class[32];      /* "" while no error */
+  ludo__cli_buf_t err, args, last, action, refusal;
+  json_t *text;            /* the model's text of the action, or NULL */
+  FILE *traj;
+  json_t *rec;             /* the record, while the success function runs */
+  double llm0[4];          /* usage at the start: calls, failures, tokens */
+};
+
+/* Opens the slots (a policy script each, and for a server a client).
+ * Returns 0 or -1 after saying what was wrong. */
+int eval_slots_open(eval_run_t *r);
+/* Starts the first episodes; the loop does the rest. */
+void eval_slots_start(eval_run_t *r);
+/* Ctrl-C: cancels the episodes in flight (recorded as ECANCELED). */
+void eval_slots_cancel(eval_run_t *r);
+void eval_slots_close(eval_run_t *r);
+
+/* ---- records and trajectories (eval_record.c) ------------------------- */
+
+/* Shares the thread's CPU time since the last update among the episodes
+ * in flight (at each start and end of an episode). */
+void eval_cpu_update(eval_run_t *r);
+/* The LLM usage of the slot's Lua so far: calls, failures, prompt and
+ * completion tokens. */
+void eval_llm_usage(const eval_slot_t *sl, double u[4]);
+/* Records the episode's error (the first stands). */
+void eval_record_error(eval_slot_t *sl, int status, const char *msg,
+                       size_t len);
+/* The episode's record (new ref). */
+json_t *eval_record_new(eval_slot_t *sl);
+/* The trajectory file: opened at the start, the reset, each step, each
+ * invalid action (the model's text, or NULL, and why). */
+void eval_traj_open(eval_slot_t *sl);
+void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
+                     size_t len);
+void eval_traj_step(eval_slot_t *sl, const char *data, size_t len);
+void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
+
+/* ---- summary and report (eval_report.c) ------------------------------- */
+
+/* Writes summary.json and report.html into `dir` from run.json's object
+ * and the records (the text of a JSON array), with R's ludo.eval.report in a runtime of
+ * its own. Returns 0 or -1 after saying what was wrong. */
+int eval_report_write(const char *dir, json_t *run, const char *results,
+                      size_t results_len, double wall_s,
+                      const char *started_at);
+
+/* ---- time ------------------------------------------------------------- */
+
+double eval_now(void);      /* monotonic seconds */
+double eval_cpu_now(void);  /* this thread's CPU seconds */
+
+extern const ludo__cli_cmd_t ludo__cli_cmd_eval_merge;
+int eval_merge_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,391 @@
+/* eval_config.c - `ludo eval`'s configuration: the flags, the run file
+ * (read by ludo.eval.runfile in a sandboxed script), the defaults, and the
+ * run.json that records them. Flags override the run file's fields. */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "cli/eval.h"
+
+enum {
+  OPT_POLICY = 2, OPT_EPISODES, OPT_SEED, OPT_CONCURRENCY, OPT_OUT,
+  OPT_MAX_STEPS, OPT_NO_TRAJ, OPT_QUIET, OPT_SHARD, OPT_CPU_BUDGET,
+  OPT_MEMORY_CAP, OPT_TOKEN, OPT_RESUME, OPT_REPEATS
+};
+
+const ludo__cli_opt_t ludo__cli_eval_opts[] = {
+    {OPT_POLICY, "--policy", NULL, "FILE",
+     "a Lua policy module, as `ludo run` takes it\n"
+     "(default: the run file's, else random actions)"},
+    {OPT_EPISODES, "--episodes", NULL, "N",
+     "run N seeded episodes (default 1 without tasks)"},
+    {OPT_REPEATS, "--repeats", NULL, "N",
+     "episodes per task (default 1)"},
+    {OPT_SEED, "--seed", NULL, "S",
+     "the run's seed; episode i is seeded from S and i\n"
+     "(default 0)"},
+    {OPT_CONCURRENCY, "--concurrency", NULL, "C",
+     "episodes in flight at once (default 8 per CPU,\n"
+     "at most 256)"},
+    {OPT_OUT, "--out", NULL, "DIR",
+     "the output folder (default eval-out)"},
+    {OPT_MAX_STEPS, "--max-steps", NULL, "N",
+     "truncate an episode after N steps (default 100)"},
+    {OPT_RESUME, "--resume", NULL, NULL,
+     "go on with the run in DIR: run only the episodes\n"
+     "it has no result for (and the cancelled ones)"},
+    {OPT_SHARD, "--shard", NULL, "I/N",
+     "run the I-th (from 0) of N disjoint slices of the\n"
+     "episodes: those whose index % N == I"},
+    {OPT_NO_TRAJ, "--no-trajectories", NULL, NULL,
+     "do not write trajectories/"},
+    {OPT_QUIET, "--quiet", "-q", NULL, "no progress line"},
+    {OPT_CPU_BUDGET, "--cpu-budget", NULL, "MS",
+     "CPU time each call (and the policy's) may run,\n"
+     "in milliseconds (default 10000)"},
+    {OPT_MEMORY_CAP, "--memory-cap", NULL, "MB",
+     "memory cap of each session's and policy's Lua\n"
+     "state, in MiB (default 64)"},
+    {OPT_TOKEN, "--token", NULL, "T",
+     "with a server's URL: send 'Authorization: Bearer\n"
+     "T' (default: $LUDO_TOKEN, else none)"},
+    LUDO__CLI_HELP_ENTRY,
+    {0, NULL, NULL, NULL, NULL}};
+
+/* What the flags said; numbers -1 and strings NULL when not given. */
+typedef struct {
+  const char *policy, *out, *token;
+  long long episodes, repeats, seed, concurrency, max_steps, budget, cap;
+  long long shard_i, shard_n;
+  int resume, no_traj, quiet;
+} flags_t;
+
+static int shard_parse(const char *v, flags_t *f) {
+  char *end;
+  long long i = strtoll(v, &end, 10), n;
+  if (end == v || *end != '/') goto bad;
+  v = end + 1;
+  n = strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || n < 1 || i < 0 || i >= n || n > 1000000)
+    goto bad;
+  f->shard_i = i;
+  f->shard_n = n;
+  return 0;
+bad:
+  ludo__cli_error("--shard takes I/N with 0 <= I < N (got '%s')", v);
+  return LUDO__CLI_USAGE;
+}
+
+static int apply_number(int id, const char *v, flags_t *f) {
+  switch (id) {
+    case OPT_EPISODES:
+      return ludo__cli_number("--episodes", v, 1, 1000000000, &f->episodes);
+    case OPT_REPEATS:
+      return ludo__cli_number("--repeats", v, 1, 1000000, &f->repeats);
+    case OPT_SEED:
+      return ludo__cli_number("--seed", v, 0, (1LL << 53) - 1, &f->seed);
+    case OPT_CONCURRENCY:
+      return ludo__cli_number("--concurrency", v, 1, 100000,
+                              &f->concurrency);
+    case OPT_MAX_STEPS:
+      return ludo__cli_number("--max-steps", v, 1, 1000000000,
+                              &f->max_steps);
+    case OPT_CPU_BUDGET:
+      return ludo__cli_number("--cpu-budget", v, 1, 86400000, &f->budget);
+    case OPT_MEMORY_CAP:
+      return ludo__cli_number("--memory-cap", v, 1, 65536, &f->cap);
+    default:
+      return -1;
+  }
+}
+
+static int apply(void *ud, int id, const char *v) {
+  flags_t *f = ud;
+  int rc = apply_number(id, v, f);
+  if (rc != -1) return rc;
+  switch (id) {
+    case OPT_POLICY: f->policy = v; break;
+    case OPT_OUT: f->out = v; break;
+    case OPT_TOKEN: f->token = v; break;
+    case OPT_RESUME: f->resume = 1; break;
+    case OPT_NO_TRAJ: f->no_traj = 1; break;
+    case OPT_QUIET: f->quiet = 1; break;
+    case OPT_SHARD: return shard_parse(v, f);
+    default: break;
+  }
+  return 0;
+}
+
+/* ---- the run file ------------------------------------------------------ */
+
+static int is_url(const char *s) {
+  return strncmp(s, "ws://", 5) == 0 || strncmp(s, "http://", 7) == 0 ||
+         strncmp(s, "wss://", 6) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* A run file is a regular file named *.lua (an environment is a folder
+ * or a URL; a single-file environment is named by a run file's env). */
+static int is_runfile(const char *arg) {
+  struct stat sb;
+  size_t n = strlen(arg);
+  return n > 4 && strcmp(arg + n - 4, ".lua") == 0 && stat(arg, &sb) == 0 &&
+         S_ISREG(sb.st_mode);
+}
+
+/* Splits FILE.lua into its folder and module name. */
+static int split_module(const char *file, char *dir, size_t dn, char *mod,
+                        size_t mn) {
+  const char *slash = strrchr(file, '/'), *base = slash ? slash + 1 : file;
+  size_t blen = strlen(base);
+  if (blen > 4 && strcmp(base + blen - 4, ".lua") == 0) blen -= 4;
+  if (blen == 0 || blen >= mn || strchr(base, '.') != base + blen) return -1;
+  memcpy(mod, base, blen);
+  mod[blen] = '\0';
+  if (slash == NULL)
+    snprintf(dir, dn, ".");
+  else
+    snprintf(dir, dn, "%.*s", (int)(slash - file), file);
+  return 0;
+}
+
+/* Reads the run file's fields with ludo.eval.runfile (new ref). */
+static json_t *runfile_read(const eval_cfg_t *cfg, const char *path) {
+  ludo_runtime_t *rt = NULL;
+  ludo_script_t *sc = NULL;
+  ludo__cli_buf_t args = {0};
+  json_t *out = NULL;
+  const char *o;
+  size_t n;
+  ludo_options_t opts;
+  ludo_options_init(&opts);
+  opts.module_path = ludo__cli_root();
+  opts.prewarm = 0;
+  if (ludo_runtime_new(&rt, &opts) != 0) return NULL;
+  if (ludo_script_open(rt, "ludo.eval.runfile", cfg->runfile_dir, &sc)) {
+    ludo__cli_error("%s: %s", path, ludo_runtime_errmsg(rt));
+  } else {
+    ludo__cli_buf_printf(&args, "[");
+    ludo__cli_buf_json_string(&args, cfg->runfile_mod);
+    ludo__cli_buf_printf(&args, "]");
+    if (ludo_script_call(sc, "load", args.p, args.len, &o, &n) != 0)
+      ludo__cli_error("%s: %s", path, ludo_script_errmsg(sc));
+    else
+      out = json_loadb(o, n, 0, NULL);
+  }
+  ludo__cli_buf_free(&args);
+  ludo_script_free(sc);
+  ludo_runtime_free(rt);
+  return out;
+}
+
+/* A path of the run file's, relative to its folder. */
+static void resolve(const eval_cfg_t *cfg, const char *p, char *dst,
+                    size_t n) {
+  if (p[0] == '/' || is_url(p) || cfg->runfile_dir[0] == '\0')
+    snprintf(dst, n, "%s", p);
+  else if ((size_t)snprintf(dst, n, "%.2000s/%.2000s", cfg->runfile_dir, p) >=
+           n)
+    dst[0] = '\0';
+}
+
+static long long num_or(json_t *o, const char *k, long long flag,
+                        long long def) {
+  json_t *v = json_object_get(o, k);
+  if (flag >= 0) return flag;
+  return json_is_integer(v) ? json_integer_value(v) : def;
+}
+
+/* ---- resolving --------------------------------------------------------- */
+
+static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
+  json_t *p = json_object_get(rf, "policy");
+  const char *kind = json_string_value(json_object_get(p, "kind"));
+  const char *file = f->policy;
+  char path[4096];
+  if (file == NULL && kind != NULL && strcmp(kind, "llm") == 0) {
+    cfg->policy_llm = 1;
+    cfg->policy_desc = json_deep_copy(p);
+    return 0;
+  }
+  if (file == NULL && kind != NULL && strcmp(kind, "lua") == 0)
+    file = json_string_value(json_object_get(p, "file"));
+  if (file == NULL) {
+    cfg->policy_desc = json_pack("{ss}", "kind", "random");
+    return 0;
+  }
+  if (f->policy != NULL)
+    snprintf(path, sizeof path, "%s", file);
+  else
+    resolve(cfg, file, path, sizeof path);
+  if (split_module(path, cfg->policy_dir, sizeof cfg->policy_dir,
+                   cfg->policy_mod, sizeof cfg->policy_mod) != 0) {
+    ludo__cli_error("policy %s: not a Lua file name", file);
+    return -1;
+  }
+  cfg->policy_desc = json_pack("{ssss}", "kind", "lua", "file", file);
+  return 0;
+}
+
+static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
+  json_t *t = json_object_get(rf, "tasks");
+  cfg->task_count = -1;
+  if (!json_is_object(t) || f->episodes >= 0) {
+    cfg->episodes = num_or(rf, "episodes", f->episodes, 1);
+    cfg->repeats = 1;
+    return 0;
+  }
+  if (json_is_string(json_object_get(t, "split")))
+    snprintf(cfg->split, sizeof cfg->split, "%s",
+             json_string_value(json_object_get(t, "split")));
+  cfg->task_count = num_or(t, "count", -1, -1);
+  if (json_is_array(json_object_get(t, "ids")))
+    cfg->task_ids = json_incref(json_object_get(t, "ids"));
+  cfg->repeats = num_or(rf, "repeats", f->repeats, 1);
+  cfg->episodes = 0;
+  return 0;
+}
+
+static long long default_concurrency(void) {
+  long long c = 8LL * (long long)uv_available_parallelism();
+  return c > 256 ? 256 : c;
+}
+
+static void set_success(eval_cfg_t *cfg, json_t *rf) {
+  json_t *s = json_object_get(rf, "success");
+  const char *kind = json_string_value(json_object_get(s, "kind"));
+  cfg->success_kind = EVAL_SUCCESS_DEFAULT;
+  if (kind != NULL && strcmp(kind, "threshold") == 0) {
+    cfg->success_kind = EVAL_SUCCESS_THRESHOLD;
+    cfg->success_threshold =
+        json_number_value(json_object_get(s, "threshold"));
+  } else if (kind != NULL && strcmp(kind, "function") == 0) {
+    cfg->success_kind = EVAL_SUCCESS_FN;
+  }
+}
+
+static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
+                       const char *env_arg) {
+  const char *env = env_arg ? env_arg
+                            : json_string_value(json_object_get(rf, "env"));
+  const char *out = f->out ? f->out
+                           : json_string_value(json_object_get(rf, "out"));
+  if (env == NULL) {
+    ludo__cli_error("the run file names no env");
+    return LUDO__CLI_USAGE;
+  }
+  if (env_arg != NULL)
+    snprintf(cfg->env, sizeof cfg->env, "%s", env);
+  else
+    resolve(cfg, env, cfg->env, sizeof cfg->env);
+  cfg->remote = is_url(cfg->env);
+  snprintf(cfg->out, sizeof cfg->out, "%s", out ? out : "eval-out");
+  if (set_policy(cfg, f, rf) != 0 || set_tasks(cfg, f, rf) != 0) return 1;
+  if (f->repeats >= 0 && !eval_has_tasks(cfg)) {
+    ludo__cli_error("--repeats needs tasks (a run file's tasks field)");
+    return LUDO__CLI_USAGE;
+  }
+  cfg->seed = num_or(rf, "seed", f->seed, 0);
+  cfg->max_steps = num_or(rf, "max_steps", f->max_steps, 100);
+  cfg->concurrency = num_or(rf, "concurrency", f->concurrency,
+                            default_concurrency());
+  cfg->budget_ms = f->budget >= 0 ? f->budget : 10000;
+  cfg->cap_mb = f->cap >= 0 ? f->cap : 64;
+  cfg->pass_k = json_is_array(json_object_get(rf, "pass_k"))
+                    ? json_incref(json_object_get(rf, "pass_k"))
+                    : json_array();
+  set_success(cfg, rf);
+  cfg->resume = f->resume;
+  cfg->trajectories = !f->no_traj;
+  cfg->quiet = f->quiet;
+  cfg->shard_index = f->shard_n > 0 ? f->shard_i : 0;
+  cfg->shard_count = f->shard_n > 0 ? f->shard_n : 0;
+  cfg->token = f->token ? f->token : getenv("LUDO_TOKEN");
+  return -1;
+}
+
+int eval_config(const ludo__cli_cmd_t *cmd, int argc, char **argv,
+                eval_cfg_t *cfg) {
+  flags_t f;
+  const char *arg;
+  json_t *rf;
+  int rc;
+  memset(cfg, 0, sizeof *cfg);
+  memset(&f, 0, sizeof f);
+  f.episodes = f.repeats = f.seed = f.concurrency = f.max_steps = -1;
+  f.budget = f.cap = -1;
+  rc = ludo__cli_parse(cmd, argc, argv, apply, &f, &arg, "RUN.lua or ENV",
+                       "a run file or an environment");
+  if (rc >= 0) return rc;
+  if (!is_runfile(arg)) {
+    rf = json_object();
+    rc = resolve_all(cfg, &f, rf, arg);
+    json_decref(rf);
+    return rc;
+  }
+  if (split_module(arg, cfg->runfile_dir, sizeof cfg->runfile_dir,
+                   cfg->runfile_mod, sizeof cfg->runfile_mod) != 0) {
+    ludo__cli_error("%s: not a Lua file name (NAME.lua)", arg);
+    return LUDO__CLI_USAGE;
+  }
+  rf = runfile_read(cfg, arg);
+  if (rf == NULL) return 1;
+  rc = resolve_all(cfg, &f, rf, NULL);
+  json_decref(rf);
+  return rc;
+}
+
+void eval_config_free(eval_cfg_t *cfg) {
+  json_decref(cfg->task_ids);
+  json_decref(cfg->pass_k);
+  json_decref(cfg->policy_desc);
+}
+
+static json_t *tasks_json(const eval_cfg_t *cfg) {
+  json_t *t;
+  if (!eval_has_tasks(cfg)) return json_null();
+  t = json_object();
+  if (cfg->split[0] != '\0')
+    json_object_set_new(t, "split", json_string(cfg->split));
+  if (cfg->task_count >= 0)
+    json_object_set_new(t, "count", json_integer(cfg->task_count));
+  if (cfg->task_ids != NULL)
+    json_object_set(t, "ids", cfg->task_ids);
+  return t;
+}
+
+static json_t *success_json(const eval_cfg_t *cfg) {
+  if (cfg->success_kind == EVAL_SUCCESS_THRESHOLD)
+    return json_pack("{sssf}", "kind", "threshold", "threshold",
+                     cfg->success_threshold);
+  return json_pack("{ss}", "kind", cfg->success_kind == EVAL_SUCCESS_FN
+                                       ? "function"
+                                       : "default");
+}
+
+json_t *eval_run_json(const eval_cfg_t *cfg, long long episodes_total) {
+  json_t *run = json_object();
+  json_object_set_new(run, "env", json_string(cfg->env));
+  json_object_set_new(run, "tasks", tasks_json(cfg));
+  json_object_set_new(run, "episodes_total", json_integer(episodes_total));
+  json_object_set_new(run, "repeats", json_integer(cfg->repeats));
+  json_object_set(run, "pass_k", cfg->pass_k);
+  json_object_set(run, "policy", cfg->policy_desc);
+  json_object_set_new(run, "seed", json_integer(cfg->seed));
+  json_object_set_new(run, "max_steps", json_integer(cfg->max_steps));
+  json_object_set_new(run, "cpu_budget_ms", json_integer(cfg->budget_ms));
+  json_object_set_new(run, "memory_cap_mb", json_integer(cfg->cap_mb));
+  json_object_set_new(run, "success", success_json(cfg));
+  json_object_set_new(
+      run, "shard",
+      cfg->shard_count > 0
+          ? json_pack("{sIsI}", "index", (json_int_t)cfg->shard_index,
+                      "count", (json_int_t)cfg->shard_count)
+          : json_null());
+  json_object_set_new(
+      run, "execution",
+      json_pack("{sIsb}", "concurrency", (json_int_t)cfg->concurrency,
+                "trajectories", cfg->trajectories));
+  return run;
+}

@@ -1,0 +1,492 @@
+/* eval_episode.c - the episodes of `ludo eval`: each slot runs one at a
+ * time, as a chain of non-blocking calls on the loop (open a session or
+ * use the slot's client, reset, policy reset, then act and step until
+ * done or max_steps), and writes the episode's record. C slots make C
+ * episodes in flight. Every callback first checks whether the run is
+ * being stopped (Ctrl-C): then the episode ends as ECANCELED. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/eval.h"
+
+static void slot_next(eval_slot_t *sl);
+
+/* Writes the record and moves on to the next episode. */
+static void write_record(eval_slot_t *sl, json_t *rec) {
+  eval_run_t *r = sl->run;
+  if (eval_out_append(r->out, rec) != 0 && !r->failed) {
+    r->failed = 1;
+    eval_slots_cancel(r);
+  }
+  eval_progress_episode(&r->progress, sl->reward, sl->err_class[0] != '\0');
+  json_decref(rec);
+  r->finished++;
+  sl->ep = NULL;
+  slot_next(sl);
+}
+
+/* The run file's success function answered for sl->rec. */
+static void on_judge(ludo_script_t *sc, int status, const char *out,
+                     size_t len, void *ud) {
+  eval_slot_t *sl = ud;
+  json_t *rec = sl->rec;
+  (void)sc;
+  sl->rec = NULL;
+  if (sl->cancelled && status != 0) status = LUDO_ECANCELED;
+  if (status == 0) {
+    json_object_set_new(rec, "success",
+                        json_boolean(len == 4 && !memcmp(out, "true", 4)));
+  } else { /* the success function failed: the episode with it */
+    eval_record_error(sl, status, out, len);
+    json_object_set_new(rec, "success", json_false());
+    json_object_set_new(rec, "error",
+                        json_pack("{ssss}", "class", sl->err_class,
+                                  "message", sl->err.p ? sl->err.p : ""));
+  }
+  write_record(sl, rec);
+}
+
+/* Asks the run file's success function about the record. */
+static void judge(eval_slot_t *sl, json_t *rec) {
+  char *text = json_dumps(rec, JSON_COMPACT);
+  int rc;
+  ludo__cli_buf_reset(&sl->args);
+  ludo__cli_buf_printf(&sl->args, "[");
+  ludo__cli_buf_json_string(&sl->args, sl->run->cfg->runfile_mod);
+  ludo__cli_buf_printf(&sl->args, ",%s]", text ? text : "null");
+  free(text);
+  sl->rec = rec;
+  sl->pending = P_JUDGE;
+  rc = ludo_script_call_async(sl->judge, "success", sl->args.p, sl->args.len,
+                              on_judge, sl);
+  if (rc != 0) {
+    const char *m = ludo_script_errmsg(sl->judge);
+    on_judge(sl->judge, rc, m, strlen(m), sl);
+  }
+}
+
+/* Ends the episode: the session goes, the record is written (after the
+ * run file's success function, when it has one). */
+static void finish(eval_slot_t *sl) {
+  eval_run_t *r = sl->run;
+  json_t *rec;
+  eval_cpu_update(r);
+  if (sl->traj != NULL) fclose(sl->traj);
+  sl->traj = NULL;
+  rec = eval_record_new(sl);
+  if (sl->s != NULL) ludo_session_close_async(sl->s, NULL, NULL);
+  sl->s = NULL;
+  sl->pending = P_NONE;
+  if (r->cfg->success_kind == EVAL_SUCCESS_FN && sl->judge != NULL &&
+      sl->err_class[0] == '\0' && !sl->cancelled)
+    judge(sl, rec);
+  else
+    write_record(sl, rec);
+}
+
+/* Ends the episode with an error. */
+static void finish_error(eval_slot_t *sl, int status, const char *msg,
+                         size_t len) {
+  eval_record_error(sl, status, msg, len);
+  finish(sl);
+}
+
+/* ---- the target: a session or the slot's client ------------------------- */
+
+static void on_session_reset(ludo_session_t *s, int status, const char *data,
+                             size_t len, void *ud);
+static void on_client_reset(ludo_client_t *c, int status, const char *data,
+                            size_t len, void *ud);
+static void on_session_step(ludo_session_t *s, int status, const char *data,
+                            size_t len, void *ud);
+static void on_client_step(ludo_client_t *c, int status, const char *data,
+                           size_t len, void *ud);
+
+static int target_reset(eval_slot_t *sl, const char *json, size_t len) {
+  sl->pending = P_RESET;
+  return sl->client
+             ? ludo_client_reset_async(sl->client, json, len, on_client_reset,
+                                       sl)
+             : ludo_session_reset_async(sl->s, json, len, on_session_reset,
+                                        sl);
+}
+
+static int target_step(eval_slot_t *sl) {
+  sl->pending = P_STEP;
+  return sl->client ? ludo_client_step_async(sl->client, sl->action.p,
+                                             sl->action.len, on_client_step,
+                                             sl)
+                    : ludo_session_step_async(sl->s, sl->action.p,
+                                              sl->action.len,
+                                              on_session_step, sl);
+}
+
+static const char *target_errmsg(const eval_slot_t *sl) {
+  return sl->client ? ludo_client_errmsg(sl->client)
+                    : ludo_session_errmsg(sl->s);
+}
+
+/* ---- the episode ---------------------------------------------------------- */
+
+static void on_act(ludo_script_t *sc, int status, const char *out,
+                   size_t len, void *ud);
+
+/* Asks the policy for the next action, or ends a long enough episode. */
+static void ask_policy(eval_slot_t *sl) {
+  char r[40];
+  int rc;
+  if (sl->steps >= sl->run->cfg->max_steps) {
+    sl->truncated = 1;
+    finish(sl);
+    return;
+  }
+  ludo__cli_buf_reset(&sl->args);
+  ludo__cli_buf_add(&sl->args, "[", 1);
+  ludo__cli_buf_add(&sl->args, sl->last.p, sl->last.len);
+  ludo__cli_buf_printf(&sl->args, ",{\"step\":%lld,\"done\":false",
+                       sl->steps);
+  if (sl->has_reward && sl->last_reward == sl->last_reward &&
+      sl->last_reward - sl->last_reward == 0) {
+    snprintf(r, sizeof r, "%.17g", sl->last_reward);
+    ludo__cli_buf_printf(&sl->args, ",\"reward\":%s", r);
+  }
+  if (sl->refusal.len > 0)
+    ludo__cli_buf_printf(&sl->args, ",\"error\":%s", sl->refusal.p);
+  ludo__cli_buf_printf(&sl->args, "}]");
+  ludo__cli_buf_reset(&sl->refusal);
+  sl->pending = P_POLICY;
+  rc = ludo_script_call_async(sl->policy, "act", sl->args.p, sl->args.len,
+                              on_act, sl);
+  if (rc != 0) {
+    const char *m = ludo_script_errmsg(sl->policy);
+    finish_error(sl, rc, m, strlen(m));
+  }
+}
+
+/* An invalid action: recorded, counted, and the policy asked again (the
+ * step counts toward max_steps). */
+static void invalid_action(eval_slot_t *sl, json_t *text, const char *why) {
+  sl->steps++;
+  sl->invalid++;
+  eval_traj_invalid(sl, text, why);
+  ludo__cli_buf_reset(&sl->refusal);
+  ludo__cli_buf_json_string(&sl->refusal, why);
+  sl->has_reward = 0;
+  ask_policy(sl);
+}
+
+/* An LLM policy's reply {"action", "text"}: keeps both. */
+static int llm_reply(eval_slot_t *sl, json_t *reply) {
+  char *a = json_dumps(json_object_get(reply, "action"),
+                       JSON_COMPACT | JSON_ENCODE_ANY);
+  if (a == NULL) return -1;
+  ludo__cli_buf_add(&sl->action, a, strlen(a));
+  free(a);
+  sl->text = json_incref(json_object_get(reply, "text"));
+  return 0;
+}
+
+/* The policy's reply: [action] (a Lua policy: the action's text is used
+ * as it is), {"action", "text"} (an LLM policy), or {"invalid": true,
+ * "text", "error"}. */
+static void on_act(ludo_script_t *sc, int status, const char *out,
+                   size_t len, void *ud) {
+  eval_slot_t *sl = ud;
+  json_t *reply = NULL;
+  (void)sc;
+  if (status != 0 || sl->cancelled) {
+    finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
+    return;
+  }
+  ludo__cli_buf_reset(&sl->action);
+  json_decref(sl->text);
+  sl->text = NULL;
+  if (len >= 2 && out[0] == '[' && out[len - 1] == ']') {
+    ludo__cli_buf_add(&sl->action, out + 1, len - 2);
+    if (sl->action.len == 0) ludo__cli_buf_add(&sl->action, "null", 4);
+  } else if ((reply = json_loadb(out, len, 0, NULL)) == NULL ||
+             json_is_true(json_object_get(reply, "invalid")) ||
+             llm_reply(sl, reply) != 0) {
+    invalid_action(sl, json_object_get(reply, "text"),
+                   reply ? json_string_value(json_object_get(reply, "error"))
+                         : "the policy's reply is not JSON");
+    json_decref(reply);
+    return;
+  }
+  json_decref(reply);
+  if (target_step(sl) != 0) {
+    const char *m = target_errmsg(sl);
+    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+  }
+}
+
+/* A step's rubric scores, read before they are added. */
+#define MAX_SCORES 64
+typedef struct {
+  const char *path[MAX_SCORES];
+  size_t len[MAX_SCORES];
+  double v[MAX_SCORES];
+  int n, over;
+} scores_t;
+
+static void score(void *ud, const char *path, size_t n, double v) {
+  scores_t *sc = ud;
+  if (sc->n == MAX_SCORES) {
+    sc->over = 1;
+    return;
+  }
+  sc->path[sc->n] = path;
+  sc->len[sc->n] = n;
+  sc->v[sc->n++] = v;
+}
+
+static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
+  json_t *sum = json_object_getn(sl->rubrics, k, n);
+  if (sum != NULL)
+    json_real_set(sum, json_real_value(sum) + x);
+  else
+    json_object_setn_new(sl->rubrics, k, n, json_real(x));
+}
+
+/* The result's reward, done and rubric scores (added to the sums): read
+ * by eval_step_read, or by jansson when it gives up. */
+static void read_step(eval_slot_t *sl, const char *data, size_t len,
+                      eval_step_t *st) {
+  scores_t sc;
+  json_t *res, *rub, *v;
+  const char *k;
+  int i;
+  sc.n = sc.over = 0;
+  if (eval_step_read(data, len, st, score, &sc) == 0 && !sc.over) {
+    for (i = 0; i < sc.n; i++) add_score(sl, sc.path[i], sc.len[i], sc.v[i]);
+    return;
+  }
+  res = json_loadb(data, len, 0, NULL);
+  v = json_object_get(res, "reward");
+  st->has_reward = json_is_number(v);
+  st->reward = st->has_reward ? json_number_value(v) : 0.0;
+  st->done = json_is_true(json_object_get(res, "done"));
+  rub = json_object_get(json_object_get(res, "metadata"), "rubrics");
+  json_object_foreach(rub, k, v)
+    add_score(sl, k, strlen(k), json_is_number(v) ? json_number_value(v) : 0);
+  json_decref(res);
+}
+
+static void stepped(eval_slot_t *sl, int status, const char *data,
+                    size_t len) {
+  eval_step_t st;
+  if (sl->cancelled) {
+    finish_error(sl, LUDO_ECANCELED, data, len);
+    return;
+  }
+  if (status == LUDO_ESCHEMA || status == LUDO_EINVAL) {
+    char why[2048];
+    snprintf(why, sizeof why, "%.*s", (int)(len < 2000 ? len : 2000), data);
+    invalid_action(sl, sl->text, why); /* the environment refused it */
+    return;
+  }
+  if (status != 0) {
+    finish_error(sl, status, data, len);
+    return;
+  }
+  sl->steps++;
+  eval_traj_step(sl, data, len);
+  read_step(sl, data, len, &st);
+  sl->has_reward = st.has_reward;
+  sl->last_reward = st.reward;
+  sl->reward += st.reward;
+  sl->done = st.done;
+  ludo__cli_buf_reset(&sl->last);
+  ludo__cli_buf_add(&sl->last, data, len);
+  if (sl->done)
+    finish(sl);
+  else
+    ask_policy(sl);
+}
+
+static void on_session_step(ludo_session_t *s, int status, const char *data,
+                            size_t len, void *ud) {
+  (void)s;
+  stepped(ud, status, data, len);
+}
+
+static void on_client_step(ludo_client_t *c, int status, const char *data,
+                           size_t len, void *ud) {
+  (void)c;
+  stepped(ud, status, data, len);
+}
+
+static void on_policy_reset(ludo_script_t *sc, int status, const char *out,
+                            size_t len, void *ud) {
+  eval_slot_t *sl = ud;
+  (void)sc;
+  if (status != 0 || sl->cancelled)
+    finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
+  else if (sl->done)
+    finish(sl);
+  else
+    ask_policy(sl);
+}
+
+static void was_reset(eval_slot_t *sl, int status, const char *data,
+                      size_t len) {
+  json_t *res;
+  int rc;
+  if (status != 0 || sl->cancelled) {
+    finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, data, len);
+    return;
+  }
+  eval_traj_reset(sl, sl->args.p, data, len);
+  res = json_loadb(data, len, 0, NULL);
+  sl->done = json_is_true(json_object_get(res, "done"));
+  json_decref(res);
+  ludo__cli_buf_reset(&sl->last);
+  ludo__cli_buf_printf(&sl->last, "%.*s", (int)len, data);
+  ludo__cli_buf_reset(&sl->args);
+  ludo__cli_buf_printf(&sl->args, "[%llu,%.*s]",
+                       (unsigned long long)sl->ep->seed, (int)len, data);
+  sl->pending = P_POLICY;
+  rc = ludo_script_call_async(sl->policy, "reset", sl->args.p, sl->args.len,
+                              on_policy_reset, sl);
+  if (rc != 0) {
+    const char *m = ludo_script_errmsg(sl->policy);
+    finish_error(sl, rc, m, strlen(m));
+  }
+}
+
+static void on_session_reset(ludo_session_t *s, int status, const char *data,
+                             size_t len, void *ud) {
+  (void)s;
+  was_reset(ud, status, data, len);
+}
+
+static void on_client_reset(ludo_client_t *c, int status, const char *data,
+                            size_t len, void *ud) {
+  (void)c;
+  was_reset(ud, status, data, len);
+}
+
+/* Resets the target with the episode's seed (and task). */
+static void reset(eval_slot_t *sl) {
+  const eval_ep_t *e = sl->ep;
+  ludo__cli_buf_reset(&sl->args);
+  ludo__cli_buf_printf(&sl->args, "{\"seed\":%llu",
+                       (unsigned long long)e->seed);
+  if (e->task_index >= 0) {
+    ludo__cli_buf_printf(&sl->args, ",\"split\":");
+    ludo__cli_buf_json_string(&sl->args, e->split);
+    ludo__cli_buf_printf(&sl->args, ",\"index\":%lld", e->task_index);
+  }
+  ludo__cli_buf_printf(&sl->args, "}");
+  if (target_reset(sl, sl->args.p, sl->args.len) != 0) {
+    const char *m = target_errmsg(sl);
+    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+  }
+}
+
+static void on_open(ludo_session_t *s, int status, void *ud) {
+  eval_slot_t *sl = ud;
+  sl->s = s;
+  if (status != 0 || sl->cancelled) {
+    const char *m = sl->cancelled ? "" : ludo_runtime_errmsg(sl->run->rt);
+    finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, m, strlen(m));
+    return;
+  }
+  eval_llm_usage(sl, sl->llm0);
+  reset(sl);
+}
+
+/* Starts the slot's episode `e`. */
+static void start(eval_slot_t *sl, eval_ep_t *e) {
+  eval_run_t *r = sl->run;
+  int rc;
+  eval_cpu_update(r);
+  sl->ep = e;
+  sl->steps = sl->invalid = 0;
+  sl->reward = sl->last_reward = 0;
+  sl->done = sl->truncated = sl->has_reward = 0;
+  sl->err_class[0] = '\0';
+  ludo__cli_buf_reset(&sl->refusal);
+  json_decref(sl->rubrics);
+  sl->rubrics = json_object();
+  r->active++;
+  sl->wall0 = eval_now();
+  sl->cpu0 = r->cpu_share;
+  eval_traj_open(sl);
+  if (sl->client != NULL) {
+    eval_llm_usage(sl, sl->llm0);
+    reset(sl);
+    return;
+  }
+  sl->pending = P_OPEN;
+  rc = ludo_session_open_async(r->env, on_open, sl);
+  if (rc != 0) finish_error(sl, rc, "cannot open a session", 21);
+}
+
+/* The next episode without a record, or NULL. */
+static eval_ep_t *next_episode(eval_run_t *r) {
+  while (r->next < r->plan->n && r->plan->eps[r->next].done) r->next++;
+  return r->next < r->plan->n ? &r->plan->eps[r->next++] : NULL;
+}
+
+static void slot_next(eval_slot_t *sl) {
+  eval_run_t *r = sl->run;
+  eval_ep_t *e;
+  eval_cpu_update(r);
+  r->active--;
+  e = r->stopping ? NULL : next_episode(r);
+  if (e != NULL) start(sl, e);
+}
+
+/* ---- running the slots ---------------------------------------------------- */
+
+void eval_slots_start(eval_run_t *r) {
+  size_t i;
+  r->cpu_last = eval_cpu_now();
+  for (i = 0; i < r->nslots; i++) {
+    eval_ep_t *e = next_episode(r);
+    if (e == NULL) break;
+    start(&r->slots[i], e);
+  }
+}
+
+/* Stops what the slot waits for: its callback then ends the episode as
+ * ECANCELED (at once for a script or a client, from the loop for a
+ * session). */
+static void slot_cancel(eval_slot_t *sl) {
+  ludo_script_t *sc;
+  ludo_client_t *c;
+  if (sl->ep == NULL || sl->cancelled) return;
+  sl->cancelled = 1;
+  switch (sl->pending) {
+    case P_POLICY:
+      sc = sl->policy;
+      sl->policy = NULL;
+      ludo_script_free(sc);
+      break;
+    case P_JUDGE:
+      sc = sl->judge;
+      sl->judge = NULL;
+      ludo_script_free(sc);
+      break;
+    case P_RESET:
+    case P_STEP:
+      if (sl->client != NULL) {
+        c = sl->client;
+        sl->client = NULL;
+        ludo_client_close(c);
+      } else if (sl->s != NULL) {
+        ludo_session_close_async(sl->s, NULL, NULL);
+        sl->s = NULL;
+      }
+      break;
+    default: /* P_OPEN: the open's callback sees the flag */
+      break;
+  }
+}
+
+void eval_slots_cancel(eval_run_t *r) {
+  size_t i;
+  r->stopping = 1;
+  for (i = 0; i < r->nslots; i++) slot_cancel(&r->slots[i]);
+}

@@ -1,0 +1,158 @@
+/* eval_record.c - what an episode of `ludo eval` leaves (docs/eval.md):
+ * its record in results.jsonl (error class and message, success, wall and
+ * CPU time, LLM usage) and its trajectory file. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/eval.h"
+
+/* ---- time -------------------------------------------------------------- */
+
+double eval_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double eval_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Shares the thread's CPU time since the last update among the episodes
+ * in flight: an episode's cpu_ms is what it got of it. Their number only
+ * changes when an episode starts or ends, so updating then is enough (and
+ * saves a system call per step). */
+void eval_cpu_update(eval_run_t *r) {
+  double now = eval_cpu_now();
+  if (r->active > 0) r->cpu_share += (now - r->cpu_last) / (double)r->active;
+  r->cpu_last = now;
+}
+
+/* ---- LLM usage ---------------------------------------------------------- */
+
+/* The LLM usage of the slot's Lua so far (policy script and session):
+ * calls, failures, prompt and completion tokens. Zeros while the runtime
+ * has no LLM clients (ludo.llm; ludo_*_llm_usage in ludo.h). */
+void eval_llm_usage(const eval_slot_t *sl, double u[4]) {
+  memset(u, 0, 4 * sizeof *u);
+#ifdef LUDO_LUA_LLM_SCRIPTS
+  {
+    ludo_llm_usage_t a = {0}, b = {0};
+    if (sl->policy) ludo_script_llm_usage(sl->policy, &a);
+    if (sl->s) ludo_session_llm_usage(sl->s, &b);
+    u[0] = (double)(a.calls + b.calls);
+    u[1] = (double)(a.failures + b.failures);
+    u[2] = (double)(a.prompt_tokens + b.prompt_tokens);
+    u[3] = (double)(a.completion_tokens + b.completion_tokens);
+  }
+#else
+  (void)sl;
+#endif
+}
+
+/* ---- the record ---------------------------------------------------------- */
+
+/* Records the episode's error: its class and the message's first line. */
+void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len) {
+  const char *cls = ludo_err_name(status);
+  size_t n = len;
+  if (sl->err_class[0] != '\0') return; /* the first error stands */
+  if (status == LUDO_ESCRIPT && len >= 14 &&
+      strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
+    cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
+  if (sl->cancelled) cls = "ECANCELED";
+  snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
+  if (memchr(msg, '\n', len)) n = (size_t)((const char *)memchr(msg, '\n', len) - msg);
+  if (n > 2000) n = 2000;
+  ludo__cli_buf_reset(&sl->err);
+  if (sl->cancelled)
+    ludo__cli_buf_printf(&sl->err, "ECANCELED: the run was interrupted");
+  else
+    ludo__cli_buf_printf(&sl->err, "%.*s", (int)n, msg);
+}
+
+static int success_default(const eval_slot_t *sl) {
+  const eval_cfg_t *cfg = sl->run->cfg;
+  if (sl->err_class[0] != '\0') return 0;
+  if (cfg->success_kind == EVAL_SUCCESS_THRESHOLD)
+    return sl->reward >= cfg->success_threshold;
+  return sl->reward > 0;
+}
+
+json_t *eval_record_new(eval_slot_t *sl) {
+  const eval_ep_t *e = sl->ep;
+  double u[4], wall = (eval_now() - sl->wall0) * 1000.0;
+  char traj[64];
+  json_t *rec;
+  eval_llm_usage(sl, u);
+  snprintf(traj, sizeof traj, "trajectories/%06lld.jsonl", e->index);
+  rec = json_pack(
+      "{sI so sI sI sI sf sO sb sb sb sI so sf sf s{sIsIsIsI} so}",
+      "episode", (json_int_t)e->index, "task",
+      e->task_id ? json_string(e->task_id) : json_null(), "repeat",
+      (json_int_t)e->repeat, "seed", (json_int_t)e->seed, "steps",
+      (json_int_t)sl->steps, "reward", sl->reward, "rubrics", sl->rubrics,
+      "done", sl->done, "truncated", sl->truncated, "success",
+      success_default(sl), "invalid_actions", (json_int_t)sl->invalid,
+      "error",
+      sl->err_class[0] ? json_pack("{ssss}", "class", sl->err_class,
+                                   "message", sl->err.p ? sl->err.p : "")
+                       : json_null(),
+      "wall_ms", wall, "cpu_ms",
+      (sl->run->cpu_share - sl->cpu0) * 1000.0, "llm", "calls",
+      (json_int_t)(u[0] - sl->llm0[0]), "failures",
+      (json_int_t)(u[1] - sl->llm0[1]), "prompt_tokens",
+      (json_int_t)(u[2] - sl->llm0[2]), "completion_tokens",
+      (json_int_t)(u[3] - sl->llm0[3]), "trajectory",
+      sl->run->cfg->trajectories ? json_string(traj) : json_null());
+  return rec;
+}
+
+/* ---- trajectories ---------------------------------------------------------- */
+
+void eval_traj_open(eval_slot_t *sl) {
+  char path[4400];
+  if (!sl->run->cfg->trajectories) return;
+  snprintf(path, sizeof path, "%s/trajectories/%06lld.jsonl",
+           sl->run->cfg->out, sl->ep->index);
+  sl->traj = fopen(path, "w");
+}
+
+/* Line 1: the reset's options and result. */
+void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
+                       size_t len) {
+  if (sl->traj == NULL || len < 2 || data[0] != '{') return;
+  fprintf(sl->traj, "{\"reset\":%s,%.*s\n", opts, (int)len - 1, data + 1);
+}
+
+/* A step: its action, then the result's fields. */
+void eval_traj_step(eval_slot_t *sl, const char *data, size_t len) {
+  char *text = NULL;
+  if (sl->traj == NULL || len < 2 || data[0] != '{') return;
+  if (sl->text != NULL) text = json_dumps(sl->text, JSON_ENCODE_ANY);
+  fprintf(sl->traj, "{\"step\":%lld,\"action\":%.*s,%s%s%s%.*s\n",
+          sl->steps, (int)sl->action.len, sl->action.p,
+          text ? "\"text\":" : "", text ? text : "", text ? "," : "",
+          (int)len - 1, data + 1);
+  free(text);
+}
+
+/* An invalid action: the model's text (if any) and why. */
+void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why) {
+  json_t *line;
+  char *s;
+  if (sl->traj == NULL) return;
+  line = json_pack("{sIsosbsOss}", "step", (json_int_t)sl->steps, "action",
+                   sl->action.len ? json_loadb(sl->action.p, sl->action.len,
+                                               0, NULL)
+                                  : json_null(),
+                   "invalid", 1, "text", text ? text : json_null(), "error",
+                   why);
+  s = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  if (s != NULL) fprintf(sl->traj, "%s\n", s);
+  free(s);
+  json_decref(line);
+}

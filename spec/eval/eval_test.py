@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""Tests of `ludo eval` (docs/eval.md) through the binary, as a user runs
+it: output folder and results format, determinism, concurrency, refusing a
+non-empty folder, resume after kill -9 (and a torn last line), shards and
+merge, invalid actions, failed episodes, Ctrl-C, the progress line with and
+without a terminal, run files (tasks, repeats, success function, flags over
+fields, errors), and a remote run against `ludo serve`.
+
+usage: spec/eval/eval_test.py BUILD/ludo     (from the repository root)
+Prints "ok NAME" or "FAIL NAME" per test; exits 1 when any failed.
+
+Until helper R's lua/ludo/eval/report.lua is in the tree, the summary and
+report come from the stand-in under spec/fixtures/eval/root (LUDO_PATH)."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+LUDO = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/ludo")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+os.chdir(ROOT)
+ENV = dict(os.environ)
+if not os.path.exists("lua/ludo/eval/report.lua"):
+    ENV["LUDO_PATH"] = os.path.join(ROOT, "spec/fixtures/eval/root")
+ENV.pop("LUDO_TOKEN", None)
+TMP = tempfile.mkdtemp(prefix="ludo-eval-test-")
+FIX = "spec/fixtures/eval"
+SLOW = FIX + "/slow_policy.lua"
+failures = 0
+
+
+def ludo(*args, **kw):
+    return subprocess.run([LUDO, *args], env=ENV, capture_output=True,
+                          text=True, timeout=kw.get("timeout", 120))
+
+
+def out(name):
+    return os.path.join(TMP, name)
+
+
+def results(d):
+    with open(os.path.join(d, "results.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def untimed(recs):
+    """Records by episode without the fields that measure time."""
+    keep = {}
+    for r in recs:
+        r = dict(r)
+        r.pop("wall_ms")
+        r.pop("cpu_ms")
+        keep[r["episode"]] = r
+    return [keep[k] for k in sorted(keep)]
+
+
+def summary(d):
+    with open(os.path.join(d, "summary.json")) as f:
+        s = json.load(f)
+    s.pop("timing", None)
+    return s
+
+
+def test(fn):
+    global failures
+    try:
+        fn()
+        print("ok", fn.__name__)
+    except Exception as e:  # noqa: BLE001 - any failure is the test's
+        failures += 1
+        print("FAIL", fn.__name__, "-", repr(e)[:2000])
+    sys.stdout.flush()
+    return fn
+
+
+def run_ok(*args):
+    r = ludo(*args)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    return r
+
+
+@test
+def writes_the_output_folder():
+    d = out("basic")
+    run_ok("eval", "examples/echo", "--episodes", "6", "--seed", "3",
+           "--max-steps", "4", "--out", d, "--quiet")
+    names = sorted(os.listdir(d))
+    assert names == ["report.html", "results.jsonl", "run.json",
+                     "summary.json", "trajectories"], names
+    recs = results(d)
+    assert sorted(r["episode"] for r in recs) == list(range(6))
+    want = {"episode", "task", "repeat", "seed", "steps", "reward",
+            "rubrics", "done", "truncated", "success", "invalid_actions",
+            "error", "wall_ms", "cpu_ms", "llm", "trajectory"}
+    for r in recs:
+        assert set(r) == want, set(r) ^ want
+        assert r["steps"] == 4 and r["truncated"] and not r["done"]
+        assert r["error"] is None and r["task"] is None
+        assert 0 <= r["seed"] < 2 ** 53
+        assert abs(r["rubrics"]["total"] - r["reward"]) < 1e-9
+        assert set(r["llm"]) == {"calls", "failures", "prompt_tokens",
+                                 "completion_tokens"}
+        with open(os.path.join(d, r["trajectory"])) as f:
+            lines = [json.loads(x) for x in f]
+        assert "reset" in lines[0] and "observation" in lines[0]
+        assert [x["step"] for x in lines[1:]] == [1, 2, 3, 4]
+        assert abs(sum(x["reward"] for x in lines[1:]) - r["reward"]) < 1e-9
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["episodes_total"] == 6 and run["seed"] == 3
+    assert run["shard"] is None and run["pass_k"] == []
+    assert run["policy"] == {"kind": "random"}
+    assert len({r["seed"] for r in recs}) == 6
+
+
+@test
+def same_seed_same_results_whatever_the_concurrency():
+    a, b, c = out("det-a"), out("det-b"), out("det-c")
+    args = ["eval", "examples/echo", "--episodes", "12", "--seed", "9",
+            "--max-steps", "5", "--quiet"]
+    run_ok(*args, "--out", a, "--concurrency", "4")
+    run_ok(*args, "--out", b, "--concurrency", "4")
+    run_ok(*args, "--out", c, "--concurrency", "1")
+    assert untimed(results(a)) == untimed(results(b))
+    assert untimed(results(a)) == untimed(results(c))
+    assert summary(a) == summary(c)
+    for i in range(12):
+        t = "trajectories/%06d.jsonl" % i
+        assert open(os.path.join(a, t)).read() == \
+            open(os.path.join(c, t)).read()
+    d = out("det-d")
+    run_ok("eval", "examples/echo", "--episodes", "12", "--seed", "10",
+           "--max-steps", "5", "--quiet", "--out", d)
+    assert untimed(results(a)) != untimed(results(d))
+
+
+@test
+def episodes_overlap_on_one_loop():
+    d = out("conc")
+    run_ok("eval", "examples/echo", "--policy", SLOW, "--episodes", "16",
+           "--max-steps", "5", "--concurrency", "16", "--out", d, "--quiet")
+    recs = results(d)
+    busy = sum(r["wall_ms"] for r in recs) / 1000.0
+    wall = json.load(open(os.path.join(d, "summary.json")))["timing"][
+        "wall_s"]
+    # Each episode waits 5 x 20 ms; one after the other they would fill
+    # the run's whole wall time, concurrently they overlap many times.
+    assert busy > 4 * wall, (busy, wall)
+    assert all(r["cpu_ms"] < r["wall_ms"] for r in recs)
+
+
+@test
+def a_non_concurrent_environment_runs_one_episode_at_a_time():
+    d = out("single")
+    r = run_ok("eval", "spec/fixtures/serve/single", "--episodes", "5",
+               "--concurrency", "4", "--max-steps", "3", "--out", d)
+    assert "is not concurrent: one episode at a time" in r.stderr, r.stderr
+    recs = results(d)
+    assert len(recs) == 5 and all(x["error"] is None for x in recs), recs
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["execution"]["concurrency"] == 1
+
+
+@test
+def refuses_a_non_empty_folder():
+    d = out("basic")
+    before = open(os.path.join(d, "results.jsonl")).read()
+    r = ludo("eval", "examples/echo", "--episodes", "2", "--out", d)
+    assert r.returncode == 1, r.returncode
+    assert "is not empty" in r.stderr and "--resume" in r.stderr, r.stderr
+    assert open(os.path.join(d, "results.jsonl")).read() == before
+
+
+@test
+def resume_after_kill_9_gives_the_same_summary():
+    args = ["eval", "examples/echo", "--policy", SLOW, "--episodes", "60",
+            "--max-steps", "6", "--seed", "4", "--quiet"]
+    full, cut = out("res-full"), out("res-cut")
+    run_ok(*args, "--out", full, "--concurrency", "8")
+    p = subprocess.Popen([LUDO, *args, "--out", cut, "--concurrency", "8"],
+                         env=ENV, stderr=subprocess.DEVNULL)
+    path = os.path.join(cut, "results.jsonl")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= 10:
+            break
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+    n = open(path).read().count("\n")
+    assert 10 <= n < 60, n
+    with open(path, "a") as f:  # a line cut short by the kill
+        f.write('{"episode": 59, "task": nu')
+    r = ludo(*args, "--out", cut, "--concurrency", "3", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "cut short" in r.stderr, r.stderr
+    recs = results(cut)  # the torn line is gone, nothing twice
+    assert sorted(x["episode"] for x in recs) == list(range(60))
+    assert summary(cut) == summary(full)
+    assert untimed(recs) == untimed(results(full))
+    r = ludo(*args, "--out", cut, "--resume")  # nothing left to run
+    assert r.returncode == 0 and len(results(cut)) == 60, r.stderr
+
+
+@test
+def resume_refuses_another_run():
+    d = out("basic")
+    r = ludo("eval", "examples/echo", "--episodes", "6", "--seed", "4",
+             "--max-steps", "4", "--out", d, "--resume")
+    assert r.returncode == 1 and "differs in: seed" in r.stderr, r.stderr
+
+
+@test
+def shards_merge_into_the_unsharded_run():
+    args = ["eval", "examples/echo", "--episodes", "25", "--seed", "7",
+            "--max-steps", "3", "--quiet"]
+    whole = out("sh-whole")
+    run_ok(*args, "--out", whole)
+    shards = [out("sh-%d" % i) for i in range(3)]
+    for i, d in enumerate(shards):
+        run_ok(*args, "--out", d, "--shard", "%d/3" % i)
+        eps = [r["episode"] for r in results(d)]
+        assert all(e % 3 == i for e in eps) and eps, eps
+    merged = out("sh-merged")
+    r = run_ok("eval", "merge", *shards, "--out", merged)
+    assert "25 episodes" in r.stdout, r.stdout
+    assert summary(merged) == summary(whole)
+    assert untimed(results(merged)) == untimed(results(whole))
+    run = json.load(open(os.path.join(merged, "run.json")))
+    assert run["shard"] is None
+    for rec in results(merged):
+        assert os.path.exists(os.path.join(merged, rec["trajectory"]))
+    r = ludo("eval", "merge", shards[0], shards[1], "--out", out("sh-x"))
+    assert r.returncode == 1 and "are in none of the folders" in r.stderr
+    r = ludo("eval", "merge", shards[0], shards[0], shards[1], shards[2],
+             "--out", out("sh-y"))
+    assert r.returncode == 1 and "is in both" in r.stderr, r.stderr
+    other = out("sh-other")
+    run_ok("eval", "examples/echo", "--episodes", "25", "--seed", "8",
+           "--max-steps", "3", "--quiet", "--shard", "1/3", "--out", other)
+    r = ludo("eval", "merge", shards[0], other, shards[2], "--out",
+             out("sh-z"))
+    assert r.returncode == 1 and "differs in seed" in r.stderr, r.stderr
+    r = ludo("eval", "--shard", "3/3", "examples/echo")
+    assert r.returncode == 2 and "--shard" in r.stderr
+
+
+@test
+def invalid_actions_are_recorded_not_fatal():
+    d = out("invalid")
+    run_ok("eval", "examples/echo", "--policy", FIX + "/invalid_policy.lua",
+           "--episodes", "3", "--max-steps", "6", "--out", d, "--quiet",
+           "--concurrency", "1")
+    for r in results(d):
+        assert r["error"] is None and r["steps"] == 6, r
+        assert r["invalid_actions"] == 3, r
+        lines = [json.loads(x) for x in open(os.path.join(d,
+                                                          r["trajectory"]))]
+        bad = [x for x in lines[1:] if x.get("invalid")]
+        assert len(bad) == 3 and "ESCHEMA" in bad[0]["error"], bad
+        assert bad[0]["action"] == {"message": 5}
+
+
+@test
+def a_failing_policy_fails_its_episode_only():
+    d = out("raising")
+    run_ok("eval", "examples/echo", "--policy", FIX + "/raising_policy.lua",
+           "--episodes", "3", "--out", d, "--quiet")
+    for rec in results(d):
+        assert rec["error"]["class"] == "ESCRIPT", rec
+        assert "this policy gives up" in rec["error"]["message"]
+        assert rec["steps"] == 2 and rec["success"] is False
+    assert summary(d)["errors"] == {"ESCRIPT": 3}, summary(d)
+
+
+@test
+def ctrl_c_cancels_and_writes_the_summary():
+    d = out("sigint")
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--policy", SLOW,
+                          "--episodes", "500", "--max-steps", "10",
+                          "--concurrency", "6", "--out", d, "--quiet"],
+                         env=ENV, stderr=subprocess.PIPE, text=True)
+    path = os.path.join(d, "results.jsonl")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= 6:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, err)
+    recs = results(d)
+    cancelled = [r for r in recs if r["error"] and
+                 r["error"]["class"] == "ECANCELED"]
+    assert 1 <= len(cancelled) <= 6, len(cancelled)
+    assert len(recs) < 500
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert s["errors"].get("ECANCELED") == len(cancelled), s
+    assert os.path.exists(os.path.join(d, "report.html"))
+    # --resume runs the cancelled episodes again.
+    r = ludo("eval", "examples/echo", "--policy", SLOW, "--episodes", "500",
+             "--max-steps", "10", "--concurrency", "6", "--out", d,
+             "--quiet", "--resume", "--episodes", "500")
+    assert r.returncode == 0, r.stderr
+    again = {x["episode"] for x in results(d)[len(recs):]}
+    assert {x["episode"] for x in cancelled} <= again
+    assert "ECANCELED" not in summary(d)["errors"], summary(d)
+
+
+@test
+def progress_line_on_a_terminal():
+    d = out("tty")
+    cmd = " ".join([LUDO, "eval", "examples/echo", "--policy", SLOW,
+                    "--episodes", "40", "--max-steps", "10",
+                    "--concurrency", "4", "--out", d])
+    r = subprocess.run(["script", "-qec", cmd, "/dev/null"], env=ENV,
+                       capture_output=True, timeout=120)
+    text = r.stdout.decode()
+    assert r.returncode == 0, text[-500:]
+    # One line rewritten in place: \r, the line, clear to its end.
+    assert re.search(r"\r40/40 episodes +[0-9.]+/s +ETA \S+ +mean reward "
+                     r"[0-9.]+ +errors 0\x1b\[K", text), repr(text[-300:])
+    assert len(re.findall(r"\r\d+/40 episodes", text)) >= 2, repr(text)
+    assert "ludo eval:" not in text
+
+
+@test
+def progress_lines_without_a_terminal_and_quiet():
+    d = out("notty")
+    r = run_ok("eval", "examples/echo", "--episodes", "5", "--out", d)
+    assert "\r" not in r.stderr
+    assert re.search(r"^ludo eval: 5/5 episodes .* errors 0$", r.stderr,
+                     re.M), r.stderr
+    r = run_ok("eval", "examples/echo", "--episodes", "5", "--out",
+               out("quiet"), "--quiet")
+    assert r.stderr == "", r.stderr
+
+
+@test
+def run_file_tasks_repeats_and_success_function():
+    d = out("arith")
+    run_ok("eval", FIX + "/arith_run.lua", "--out", d, "--quiet")
+    recs = untimed(results(d))
+    assert len(recs) == 15
+    assert [x["task"] for x in recs[:4]] == ["test-0"] * 3 + ["test-1"]
+    assert [x["repeat"] for x in recs[:4]] == [0, 1, 2, 0]
+    for x in recs:
+        assert x["reward"] == 1.0 and x["done"]
+        assert x["success"] == (x["task"] != "test-1"), x
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["tasks"] == {"split": "test"} and run["repeats"] == 3
+    assert run["pass_k"] == [1, 2] and run["success"]["kind"] == "function"
+    # A flag overrides the run file's field.
+    d2 = out("arith-flags")
+    run_ok("eval", FIX + "/arith_run.lua", "--out", d2, "--quiet",
+           "--repeats", "1")
+    assert len(results(d2)) == 5
+
+
+@test
+def run_file_task_ids_from_any_split():
+    d = out("arith-ids")
+    run_ok("eval", FIX + "/arith_ids_run.lua", "--out", d, "--quiet")
+    recs = untimed(results(d))
+    assert [x["task"] for x in recs] == ["test-3", "train-7", "test-0"]
+    assert all(x["reward"] == 1.0 for x in recs), recs
+    first = json.loads(open(os.path.join(d, recs[1]["trajectory"]))
+                       .readline())
+    assert first["reset"]["split"] == "train", first
+    assert first["reset"]["index"] == 7 and first["observation"]["id"] == \
+        "train-7", first
+    r = ludo("eval", FIX + "/arith_badid_run.lua", "--out", out("badid"))
+    assert r.returncode == 1, r.returncode
+    assert "no task 'test-99' in split test" in r.stderr, r.stderr
+
+
+@test
+def run_file_errors_say_what_is_wrong():
+    cases = [
+        ("bad_field_run.lua", "polcy is not a field of a run file"),
+        ("key_run.lua", "never put a key in a run file"),
+    ]
+    for name, want in cases:
+        r = ludo("eval", FIX + "/" + name, "--out", out("bad-" + name))
+        assert r.returncode == 1, (name, r.returncode)
+        assert want in r.stderr, (name, r.stderr)
+        assert not os.path.exists(out("bad-" + name))
+    r = ludo("eval", "examples/echo", "--policy", FIX + "/nosuch.lua",
+             "--out", out("bad-policy"))
+    assert r.returncode == 1 and "nosuch" in r.stderr, r.stderr
+
+
+@test
+def remote_run_against_ludo_serve():
+    p = subprocess.Popen([LUDO, "serve", "examples/echo", "--port", "0"],
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        m = re.search(r"http://[^:]+:(\d+)", p.stderr.readline())
+        url = "ws://127.0.0.1:%s/ws" % m.group(1)
+        remote, local = out("remote"), out("remote-local")
+        args = ["--episodes", "8", "--seed", "2", "--max-steps", "4",
+                "--quiet", "--policy", FIX + "/invalid_policy.lua",
+                "--concurrency", "1"]
+        run_ok("eval", url, *args, "--out", remote)
+        run_ok("eval", "examples/echo", *args, "--out", local)
+        a, b = untimed(results(remote)), untimed(results(local))
+        assert len(a) == 8 and a == b, (a[:1], b[:1])
+        run = json.load(open(os.path.join(remote, "run.json")))
+        assert run["env"] == url
+    finally:
+        p.terminate()
+        p.wait()
+
+
+LLM_RUN = """
+-- An LLM policy on arith's test split, against the mock LLM server.
+return {
+  env = %(env)s,
+  tasks = { split = "test" },
+  max_steps = 2,
+  concurrency = 3,
+  policy = {
+    llm = { api = "openai", base_url = %(url)s, model = "mock",
+            retries = 0, timeout_ms = 10000 },
+    prompt = function(observation, history)
+      local m = { { role = "system", content = "Answer with a number." } }
+      for _, h in ipairs(history) do
+        m[#m + 1] = { role = "user", content = h.observation.question }
+        m[#m + 1] = { role = "assistant", content = h.text }
+        if h.error then
+          m[#m + 1] = { role = "user", content = "not a number: " .. h.error }
+        end
+      end
+      m[#m + 1] = { role = "user", content = observation.question }
+      return m
+    end,
+    parse = function(text)
+      if text == "float" then return { answer = 0.5 } end -- off the schema
+      local n = math.tointeger(tonumber(text:match("^%%-?%%d+$") or ""))
+      if n == nil then error("no number in " .. text, 0) end
+      return { answer = n }
+    end,
+  },
+}
+"""
+
+LLM_SCRIPT = {"default": "42", "rules": [
+    {"match": "^12 \\* 12$", "reply": "144"},
+    {"match": "^7 \\+ 35$", "reply": "forty-two"},
+    {"match": "^81 / 9$", "reply": "float"},
+    {"match": "^2 \\^ 10$", "status": 500, "message": "mock is down"}]}
+
+
+def llm_policy_end_to_end():
+    """An LLM policy through `ludo eval` against spec/llm/mock_llm.js:
+    answers, an unparseable answer and one the action schema refuses
+    (invalid actions, kept with the model's text), a failing server
+    (error class ELLM), token counts."""
+    script = os.path.join(TMP, "llm_script.json")
+    json.dump(LLM_SCRIPT, open(script, "w"))
+    mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
+                             script], stdout=subprocess.PIPE, text=True)
+    try:
+        port = re.search(r":(\d+)", mock.stdout.readline()).group(1)
+        run = os.path.join(TMP, "llm_run.lua")
+        with open(run, "w") as f:
+            f.write(LLM_RUN % {
+                "env": json.dumps(os.path.join(ROOT, "examples/arith")),
+                "url": json.dumps("http://127.0.0.1:%s/v1" % port)})
+        d = out("llm")
+        run_ok("eval", run, "--out", d, "--quiet")
+        recs = {r["task"]: r for r in untimed(results(d))}
+        assert recs["test-0"]["reward"] == 1.0, recs["test-0"]
+        assert recs["test-0"]["llm"]["calls"] == 1
+        assert recs["test-0"]["llm"]["completion_tokens"] == 1
+        assert recs["test-0"]["llm"]["prompt_tokens"] > 0
+        bad = recs["test-1"]
+        assert bad["invalid_actions"] == 2 and bad["truncated"], bad
+        assert bad["error"] is None and bad["llm"]["calls"] == 2, bad
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, bad["trajectory"]))]
+        assert lines[1]["invalid"] and lines[1]["text"] == "forty-two"
+        assert "no number in forty-two" in lines[1]["error"], lines[1]
+        assert recs["test-2"]["reward"] == 1.0
+        step = [json.loads(x) for x in open(os.path.join(
+            d, recs["test-2"]["trajectory"]))][1]
+        assert step["text"] == "42" and step["action"] == {"answer": 42}
+        refused = recs["test-3"]  # parsed, then refused by the schema
+        assert refused["invalid_actions"] == 2, refused
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, refused["trajectory"]))]
+        assert lines[1]["invalid"] and lines[1]["text"] == "float"
+        assert "ESCHEMA" in lines[1]["error"], lines[1]
+        down = recs["test-4"]
+        assert down["error"]["class"] == "ELLM", down
+        assert "500" in down["error"]["message"], down
+        assert down["llm"]["failures"] == 1, down
+        runj = json.load(open(os.path.join(d, "run.json")))
+        assert runj["policy"]["kind"] == "llm"
+        assert runj["policy"]["model"] == "mock"
+    finally:
+        mock.terminate()
+        mock.wait()
+
+
+def example_llm_policy_and_judge():
+    """examples/eval/run.sh: an LLM policy and an LLM judge (in the
+    sessions) against the mock, every LLM call counted per episode."""
+    d = out("example")
+    r = subprocess.run(["examples/eval/run.sh", d], env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    recs = {(x["task"], x["repeat"]): x for x in results(d)}
+    assert len(recs) == 15
+    right = recs[("q0", 0)]
+    assert right["rubrics"]["rubric_0"] == 1.0, right
+    assert abs(right["rubrics"]["rubric_1"] - 0.95) < 1e-9, right
+    assert right["llm"]["calls"] == 2, right  # the policy's and the judge's
+    wrong = recs[("q2", 0)]
+    assert wrong["rubrics"]["rubric_0"] == 0.0 and not wrong["success"]
+    assert sum(x["invalid_actions"] for x in recs.values()) == 4
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
+# The LLM client and its mock server are helper L's (ludo.llm,
+# spec/llm/): the end-to-end tests run once they are in the tree.
+if os.path.exists("spec/llm/mock_llm.js"):
+    test(llm_policy_end_to_end)
+    test(example_llm_policy_and_judge)
+else:
+    print("skip llm_policy_end_to_end, example_llm_policy_and_judge "
+          "(no spec/llm/mock_llm.js yet)")
+
+shutil.rmtree(TMP, ignore_errors=True)
+print("%d failed" % failures)
+sys.exit(1 if failures else 0)
