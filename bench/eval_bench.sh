@@ -19,9 +19,6 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-if [ ! -f lua/ludo/eval/report.lua ]; then
-  export LUDO_PATH="$PWD/spec/fixtures/eval/root" # the report's stand-in
-fi
 
 eval_rate() { # one eval run; prints its steps/s
   rm -rf "$tmp/out"
