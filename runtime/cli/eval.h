@@ -28,6 +28,12 @@
 #include "cli/cli.h"
 #include "ludo.h"
 
+/* How records, trajectory lines and merged results are written: floats
+ * with 15 significant digits (0.3, not 0.30000000000000004), the text the
+ * summary, the success rule and --resume all read. */
+#define EVAL_JSON_LINE \
+  (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
 /* ---- configuration (eval_config.c) ----------------------------------- */
 
 enum { EVAL_SUCCESS_DEFAULT, EVAL_SUCCESS_THRESHOLD, EVAL_SUCCESS_FN };

@@ -48,7 +48,7 @@ static void on_judge(ludo_script_t *sc, int status, const char *out,
 
 /* Asks the run file's success function about the record. */
 static void judge(eval_slot_t *sl, json_t *rec) {
-  char *text = json_dumps(rec, JSON_COMPACT);
+  char *text = json_dumps(rec, EVAL_JSON_LINE);
   int rc;
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_printf(&sl->args, "[");

@@ -243,7 +243,7 @@ static int merge(const merge_args_t *m) {
        write_results(m, all, from) != 0;
   free(text);
   shard_timing(m, &wall, start, sizeof start);
-  text = rc == 0 ? json_dumps(all, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  text = rc == 0 ? json_dumps(all, EVAL_JSON_LINE) : NULL;
   if (rc == 0 && (text == NULL || eval_report_write(m->out, run, text,
                                                     strlen(text), wall,
                                                     start) != 0))

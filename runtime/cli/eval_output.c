@@ -399,7 +399,7 @@ int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
 }
 
 int eval_out_append(eval_out_t *o, json_t *record) {
-  char *line = json_dumps(record, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  char *line = json_dumps(record, EVAL_JSON_LINE);
   int rc = 0;
   if (line == NULL || fputs(line, o->results) < 0 ||
       fputc('\n', o->results) < 0 || fflush(o->results) != 0) {

@@ -1,6 +1,7 @@
 /* eval_record.c - what an episode of `ludo eval` leaves (docs/eval.md):
  * its record in results.jsonl (error class and message, success, wall and
  * CPU time, LLM usage) and its trajectory file. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,9 +83,12 @@ static int success_default(const eval_slot_t *sl) {
   return sl->reward > 0;
 }
 
+/* Milliseconds to the microsecond: what a timer can tell apart. */
+static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
+
 json_t *eval_record_new(eval_slot_t *sl) {
   const eval_ep_t *e = sl->ep;
-  double u[4], wall = (eval_now() - sl->wall0) * 1000.0;
+  double u[4], wall = ms3((eval_now() - sl->wall0) * 1000.0);
   char traj[64];
   json_t *rec;
   eval_llm_usage(sl, u);
@@ -102,7 +106,7 @@ json_t *eval_record_new(eval_slot_t *sl) {
                                    "message", sl->err.p ? sl->err.p : "")
                        : json_null(),
       "wall_ms", wall, "cpu_ms",
-      (sl->run->cpu_share - sl->cpu0) * 1000.0, "llm", "calls",
+      ms3((sl->run->cpu_share - sl->cpu0) * 1000.0), "llm", "calls",
       (json_int_t)(u[0] - sl->llm0[0]), "failures",
       (json_int_t)(u[1] - sl->llm0[1]), "prompt_tokens",
       (json_int_t)(u[2] - sl->llm0[2]), "completion_tokens",
@@ -132,7 +136,7 @@ void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
 void eval_traj_step(eval_slot_t *sl, const char *data, size_t len) {
   char *text = NULL;
   if (sl->traj == NULL || len < 2 || data[0] != '{') return;
-  if (sl->text != NULL) text = json_dumps(sl->text, JSON_ENCODE_ANY);
+  if (sl->text != NULL) text = json_dumps(sl->text, JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
   fprintf(sl->traj, "{\"step\":%lld,\"action\":%.*s,%s%s%s%.*s\n",
           sl->steps, (int)sl->action.len, sl->action.p,
           text ? "\"text\":" : "", text ? text : "", text ? "," : "",
@@ -151,7 +155,7 @@ void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why) {
                                   : json_null(),
                    "invalid", 1, "text", text ? text : json_null(), "error",
                    why);
-  s = line ? json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
   if (s != NULL) fprintf(sl->traj, "%s\n", s);
   free(s);
   json_decref(line);

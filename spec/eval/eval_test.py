@@ -514,11 +514,11 @@ def example_llm_policy_and_judge():
     recs = {(x["task"], x["repeat"]): x for x in results(d)}
     assert len(recs) == 15
     right = recs[("q0", 0)]
-    assert right["rubrics"]["rubric_0"] == 1.0, right
-    assert abs(right["rubrics"]["rubric_1"] - 0.95) < 1e-9, right
+    assert right["rubrics"]["exact"] == 1.0, right
+    assert abs(right["rubrics"]["judge"] - 0.95) < 1e-9, right
     assert right["llm"]["calls"] == 2, right  # the policy's and the judge's
     wrong = recs[("q2", 0)]
-    assert wrong["rubrics"]["rubric_0"] == 0.0 and not wrong["success"]
+    assert wrong["rubrics"]["exact"] == 0.0 and not wrong["success"]
     assert sum(x["invalid_actions"] for x in recs.values()) == 4
     assert os.path.exists(os.path.join(d, "report.html"))
 

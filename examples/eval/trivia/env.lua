@@ -14,7 +14,7 @@ local QUESTIONS = {
   { "Who wrote Hamlet?", "Shakespeare" },
 }
 
-local current -- the reference answer of this episode
+local question, current -- this episode's question and reference answer
 
 local Exact = R.Rubric:extend("Exact")
 function Exact:forward(action)
@@ -27,17 +27,19 @@ local env = {
     .. "the answer.",
   concurrent = true,
   action = { answer = "string" },
-  observation = { question = "string" },
+  observation = { question = "string", expected = "string?" },
+  -- The keys name the rubrics in metadata.rubrics, and so in the results'
+  -- per-rubric columns and the report: "exact" and "judge".
   rubric = R.WeightedSum({
-    Exact(),
-    LLMJudge{
+    exact = Exact(),
+    judge = LLMJudge{
       prompt_template = "Rate from 0 to 1 how well the answer {action} "
         .. "answers {observation}. Reply with the number only.",
       llm = { api = "openai", base_url = "http://127.0.0.1:8089/v1",
               model = "judge", temperature = 0, max_tokens = 8 },
       normalize = true,
     },
-  }, { 0.5, 0.5 }),
+  }, { exact = 0.5, judge = 0.5 }),
   tasks = {
     splits = { "test" },
     count = function() return #QUESTIONS end,
@@ -50,12 +52,14 @@ local env = {
 
 function env.reset(opts)
   local i = opts.task and opts.task.id and tonumber(opts.task.id:sub(2)) or 0
-  current = QUESTIONS[i + 1][2]
-  return { question = QUESTIONS[i + 1][1] }
+  question, current = QUESTIONS[i + 1][1], QUESTIONS[i + 1][2]
+  return { question = question }
 end
 
+-- One answer per episode; the observation that ends it shows the
+-- question again with the reference answer (the trajectory reads well).
 function env.step()
-  return { question = "", done = true }
+  return { question = question, expected = current, done = true }
 end
 
 return env
