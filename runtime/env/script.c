@@ -25,6 +25,8 @@ struct ludo_script_s {
    * from the loop (phase LUDO__PH_*), the input and the function's name
    * are copies. */
   ludo__task_t task;
+  ludo__task_t nudge;          /* keeps a blocking call's loop pass from
+                                  blocking in its poll after a wake */
   int phase, async;
   ludo_script_cb cb;
   void *cb_ud;
@@ -129,13 +131,19 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
   }
 }
 
+static void nudged(ludo__task_t *t) { (void)t; }
+
 /* The call waited and can go on: a blocking call resumes it in its own
  * loop (ludo__script_call), a non-blocking one from its task. */
 static void script_wake(ludo__sched_t *s, void *ud) {
   ludo_script_t *sc = ud;
   (void)s;
   if (!sc->async) {
+    /* ludo__script_call resumes it once uv_run returns; the nudge makes
+     * this pass end without blocking in its poll, even when the wake came
+     * from a timer or another callback that ran before the poll. */
     sc->runnable = 1;
+    ludo__core_post(&sc->rt->core, &sc->nudge);
     return;
   }
   sc->phase = LUDO__PH_RUN;
@@ -219,6 +227,7 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   ludo__buf_init(&sc->err, ludo__alloc_fn, heap);
   ludo__buf_init(&sc->in, ludo__alloc_fn, heap);
   sc->task.fn = script_task;
+  sc->nudge.fn = nudged;
   sc->name = ludo__strndup(heap, module, strlen(module));
   sc->modules.cache = &rt->core.cache;
   sc->modules.global = &rt->core.cmods;
@@ -338,6 +347,7 @@ static void script_cancel(ludo_script_t *sc) {
 void ludo__script_free(ludo_script_t *sc) {
   ludo__alloc_t *heap = &sc->rt->core.heap;
   if (sc->async) script_cancel(sc);
+  ludo__core_unpost(&sc->rt->core, &sc->nudge);
   if (sc->ps) ludo__pstate_free(sc->rt, sc->ps);
   if (sc->name) ludo__free(heap, sc->name, strlen(sc->name) + 1);
   if (sc->modules.dir)

@@ -46,7 +46,6 @@ struct ludo__curlm_s {
   size_t nbyfd;
   CURL *idle[LUDO__CURLM_IDLE]; /* easy handles to reuse */
   int nidle;
-  ludo__task_t nudge;          /* keeps the loop pass from blocking */
   int open_handles;            /* our uv handles not yet closed */
   int closing;
   void *slot;                  /* see ludo__curlm_slot */
@@ -133,13 +132,8 @@ static void unlink_xfer(ludo__curlm_t *m, ludo__curlm_xfer_t *x) {
   x->next = x->prev = NULL;
 }
 
-static void nudged(ludo__task_t *t) { (void)t; }
-
-/* Hands every finished transfer to its owner. A transfer can end inside
- * the timer's callback (curl reuses a connection and gets its whole reply
- * at once); a task posted then keeps this pass of the loop from blocking
- * in its poll, so a caller running the loop until its completion flag is
- * set (a blocking script call) gets back to it. */
+/* Hands every finished transfer to its owner (possibly from the timer's
+ * callback: curl reuses a connection and gets its whole reply at once). */
 static void collect(ludo__curlm_t *m) {
   CURLMsg *msg;
   int left;
@@ -151,7 +145,6 @@ static void collect(ludo__curlm_t *m) {
     curl_multi_remove_handle(m->multi, msg->easy_handle);
     if (x == NULL) continue;
     unlink_xfer(m, x);
-    ludo__core_post(m->core, &m->nudge);
     x->done(x->easy, rc, x->ud); /* may add or remove transfers */
   }
 }
@@ -265,7 +258,6 @@ static void closer_fn(ludo__closer_t *cl) {
   ludo__curlm_t *m = (ludo__curlm_t *)((char *)cl -
                                        offsetof(ludo__curlm_t, closer));
   ludo__core_remove_closer(m->core, cl);
-  ludo__core_unpost(m->core, &m->nudge);
   while (m->xfers != NULL) {
     ludo__curlm_xfer_t *x = m->xfers;
     curl_multi_remove_handle(m->multi, x->easy);
@@ -288,7 +280,6 @@ static int curlm_new(ludo__core_t *core, ludo__curlm_t **out) {
   m = ludo__calloc(&core->heap, sizeof *m);
   if (m == NULL) return LUDO_ENOMEM;
   m->core = core;
-  m->nudge.fn = nudged;
   m->multi = curl_multi_init();
   if (m->multi == NULL) {
     ludo__free(&core->heap, m, sizeof *m);

@@ -41,6 +41,7 @@
   X(script_async_errors)                                                     \
   X(script_async_ebusy)                                                      \
   X(script_async_free_in_flight)                                             \
+  X(script_blocking_wait_beside_host_handles)                                \
   /* test-core.c: loop ownership, run queue, lifecycle, re-entrancy */     \
   X(core_borrowed_loop)                                                      \
   X(core_async_on_the_loop)                                                  \

@@ -1,6 +1,7 @@
 /* test-scriptasync.c - ludo_script_call_async: results from the loop, a
  * waiting script beside one that goes on, errors, EBUSY, free in flight. */
 #include <string.h>
+#include <uv.h>
 
 #include "helpers.h"
 #include "ludo.h"
@@ -139,4 +140,46 @@ TEST_IMPL(script_async_free_in_flight) {
   ASSERT_OK(ludo_runtime_run(rt));
   ASSERT_EQ(ga.calls, 1);
   test_rt_free(rt);
+}
+
+static void host_tick(uv_timer_t *t) { (*(int *)t->data)++; }
+
+static void host_timer_closed(uv_handle_t *h) { (void)h; }
+
+/* A blocking call that waits (ludo.sleep, an LLM request) goes on as soon
+ * as its operation completes, even when the host keeps other handles on
+ * the loop: here a timer due in an hour. The pass of the loop that saw
+ * the completion must not then block in its poll until the host's next
+ * event. */
+TEST_IMPL(script_blocking_wait_beside_host_handles) {
+  uv_loop_t loop;
+  uv_timer_t timer;
+  int ticks = 0;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_script_t *sc;
+  const char *out;
+  size_t len;
+  ASSERT_OK(uv_loop_init(&loop));
+  uv_timer_init(&loop, &timer);
+  timer.data = &ticks;
+  uv_timer_start(&timer, host_tick, 3600 * 1000, 0);
+  test_options(&o);
+  o.loop = &loop;
+  rt = test_rt_new(&o);
+  sc = open_script(rt);
+  /* A sleep of 0 completes in the timers that open a pass of the loop,
+   * before its poll; a sleep of 20 ms in those after the poll. */
+  ASSERT_OK(ludo_script_call(sc, "nap", J("[0, \"a\"]"), &out, &len));
+  ASSERT_STR_EQ(out, "{\"tag\":\"a\"}");
+  ASSERT_OK(ludo_script_call(sc, "nap", J("[20, \"b\"]"), &out, &len));
+  ASSERT_STR_EQ(out, "{\"tag\":\"b\"}");
+  ASSERT_EQ(ticks, 0); /* the calls did not wait for the host's timer */
+  ludo_script_free(sc);
+  ludo_runtime_free(rt);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  ASSERT_EQ(test_heap.live, 0);
+  uv_close((uv_handle_t *)&timer, host_timer_closed);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ASSERT_OK(uv_loop_close(&loop));
 }
