@@ -18,6 +18,7 @@
  *
  * usage: build/ludo-llm-bench [requests [concurrency [delay_ms]]]
  *        (run from the repo root; default 10000 1000 50) */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "ludo.h"
+#include "table.h"
 
 typedef struct {
   pid_t pid;
@@ -51,6 +53,26 @@ static double cpu_s(void) {
 static void die(const char *what) {
   fprintf(stderr, "llm-bench: %s\n", what);
   exit(1);
+}
+
+/* Prints the figures as bench/table.h's table. */
+static void report(int n, int c, int delay, double wall, double ideal,
+                   double cpu, double mock_cpu, int failed) {
+  row_t r[3];
+  char fig[48];
+  printf("llm.concurrent: %d requests, %d in flight, %d ms delay, "
+         "%d failed\n", n, c, delay, failed);
+  snprintf(fig, sizeof fig, "llm @%d wall", c);
+  bench_row(&r[0], fig, "ms", wall * 1e3, "requests/concurrency x delay",
+            ideal * 1e3,
+            T_LE, ON_RATIO, 1.3);
+  snprintf(fig, sizeof fig, "llm @%d ludo CPU per request", c);
+  bench_row(&r[1], fig, "us", cpu * 1e6 / n, "", NAN, T_LE, ON_MEASURED,
+            100);
+  snprintf(fig, sizeof fig, "llm @%d mock CPU per request", c);
+  bench_row(&r[2], fig, "us", mock_cpu * 1e6 / (n + c),
+            "ludo CPU per request", cpu * 1e6 / n, T_NONE, 0, 0);
+  bench_print_table(r, 3);
 }
 
 /* Starts the mock with a script of `delay_ms`; reads its port. */
@@ -168,19 +190,10 @@ int main(int argc, char **argv) {
   wall = round_of(rt, ss, c, m.port, per);
   cpu0 = cpu_s() - cpu0;
   ideal = (double)per * delay / 1000.0;
-  printf("llm.concurrent  %d requests, %d in flight, %d ms delay\n",
-         per * c, c, delay);
-  printf("  wall %.3f s, ideal %.3f s: wall/ideal = %.2f (target <= 1.3)\n",
-         wall, ideal, wall / ideal);
-  printf("  cpu %.3f s: %.1f us per request (target <= 100)\n", cpu0,
-         cpu0 * 1e6 / (per * c));
-  printf("  failed steps: %d\n", failed);
   for (i = 0; i < c; i++) ludo_session_close(ss[i]);
   free(ss);
   ludo_env_free(env);
   ludo_runtime_free(rt);
-  cpu0 = mock_stop(&m);
-  printf("  mock server cpu %.3f s over both rounds: %.1f us per request\n",
-         cpu0, cpu0 * 1e6 / (per * c + c));
+  report(per * c, c, delay, wall, ideal, cpu0, mock_stop(&m), failed);
   return failed ? 1 : 0;
 }
