@@ -64,8 +64,7 @@ static void report(int n, int c, int delay, double wall, double ideal,
          "%d failed\n", n, c, delay, failed);
   snprintf(fig, sizeof fig, "llm @%d wall", c);
   bench_row(&r[0], fig, "ms", wall * 1e3, "requests/concurrency x delay",
-            ideal * 1e3,
-            T_LE, ON_RATIO, 1.3);
+            ideal * 1e3, T_LE, ON_RATIO, 1.3);
   snprintf(fig, sizeof fig, "llm @%d ludo CPU per request", c);
   bench_row(&r[1], fig, "us", cpu * 1e6 / n, "", NAN, T_LE, ON_MEASURED,
             100);
