@@ -1,6 +1,8 @@
 -- examples/eval: an LLM policy answers the trivia questions (3 tries
 -- each, for pass@k), an LLM judge scores the answers inside the sessions;
--- both LLMs are the mock server of spec/llm on port 8089 (run.sh).
+-- both LLMs are the mock server of spec/llm, reached at $LUDO_POLICY_URL
+-- and $LUDO_JUDGE_URL (run.sh sets them; base_url is the fallback). With
+-- a real server, set those (and name the key's variable with api_key_env).
 return {
   env = "trivia",
   tasks = { split = "test" },
@@ -10,7 +12,8 @@ return {
   max_steps = 2,
   seed = 1,
   policy = {
-    llm = { api = "openai", base_url = "http://127.0.0.1:8089/v1",
+    llm = { api = "openai", base_url_env = "LUDO_POLICY_URL",
+            base_url = "http://127.0.0.1:8089/v1",
             model = "answerer", temperature = 0.7, max_tokens = 32 },
     prompt = function(observation, history)
       local messages = { { role = "system",

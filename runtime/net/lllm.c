@@ -140,7 +140,8 @@ static void check_keys(lua_State *L, int t, const char *const *known,
 }
 
 static const char *const CLIENT_KEYS[] = {
-    "api", "base_url", "model", "api_key_env", "temperature", "max_tokens",
+    "api", "base_url", "base_url_env", "model", "api_key_env", "temperature",
+    "max_tokens",
     "stop", "timeout_ms", "max_concurrency", "retries", "backoff_ms",
     "max_backoff_ms", "max_retry_after_ms", "max_response_bytes", NULL};
 static const char *const CALL_KEYS[] = {"temperature", "max_tokens", "stop",
@@ -167,14 +168,24 @@ static const char *read_key(lua_State *L, int t) {
   return key;
 }
 
+/* The base URL: the environment variable named by base_url_env when it is
+ * set and not empty (one run file, another server), else base_url. */
+static const char *read_base_url(lua_State *L, int t) {
+  const char *var = opt_str(L, t, "base_url_env"), *url;
+  if (var != NULL && (url = getenv(var)) != NULL && *url != '\0')
+    return url;
+  return opt_str(L, t, "base_url");
+}
+
 static void read_config(lua_State *L, int t, ludo__llm_config_t *cfg) {
   const lua_Integer day = 86400000;
   ludo__llm_config_init(cfg);
   cfg->api = read_api(L, t);
-  cfg->base_url = opt_str(L, t, "base_url");
+  cfg->base_url = read_base_url(L, t);
   cfg->model = opt_str(L, t, "model");
   if (cfg->base_url == NULL || cfg->model == NULL)
-    luaL_error(L, "ludo.llm: options base_url and model are required");
+    luaL_error(L, "ludo.llm: options base_url (or a set base_url_env) and "
+               "model are required");
   cfg->api_key = read_key(L, t);
   cfg->timeout_ms = (uint32_t)opt_int(L, t, "timeout_ms", cfg->timeout_ms,
                                       1, day);

@@ -584,6 +584,26 @@ end }
     end)
   end)
 
+  describe("base_url_env", function()
+    it("takes the URL from the named variable, else base_url", function()
+      mock.script({ rules = { { reply = "here" } } })
+      local s, rt = session()
+      -- Unset: base_url is used.
+      local r = run(s, { op = "complete", prompt = "x", client = client_opts(
+        { base_url_env = "LUDO_TEST_SURELY_UNSET_URL" }) })
+      assert.are.equal("here", r.text)
+      -- Set (HOME is a path, not a URL): the variable wins over base_url,
+      -- and the error does not show its value.
+      r = run(s, { op = "bad", client = client_opts(
+        { base_url_env = "HOME" }), call = { messages = user("x") } })
+      assert.is_false(r.ok)
+      assert.matches("base_url must start with http:// or https://", r.err)
+      assert.is_nil(r.err:find(os.getenv("HOME"), 1, true))
+      s:close()
+      rt:close()
+    end)
+  end)
+
   describe("arguments", function()
     local cases = {
       { { api = "gpt" }, nil, 'option api must be "openai" or "anthropic"' },

@@ -2,7 +2,7 @@
 -- its test split, answered in one step, scored by a rubric tree of an
 -- exact match against the reference answer and an LLM judge (LLMJudge with
 -- a ludo.llm client, rubrics/llm_judge.lua) rating the answer. The judge's
--- server is the mock of spec/llm on port 8089 (run.sh starts it).
+-- server is $LUDO_JUDGE_URL (run.sh starts the mock of spec/llm there).
 local R = require("ludo.rubrics")
 local LLMJudge = require("rubrics.llm_judge")
 
@@ -35,7 +35,8 @@ local env = {
     judge = LLMJudge{
       prompt_template = "Rate from 0 to 1 how well the answer {action} "
         .. "answers {observation}. Reply with the number only.",
-      llm = { api = "openai", base_url = "http://127.0.0.1:8089/v1",
+      llm = { api = "openai", base_url_env = "LUDO_JUDGE_URL",
+              base_url = "http://127.0.0.1:8089/v1",
               model = "judge", temperature = 0, max_tokens = 8 },
       normalize = true,
     },
