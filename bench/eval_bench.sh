@@ -27,7 +27,7 @@ eval_rate() { # one eval run; prints its steps/s
     --no-trajectories --quiet --out "$tmp/out"
   python3 -c 'import json,sys
 s = json.load(open(sys.argv[1]))
-print(s["steps"] / s["timing"]["wall_s"])' "$tmp/out/summary.json"
+print(s["steps"]["total"] / s["timing"]["wall_s"])' "$tmp/out/summary.json"
 }
 
 best=0
