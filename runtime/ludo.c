@@ -327,6 +327,20 @@ LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
   return 0;
 }
 
+LUDO_EXTERN int ludo_session_llm_usage(const ludo_session_t *s,
+                                       ludo_llm_usage_t *out) {
+  if (s == NULL || out == NULL) return LUDO_EINVAL;
+  ludo__session_llm_usage(s, out);
+  return 0;
+}
+
+LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
+                                      ludo_llm_usage_t *out) {
+  if (sc == NULL || out == NULL) return LUDO_EINVAL;
+  ludo__script_llm_usage(sc, out);
+  return 0;
+}
+
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc) {
   if (sc != NULL) ludo__script_free(sc);
 }

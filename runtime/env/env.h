@@ -199,6 +199,12 @@ int ludo__script_call_async(ludo_script_t *sc, const char *fn,
                             void *ud);
 const char *ludo__script_errmsg(const ludo_script_t *sc);
 void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e);
+/* The script's Lua state (its counters, limits). */
+const ludo__state_t *ludo__script_state(const ludo_script_t *sc);
+
+/* llmusage.c: what a session's or script's Lua spent on ludo.llm calls. */
+void ludo__session_llm_usage(const ludo_session_t *s, ludo_llm_usage_t *out);
+void ludo__script_llm_usage(const ludo_script_t *sc, ludo_llm_usage_t *out);
 /* The parts of the session's last failure (session.c). */
 void ludo__session_error(const ludo_session_t *s, ludo_error_t *e);
 void ludo__script_free(ludo_script_t *sc);

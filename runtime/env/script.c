@@ -358,18 +358,6 @@ void ludo__script_free(ludo_script_t *sc) {
   ludo__free(heap, sc, sizeof *sc);
 }
 
-/* ludo_script_llm_usage (ludo.h): what the script's Lua spent on LLM
- * calls (ludo.llm); the sessions' accessor is in llmusage.c. */
-LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
-                                      ludo_llm_usage_t *out) {
-  const ludo__llm_counts_t *n;
-  if (sc == NULL || out == NULL) return LUDO_EINVAL;
-  n = &sc->ps->st.llm;
-  out->calls = n->calls;
-  out->failures = n->failures;
-  out->retries = n->retries;
-  out->prompt_tokens = n->prompt_tokens;
-  out->completion_tokens = n->completion_tokens;
-  out->latency_ms = n->latency_ms;
-  return 0;
+const ludo__state_t *ludo__script_state(const ludo_script_t *sc) {
+  return &sc->ps->st;
 }
