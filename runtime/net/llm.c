@@ -250,6 +250,55 @@ static void redact_key(const ludo__llm_client_t *c, char *s, size_t size) {
   }
 }
 
+/* Where, in `s` cut at `n`, a "[redacted]" is cut, or an end of `s`
+ * starts the client's key (4 bytes or more of it); n when neither. */
+static size_t cut_marker_at(const ludo__llm_client_t *c, const char *s,
+                            size_t n, const char *r) {
+  size_t k = c->key ? strlen(c->key) : 0, rl = strlen(r), l;
+  const char *p;
+  for (p = strstr(s, r); p != NULL && (size_t)(p - s) < n; /* uncut s */
+       p = strstr(p + 1, r))
+    if ((size_t)(p - s) + rl > n) return (size_t)(p - s);
+  for (l = k > 0 && k - 1 < n ? k - 1 : n; k >= 4 && l >= 4; l--)
+    if (memcmp(s + n - l, c->key, l) == 0) return n - l;
+  return n;
+}
+
+/* Cuts `s` (its key copies redacted already) to at most size - 1 bytes,
+ * not inside a UTF-8 sequence. A "[redacted]" the cut goes through, or an
+ * end that starts the key, becomes a whole "[redacted]". */
+static void cut_redacted(const ludo__llm_client_t *c, char *s, size_t size) {
+  const char *r = "[redacted]";
+  size_t n = strlen(s), rl = strlen(r), at;
+  if (n < size) return;
+  n = size - 1;
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+  at = cut_marker_at(c, s, n, r);
+  s[n] = '\0';
+  if (at == n || size <= rl) return;
+  if (at + rl > size - 1) at = size - 1 - rl;
+  while (at > 0 && ((unsigned char)s[at] & 0xC0) == 0x80) at--;
+  memcpy(s + at, r, rl + 1);
+}
+
+/* The message of an error reply (its body) in `out`, the key redacted
+ * before the message is cut to fit: no part of the key stays. */
+static void body_message(ludo__llm_call_t *call, char *out, size_t size) {
+  ludo__alloc_t *h = &call->c->core->heap;
+  size_t n = call->resp_len + 1;
+  char *full = ludo__malloc(h, n);
+  if (full == NULL) {
+    snprintf(out, size, "(error reply not shown: out of memory)");
+    return;
+  }
+  ludo__llm_error_message(call->resp ? call->resp : "", call->resp_len,
+                          full, n);
+  redact_key(call->c, full, n);
+  cut_redacted(call->c, full, size < n ? size : n);
+  snprintf(out, size, "%s", full);
+  ludo__free(h, full, n);
+}
+
 static void finish(ludo__llm_call_t *call, ludo__llm_result_t *r) {
   ludo__llm_client_t *c = call->c;
   r->status = call->status;
@@ -354,8 +403,7 @@ static void fail_attempt(ludo__llm_call_t *call, CURLcode rc) {
     fail(call, "ELLM: %ld connection failed: %s%s",
          call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc));
   } else {
-    ludo__llm_error_message(call->resp ? call->resp : "", call->resp_len,
-                            msg, sizeof msg);
+    body_message(call, msg, sizeof msg);
     fail(call, "ELLM: %ld %s%s", *msg ? msg : "(empty body)");
   }
 }

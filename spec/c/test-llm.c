@@ -300,3 +300,33 @@ TEST_IMPL(llm_host_loop_keeps_connection) {
   ASSERT_OK(uv_loop_close(&loop));
   mock_stop(&m);
 }
+
+/* On a host's loop: a client that sent nothing still has the multi
+ * handle's timer open when the runtime is freed; the runtime's memory
+ * goes when that last handle has closed, never before (the test
+ * allocator poisons what is freed: a use after free crashes). */
+TEST_IMPL(llm_host_loop_idle_client) {
+  uv_loop_t loop;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_script_t *sc = NULL;
+  const char *out, *args = "[\"http://127.0.0.1:9/v1\"]";
+  size_t len;
+  ASSERT_OK(uv_loop_init(&loop));
+  test_options(&o);
+  o.loop = &loop;
+  o.lua_llm = LUDO_LUA_LLM_SCRIPTS;
+  o.prewarm = 0;
+  o.module_path = ".";
+  rt = test_rt_new(&o);
+  ASSERT_OK(ludo_script_open(rt, "policy", FIXTURE, &sc));
+  ASSERT_OK(ludo_script_call(sc, "idle", args, strlen(args), &out, &len));
+  ASSERT_TRUE(strcmp(out, "true") == 0);
+  ludo_script_free(sc);
+  ludo_runtime_free(rt);
+  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
+  }
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_EQ(test_heap.blocks, 0);
+  ASSERT_OK(uv_loop_close(&loop));
+}

@@ -449,6 +449,24 @@ describe("ludo.llm", function()
         rt:close()
       end)
 
+    it("leaves no part of it when a long error message is cut", function()
+      assert(key and #key >= 8, KEY_ENV .. " must be set (see the header)")
+      local s, rt = session()
+      -- The message is cut to 511 bytes: the key straddles the cut.
+      for _, at in ipairs({ 496, 500, 504, 507 }) do
+        mock.script({ rules = { { status = 401, message = string.rep("x",
+          at) .. key .. " and more" } } })
+        local r = chat(s, client_opts({ api_key_env = KEY_ENV }), user("x"))
+        assert.is_nil(r.text)
+        assert.matches("^ELLM: 401 x+%[redacted%]", r.err)
+        assert.is_nil(r.err:find(key:sub(1, 4), 1, true),
+          "part of the key leaked: " .. r.err:sub(-24))
+        assert.is_true(#r.err <= 512 + #"ELLM: 401 ", #r.err)
+      end
+      s:close()
+      rt:close()
+    end)
+
     it("names a missing variable, not a value", function()
       local s, rt = session()
       local r = run(s, { op = "bad", client = client_opts({
