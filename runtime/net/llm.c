@@ -4,6 +4,7 @@
  * ends or waits (a uv_timer) and tries again. */
 #include "net/llm.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,13 +59,37 @@ uint64_t ludo__llm_retry_wait_ms(const ludo__llm_config_t *c, unsigned attempt,
                                  long retry_after_s, double rnd) {
   uint64_t cap = c->max_backoff_ms, exp = c->backoff_ms;
   unsigned i;
-  if (retry_after_s > 0) {
-    uint64_t ms = (uint64_t)retry_after_s * 1000u;
-    return ms < c->max_retry_after_ms ? ms : c->max_retry_after_ms;
-  }
+  if (retry_after_s > 0) /* s * 1000 <= cap, or the cap (no overflow) */
+    return (uint64_t)retry_after_s <= c->max_retry_after_ms / 1000u
+               ? (uint64_t)retry_after_s * 1000u
+               : c->max_retry_after_ms;
   for (i = 1; i < attempt && exp < cap; i++) exp *= 2;
   if (exp > cap) exp = cap;
   return (uint64_t)(rnd * (double)(exp + 1));
+}
+
+long ludo__llm_retry_after_s(const char *v, time_t now) {
+  long s = 0;
+  time_t t;
+  if (v == NULL) return -1;
+  while (*v == ' ' || *v == '\t') v++;
+  if (*v >= '0' && *v <= '9') {
+    for (; *v >= '0' && *v <= '9'; v++)
+      s = s > (LONG_MAX - (*v - '0')) / 10 ? LONG_MAX : s * 10 + (*v - '0');
+    while (*v == ' ' || *v == '\t') v++;
+    return *v == '\0' ? s : -1;
+  }
+  if ((t = curl_getdate(v, NULL)) == -1) return -1;
+  return t <= now ? 0 : (t - now > LONG_MAX ? LONG_MAX : (long)(t - now));
+}
+
+/* The Retry-After of the last reply of `easy`, in seconds; -1 when none. */
+static long retry_after(CURL *easy) {
+  struct curl_header *h = NULL;
+  if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) !=
+          CURLHE_OK || h == NULL)
+    return -1;
+  return ludo__llm_retry_after_s(h->value, time(NULL));
 }
 
 /* ---- clients ------------------------------------------------------------ */
@@ -410,7 +435,7 @@ static void fail_attempt(ludo__llm_call_t *call, CURLcode rc) {
 
 static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
   ludo__llm_call_t *call = ud;
-  curl_off_t after = -1;
+  long after = -1;
   call->in_xfer = 0;
   call->status = 0;
   curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &call->status);
@@ -427,9 +452,9 @@ static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
     fail_attempt(call, rc);
     return;
   }
-  if (rc == CURLE_OK) curl_easy_getinfo(easy, CURLINFO_RETRY_AFTER, &after);
+  if (rc == CURLE_OK) after = retry_after(easy);
   if (arm_timer(call, ludo__llm_retry_wait_ms(&call->c->cfg, call->attempts,
-                                              (long)after,
+                                              after,
                                               next_rnd(call))) != 0)
     fail_attempt(call, rc);
 }

@@ -238,6 +238,26 @@ describe("ludo.llm", function()
       rt:close()
     end)
 
+    it("caps a Retry-After too large for a number, or a far date",
+      function()
+        local s, rt = session()
+        for _, after in ipairs({ "99999999999999999999999",
+          "Wed, 21 Oct 2099 07:28:00 GMT" }) do
+          mock.script({ rules = { { status = 429, retry_after = after,
+            times = 1 }, { reply = "ok" } } })
+          local r = chat(s, client_opts({ max_retry_after_ms = 300 }),
+            user("x"))
+          assert.are.equal("ok", r.text)
+          assert.are.equal(2, r.info.attempts)
+          local reqs = mock.ctl("GET", "/_mock/requests")
+          -- backoff_ms = 1 would retry at once: the cap is waited.
+          assert.is_true(reqs[2].t_ms - reqs[1].t_ms >= 290, after
+            .. ": retried after " .. (reqs[2].t_ms - reqs[1].t_ms) .. " ms")
+        end
+        s:close()
+        rt:close()
+      end)
+
     it("retries a dropped connection", function()
       mock.script({ rules = { { drop = true, times = 1 },
         { reply = "again" } } })
