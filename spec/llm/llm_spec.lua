@@ -673,5 +673,27 @@ end }
       s:close()
       rt:close()
     end)
+
+    it("reject NaN and infinities in every numeric option", function()
+      local s, rt = session()
+      local function check(name, call, msg)
+        local r = run(s, { op = "nonfinite", client = client_opts(),
+          name = name, call = call })
+        for i, err in ipairs(r.errs) do
+          assert.matches("ludo.llm: option " .. name .. " must be " .. msg,
+            err, nil, name .. " value " .. i)
+        end
+      end
+      for _, name in ipairs({ "max_tokens", "timeout_ms", "max_concurrency",
+        "retries", "backoff_ms", "max_backoff_ms", "max_retry_after_ms",
+        "max_response_bytes" }) do
+        check(name, false, "an integer from")
+      end
+      check("temperature", false, "a number from 0 to 2")
+      check("temperature", true, "a number from 0 to 2")
+      check("max_tokens", true, "an integer from")
+      s:close()
+      rt:close()
+    end)
   end)
 end)
