@@ -674,6 +674,22 @@ end }
       rt:close()
     end)
 
+    it("a wait inside a coroutine of the script's own raises", function()
+      mock.script({ default = "fine" })
+      local s, rt = session()
+      local r = run(s, { op = "own_coroutine", client = client_opts() })
+      assert.are.equal(8, #r.got)
+      for i, got in ipairs(r.got) do
+        assert.matches("a call can wait only in the session's call or in "
+          .. "ludo%.async%.gather, not inside coroutine%.wrap/resume of your "
+          .. "own", got, nil, "wait " .. i .. ": " .. got)
+      end
+      assert.are.equal("fine", r.after) -- a gather's children still wait
+      assert.are.equal(1, mock.ctl("GET", "/_mock/stats").requests)
+      s:close()
+      rt:close()
+    end)
+
     it("reject NaN and infinities in every numeric option", function()
       local s, rt = session()
       local function check(name, call, msg)
