@@ -28,6 +28,14 @@ M.PENDING = setmetatable({}, {
 })
 local PENDING = M.PENDING
 
+-- The child coroutines of gathers still running (weak keys). ludo's
+-- scheduler lets a wait start only in the call's own coroutine or in
+-- these (runtime/script/sched.c, ludo__op_new): any other coroutine in
+-- between is the script's own (coroutine.wrap/resume), which would get
+-- the PENDING yield as values instead of the driver.
+local gathered = setmetatable({}, { __mode = "k" })
+M._gathered = gathered
+
 -- Waits for `op` and returns what its completion carries.
 -- Raises when called outside a driven coroutine.
 function M.await(op)
@@ -55,14 +63,17 @@ local function settle(child, ok, ...)
   if not ok then
     child.err = (...)
     child.done = true
+    gathered[child.co] = nil
   elseif co_status(child.co) == "dead" then
     child.res = pack(...)
     child.done = true
+    gathered[child.co] = nil
   else
     local tag, ops = ...
     if tag ~= PENDING or type(ops) ~= "table" then
       child.err = "async.gather: a child yielded outside the ludo protocol"
       child.done = true
+      gathered[child.co] = nil
     else
       child.ops = ops
     end
@@ -94,6 +105,7 @@ function M.gather(fns, ctx)
   if ctx ~= nil then base = ctx(nil); ctx(base) end
   for i = 1, n do
     local child = { co = co_create(fns[i]), ctx = base }
+    gathered[child.co] = true
     children[i] = child
     resume(child, ctx)
   end

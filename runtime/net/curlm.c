@@ -94,10 +94,13 @@ static int byfd_put(ludo__curlm_t *m, sock_t *s) {
   return 0;
 }
 
+/* The core's count goes last: on a borrowed loop the core (the runtime
+ * holding it) is freed when its last handle closes. */
 static void handle_closed(ludo__curlm_t *m) {
+  ludo__core_t *core = m->core;
   m->open_handles--;
-  ludo__core_handle_closed(m->core);
   free_if_done(m);
+  ludo__core_handle_closed(core);
 }
 
 static void sock_closed(uv_handle_t *h) {

@@ -90,8 +90,8 @@ static void read_params(lua_State *L, int t, ludo__llm_params_t *p,
                         const char **stop) {
   size_t i, n;
   if (lua_getfield(L, t, "temperature") != LUA_TNIL) {
-    if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0 ||
-        lua_tonumber(L, -1) > 2)
+    lua_Number v = lua_tonumber(L, -1);
+    if (!lua_isnumber(L, -1) || !(v >= 0 && v <= 2)) /* NaN fails too */
       luaL_error(L, "ludo.llm: option temperature must be a number from 0 "
                  "to 2");
     p->has_temperature = 1;

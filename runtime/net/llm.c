@@ -4,6 +4,7 @@
  * ends or waits (a uv_timer) and tries again. */
 #include "net/llm.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,13 +59,37 @@ uint64_t ludo__llm_retry_wait_ms(const ludo__llm_config_t *c, unsigned attempt,
                                  long retry_after_s, double rnd) {
   uint64_t cap = c->max_backoff_ms, exp = c->backoff_ms;
   unsigned i;
-  if (retry_after_s > 0) {
-    uint64_t ms = (uint64_t)retry_after_s * 1000u;
-    return ms < c->max_retry_after_ms ? ms : c->max_retry_after_ms;
-  }
+  if (retry_after_s > 0) /* s * 1000 <= cap, or the cap (no overflow) */
+    return (uint64_t)retry_after_s <= c->max_retry_after_ms / 1000u
+               ? (uint64_t)retry_after_s * 1000u
+               : c->max_retry_after_ms;
   for (i = 1; i < attempt && exp < cap; i++) exp *= 2;
   if (exp > cap) exp = cap;
   return (uint64_t)(rnd * (double)(exp + 1));
+}
+
+long ludo__llm_retry_after_s(const char *v, time_t now) {
+  long s = 0;
+  time_t t;
+  if (v == NULL) return -1;
+  while (*v == ' ' || *v == '\t') v++;
+  if (*v >= '0' && *v <= '9') {
+    for (; *v >= '0' && *v <= '9'; v++)
+      s = s > (LONG_MAX - (*v - '0')) / 10 ? LONG_MAX : s * 10 + (*v - '0');
+    while (*v == ' ' || *v == '\t') v++;
+    return *v == '\0' ? s : -1;
+  }
+  if ((t = curl_getdate(v, NULL)) == -1) return -1;
+  return t <= now ? 0 : (t - now > LONG_MAX ? LONG_MAX : (long)(t - now));
+}
+
+/* The Retry-After of the last reply of `easy`, in seconds; -1 when none. */
+static long retry_after(CURL *easy) {
+  struct curl_header *h = NULL;
+  if (curl_easy_header(easy, "Retry-After", 0, CURLH_HEADER, -1, &h) !=
+          CURLHE_OK || h == NULL)
+    return -1;
+  return ludo__llm_retry_after_s(h->value, time(NULL));
 }
 
 /* ---- clients ------------------------------------------------------------ */
@@ -250,6 +275,55 @@ static void redact_key(const ludo__llm_client_t *c, char *s, size_t size) {
   }
 }
 
+/* Where, in `s` cut at `n`, a "[redacted]" is cut, or an end of `s`
+ * starts the client's key (4 bytes or more of it); n when neither. */
+static size_t cut_marker_at(const ludo__llm_client_t *c, const char *s,
+                            size_t n, const char *r) {
+  size_t k = c->key ? strlen(c->key) : 0, rl = strlen(r), l;
+  const char *p;
+  for (p = strstr(s, r); p != NULL && (size_t)(p - s) < n; /* uncut s */
+       p = strstr(p + 1, r))
+    if ((size_t)(p - s) + rl > n) return (size_t)(p - s);
+  for (l = k > 0 && k - 1 < n ? k - 1 : n; k >= 4 && l >= 4; l--)
+    if (memcmp(s + n - l, c->key, l) == 0) return n - l;
+  return n;
+}
+
+/* Cuts `s` (its key copies redacted already) to at most size - 1 bytes,
+ * not inside a UTF-8 sequence. A "[redacted]" the cut goes through, or an
+ * end that starts the key, becomes a whole "[redacted]". */
+static void cut_redacted(const ludo__llm_client_t *c, char *s, size_t size) {
+  const char *r = "[redacted]";
+  size_t n = strlen(s), rl = strlen(r), at;
+  if (n < size) return;
+  n = size - 1;
+  while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+  at = cut_marker_at(c, s, n, r);
+  s[n] = '\0';
+  if (at == n || size <= rl) return;
+  if (at + rl > size - 1) at = size - 1 - rl;
+  while (at > 0 && ((unsigned char)s[at] & 0xC0) == 0x80) at--;
+  memcpy(s + at, r, rl + 1);
+}
+
+/* The message of an error reply (its body) in `out`, the key redacted
+ * before the message is cut to fit: no part of the key stays. */
+static void body_message(ludo__llm_call_t *call, char *out, size_t size) {
+  ludo__alloc_t *h = &call->c->core->heap;
+  size_t n = call->resp_len + 1;
+  char *full = ludo__malloc(h, n);
+  if (full == NULL) {
+    snprintf(out, size, "(error reply not shown: out of memory)");
+    return;
+  }
+  ludo__llm_error_message(call->resp ? call->resp : "", call->resp_len,
+                          full, n);
+  redact_key(call->c, full, n);
+  cut_redacted(call->c, full, size < n ? size : n);
+  snprintf(out, size, "%s", full);
+  ludo__free(h, full, n);
+}
+
 static void finish(ludo__llm_call_t *call, ludo__llm_result_t *r) {
   ludo__llm_client_t *c = call->c;
   r->status = call->status;
@@ -354,15 +428,14 @@ static void fail_attempt(ludo__llm_call_t *call, CURLcode rc) {
     fail(call, "ELLM: %ld connection failed: %s%s",
          call->errbuf[0] ? call->errbuf : curl_easy_strerror(rc));
   } else {
-    ludo__llm_error_message(call->resp ? call->resp : "", call->resp_len,
-                            msg, sizeof msg);
+    body_message(call, msg, sizeof msg);
     fail(call, "ELLM: %ld %s%s", *msg ? msg : "(empty body)");
   }
 }
 
 static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
   ludo__llm_call_t *call = ud;
-  curl_off_t after = -1;
+  long after = -1;
   call->in_xfer = 0;
   call->status = 0;
   curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &call->status);
@@ -379,9 +452,9 @@ static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
     fail_attempt(call, rc);
     return;
   }
-  if (rc == CURLE_OK) curl_easy_getinfo(easy, CURLINFO_RETRY_AFTER, &after);
+  if (rc == CURLE_OK) after = retry_after(easy);
   if (arm_timer(call, ludo__llm_retry_wait_ms(&call->c->cfg, call->attempts,
-                                              (long)after,
+                                              after,
                                               next_rnd(call))) != 0)
     fail_attempt(call, rc);
 }

@@ -26,6 +26,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "core/core.h"
 #include "net/llmwire.h"
@@ -107,5 +108,11 @@ void ludo__llm_call_cancel(ludo__llm_call_t *call);
  * [0, 1). */
 uint64_t ludo__llm_retry_wait_ms(const ludo__llm_config_t *c, unsigned attempt,
                                  long retry_after_s, double rnd);
+
+/* The seconds a Retry-After header's value asks for at time `now`:
+ * delta-seconds (a number too large for a long is LONG_MAX, capped later
+ * like any other), or an HTTP date (0 when past). -1 when `v` is NULL or
+ * neither (a negative number, text). */
+long ludo__llm_retry_after_s(const char *v, time_t now);
 
 #endif

@@ -320,6 +320,40 @@ void ludo__sched_cancel(ludo__sched_t *s) {
 
 /* ---- operations ------------------------------------------------------ */
 
+/* Is `co` a child of a running ludo.async.gather (in its _gathered)?
+ * The table is walked, not indexed: pushing a thread that is not running
+ * would touch its stack. [-0, +0, -] */
+static int gathered(lua_State *L, int t, lua_State *co) {
+  lua_pushnil(L);
+  while (lua_next(L, t) != 0) {
+    int hit = lua_tothread(L, -2) == co;
+    lua_pop(L, 1);
+    if (hit) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Can a wait started in L reach the scheduler? Every coroutine between
+ * the call's thread and L (st->chain) must be a gather child: a coroutine
+ * of the script's own would get the PENDING yield as values. */
+static int wait_reaches_driver(lua_State *L, ludo__state_t *st) {
+  int i, n = st->depth < LUDO__CHAIN_MAX ? st->depth : LUDO__CHAIN_MAX;
+  int ok = 1, top = lua_gettop(L);
+  if (n <= 1) return 1;
+  luaL_checkstack(L, 8, "ludo: waiting");
+  if (lua_getfield(L, LUA_REGISTRYINDEX, LUDO__LOADED) != LUA_TTABLE ||
+      lua_getfield(L, -1, "ludo.async") != LUA_TTABLE ||
+      lua_getfield(L, -1, "_gathered") != LUA_TTABLE)
+    ok = 0;
+  for (i = 1; ok && i < n; i++)
+    ok = gathered(L, lua_gettop(L), st->chain[i]);
+  lua_settop(L, top);
+  return ok;
+}
+
 ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
@@ -331,6 +365,11 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
     ludo__error_raise(L, LUDO_EINVAL,
                       "this primitive waits, and can only be used "
                   "inside a session call");
+  if (!wait_reaches_driver(L, st))
+    ludo__error_raise(L, LUDO_EINVAL,
+                      "a call can wait only in the session's call or in "
+                      "ludo.async.gather, not inside coroutine.wrap/resume "
+                      "of your own");
   box = lua_newuserdatauv(L, sizeof *box, 0); /* the Lua handle */
   op = ludo__calloc(st->heap, sizeof *op + extra);
   if (op == NULL)

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 test_alloc_t test_heap = {0, 0, 0, 0, -1, 0, 0, 0};
@@ -17,6 +18,9 @@ typedef union {
   max_align_t align;
 } test_hdr_t;
 
+/* memset through a volatile pointer: the store before free() stays. */
+static void *(*volatile poison)(void *, int, size_t) = memset;
+
 void *test_alloc_fn(void *ud, void *ptr, size_t osize, size_t nsize) {
   test_alloc_t *a = ud;
   test_hdr_t *h = ptr ? (test_hdr_t *)ptr - 1 : NULL;
@@ -26,6 +30,7 @@ void *test_alloc_fn(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (h != NULL) {
       a->live -= old;
       a->blocks--;
+      poison(h, 0xa5, sizeof *h + old); /* a use after free reads junk */
       free(h);
     }
     return NULL;

@@ -217,7 +217,9 @@
   X(llm_cancel_on_runtime_free)                                              \
   X(llm_session_usage)                                                       \
   X(llm_script_and_gate)                                                     \
-  X(llm_host_loop_keeps_connection)
+  X(llm_host_loop_keeps_connection)                                          \
+  X(llm_host_loop_idle_client)                                               \
+  X(llm_host_loop_free_in_flight)
 
 TEST_LIST(TEST_DECLARE)
 

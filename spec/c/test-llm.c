@@ -300,3 +300,78 @@ TEST_IMPL(llm_host_loop_keeps_connection) {
   ASSERT_OK(uv_loop_close(&loop));
   mock_stop(&m);
 }
+
+/* On a host's loop: a client that sent nothing still has the multi
+ * handle's timer open when the runtime is freed; the runtime's memory
+ * goes when that last handle has closed, never before (the test
+ * allocator poisons what is freed: a use after free crashes). */
+TEST_IMPL(llm_host_loop_idle_client) {
+  uv_loop_t loop;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_script_t *sc = NULL;
+  const char *out, *args = "[\"http://127.0.0.1:9/v1\"]";
+  size_t len;
+  ASSERT_OK(uv_loop_init(&loop));
+  test_options(&o);
+  o.loop = &loop;
+  o.lua_llm = LUDO_LUA_LLM_SCRIPTS;
+  o.prewarm = 0;
+  o.module_path = ".";
+  rt = test_rt_new(&o);
+  ASSERT_OK(ludo_script_open(rt, "policy", FIXTURE, &sc));
+  ASSERT_OK(ludo_script_call(sc, "idle", args, strlen(args), &out, &len));
+  ASSERT_TRUE(strcmp(out, "true") == 0);
+  ludo_script_free(sc);
+  ludo_runtime_free(rt);
+  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
+  }
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_EQ(test_heap.blocks, 0);
+  ASSERT_OK(uv_loop_close(&loop));
+}
+
+/* On a host's loop, the runtime freed with a call in flight (an
+ * interrupted ludo eval): the call ends at most once, the transfer's
+ * handles close after the free, and the runtime's memory goes with the
+ * last of them (poisoned when freed: a use after free crashes). */
+TEST_IMPL(llm_host_loop_free_in_flight) {
+  mock_t m;
+  done_t d = {0};
+  uv_loop_t loop;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  char action[1024];
+  int n, i;
+  mock_start(&m, "{\"rules\": [{\"hang\": true}]}");
+  ASSERT_OK(uv_loop_init(&loop));
+  test_options(&o);
+  o.loop = &loop;
+  o.lua_llm = LUDO_LUA_LLM_SESSIONS;
+  o.prewarm = 0;
+  o.module_path = ".";
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, FIXTURE, NULL);
+  s = test_open(env);
+  ASSERT_OK(ludo_session_reset_async(s, NULL, 0, on_done, &d));
+  for (i = 0; i < 1000 && d.calls < 1; i++) uv_run(&loop, UV_RUN_ONCE);
+  ASSERT_EQ(d.calls, 1);
+  n = chat_action(action, sizeof action, &m, "wait");
+  ASSERT_OK(ludo_session_step_async(s, action, (size_t)n, on_done, &d));
+  for (i = 0; i < 500 && mock_in_flight(&m) == 0; i++) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    usleep(2000);
+  }
+  ASSERT_EQ(mock_in_flight(&m), 1);
+  ludo_runtime_free(rt);
+  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
+  }
+  ASSERT_TRUE(d.calls <= 2); /* the step's callback never twice */
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_EQ(test_heap.blocks, 0);
+  ASSERT_OK(uv_loop_close(&loop));
+  wait_gone(&m);
+  mock_stop(&m);
+}

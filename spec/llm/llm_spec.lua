@@ -238,6 +238,26 @@ describe("ludo.llm", function()
       rt:close()
     end)
 
+    it("caps a Retry-After too large for a number, or a far date",
+      function()
+        local s, rt = session()
+        for _, after in ipairs({ "99999999999999999999999",
+          "Wed, 21 Oct 2099 07:28:00 GMT" }) do
+          mock.script({ rules = { { status = 429, retry_after = after,
+            times = 1 }, { reply = "ok" } } })
+          local r = chat(s, client_opts({ max_retry_after_ms = 300 }),
+            user("x"))
+          assert.are.equal("ok", r.text)
+          assert.are.equal(2, r.info.attempts)
+          local reqs = mock.ctl("GET", "/_mock/requests")
+          -- backoff_ms = 1 would retry at once: the cap is waited.
+          assert.is_true(reqs[2].t_ms - reqs[1].t_ms >= 290, after
+            .. ": retried after " .. (reqs[2].t_ms - reqs[1].t_ms) .. " ms")
+        end
+        s:close()
+        rt:close()
+      end)
+
     it("retries a dropped connection", function()
       mock.script({ rules = { { drop = true, times = 1 },
         { reply = "again" } } })
@@ -449,6 +469,24 @@ describe("ludo.llm", function()
         rt:close()
       end)
 
+    it("leaves no part of it when a long error message is cut", function()
+      assert(key and #key >= 8, KEY_ENV .. " must be set (see the header)")
+      local s, rt = session()
+      -- The message is cut to 511 bytes: the key straddles the cut.
+      for _, at in ipairs({ 496, 500, 504, 507 }) do
+        mock.script({ rules = { { status = 401, message = string.rep("x",
+          at) .. key .. " and more" } } })
+        local r = chat(s, client_opts({ api_key_env = KEY_ENV }), user("x"))
+        assert.is_nil(r.text)
+        assert.matches("^ELLM: 401 x+%[redacted%]", r.err)
+        assert.is_nil(r.err:find(key:sub(1, 4), 1, true),
+          "part of the key leaked: " .. r.err:sub(-24))
+        assert.is_true(#r.err <= 512 + #"ELLM: 401 ", #r.err)
+      end
+      s:close()
+      rt:close()
+    end)
+
     it("names a missing variable, not a value", function()
       local s, rt = session()
       local r = run(s, { op = "bad", client = client_opts({
@@ -632,6 +670,44 @@ end }
         assert.is_false(r.ok)
         assert.matches(c[3], r.err)
       end
+      s:close()
+      rt:close()
+    end)
+
+    it("a wait inside a coroutine of the script's own raises", function()
+      mock.script({ default = "fine" })
+      local s, rt = session()
+      local r = run(s, { op = "own_coroutine", client = client_opts() })
+      assert.are.equal(8, #r.got)
+      for i, got in ipairs(r.got) do
+        assert.matches("a call can wait only in the session's call or in "
+          .. "ludo%.async%.gather, not inside coroutine%.wrap/resume of your "
+          .. "own", got, nil, "wait " .. i .. ": " .. got)
+      end
+      assert.are.equal("fine", r.after) -- a gather's children still wait
+      assert.are.equal(1, mock.ctl("GET", "/_mock/stats").requests)
+      s:close()
+      rt:close()
+    end)
+
+    it("reject NaN and infinities in every numeric option", function()
+      local s, rt = session()
+      local function check(name, call, msg)
+        local r = run(s, { op = "nonfinite", client = client_opts(),
+          name = name, call = call })
+        for i, err in ipairs(r.errs) do
+          assert.matches("ludo.llm: option " .. name .. " must be " .. msg,
+            err, nil, name .. " value " .. i)
+        end
+      end
+      for _, name in ipairs({ "max_tokens", "timeout_ms", "max_concurrency",
+        "retries", "backoff_ms", "max_backoff_ms", "max_retry_after_ms",
+        "max_response_bytes" }) do
+        check(name, false, "an integer from")
+      end
+      check("temperature", false, "a number from 0 to 2")
+      check("temperature", true, "a number from 0 to 2")
+      check("max_tokens", true, "an integer from")
       s:close()
       rt:close()
     end)
