@@ -245,6 +245,7 @@ struct eval_slot_s {
   long long steps, invalid;
   double reward, wall0, cpu0;
   int done, truncated, has_reward;
+  int nonfinite;           /* a rubric score's sum overflowed */
   double last_reward;
   json_t *rubrics;         /* per rubric path: the sum of its scores */
   char err_class[32];      /* "" while no error */

@@ -130,6 +130,8 @@ static const char *target_errmsg(const eval_slot_t *sl) {
 
 static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud);
+static void stepped(eval_slot_t *sl, int status, const char *data,
+                    size_t len);
 
 /* Asks the policy for the next action, or ends a long enough episode. */
 static void ask_policy(eval_slot_t *sl) {
@@ -193,6 +195,7 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   eval_slot_t *sl = ud;
   json_t *reply = NULL;
+  int rc;
   (void)sc;
   if (status != 0 || sl->cancelled) {
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
@@ -207,16 +210,18 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
   } else if ((reply = json_loadb(out, len, 0, NULL)) == NULL ||
              json_is_true(json_object_get(reply, "invalid")) ||
              llm_reply(sl, reply) != 0) {
+    const char *why = json_string_value(json_object_get(reply, "error"));
     invalid_action(sl, json_object_get(reply, "text"),
-                   reply ? json_string_value(json_object_get(reply, "error"))
-                         : "the policy's reply is not JSON");
+                   why        ? why
+                   : reply    ? "the policy's reply has no action"
+                              : "the policy's reply is not JSON");
     json_decref(reply);
     return;
   }
   json_decref(reply);
-  if (target_step(sl) != 0) {
+  if ((rc = target_step(sl)) != 0) { /* as if the step had answered */
     const char *m = target_errmsg(sl);
-    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+    stepped(sl, rc, m, strlen(m));
   }
 }
 
@@ -240,12 +245,19 @@ static void score(void *ud, const char *path, size_t n, double v) {
   sc->v[sc->n++] = v;
 }
 
+static int finite(double x) { return x == x && x - x == 0; }
+
+/* Adds a rubric score to its sum; a sum that is not a finite number
+ * (JSON has none) is noted in sl->nonfinite and left as it was. */
 static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
   json_t *sum = json_object_getn(sl->rubrics, k, n);
-  if (sum != NULL)
-    json_real_set(sum, json_real_value(sum) + x);
+  double to = sum != NULL ? json_real_value(sum) + x : x;
+  if (!finite(to))
+    sl->nonfinite = 1;
+  else if (sum != NULL)
+    json_real_set(sum, to);
   else
-    json_object_setn_new(sl->rubrics, k, n, json_real(x));
+    json_object_setn_new(sl->rubrics, k, n, json_real(to));
 }
 
 /* The result's reward, done and rubric scores (added to the sums): read
@@ -292,6 +304,14 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   sl->steps++;
   eval_traj_step(sl, data, len);
   read_step(sl, data, len, &st);
+  if (sl->nonfinite || !finite(sl->reward + st.reward)) {
+    char why[160];
+    snprintf(why, sizeof why, "EVALUE: step %lld's %s is not a finite "
+             "number", sl->steps, sl->nonfinite ? "rubric score sum"
+             : finite(st.reward) ? "reward sum" : "reward");
+    finish_error(sl, LUDO_EVALUE, why, strlen(why));
+    return;
+  }
   sl->has_reward = st.has_reward;
   sl->last_reward = st.reward;
   sl->reward += st.reward;
@@ -369,6 +389,7 @@ static void on_client_reset(ludo_client_t *c, int status, const char *data,
 /* Resets the target with the episode's seed (and task). */
 static void reset(eval_slot_t *sl) {
   const eval_ep_t *e = sl->ep;
+  int rc;
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_printf(&sl->args, "{\"seed\":%llu",
                        (unsigned long long)e->seed);
@@ -378,9 +399,9 @@ static void reset(eval_slot_t *sl) {
     ludo__cli_buf_printf(&sl->args, ",\"index\":%lld", e->task_index);
   }
   ludo__cli_buf_printf(&sl->args, "}");
-  if (target_reset(sl, sl->args.p, sl->args.len) != 0) {
+  if ((rc = target_reset(sl, sl->args.p, sl->args.len)) != 0) {
     const char *m = target_errmsg(sl);
-    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+    finish_error(sl, rc, m, strlen(m));
   }
 }
 
@@ -404,7 +425,7 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   sl->ep = e;
   sl->steps = sl->invalid = 0;
   sl->reward = sl->last_reward = 0;
-  sl->done = sl->truncated = sl->has_reward = 0;
+  sl->done = sl->truncated = sl->has_reward = sl->nonfinite = 0;
   sl->err_class[0] = '\0';
   ludo__cli_buf_reset(&sl->refusal);
   json_decref(sl->rubrics);

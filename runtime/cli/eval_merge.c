@@ -55,6 +55,10 @@ static int parse(int argc, char **argv, merge_args_t *m) {
     else
       m->dirs[m->ndirs++] = val;
   }
+  if (m->out != NULL && *m->out == '\0') {
+    ludo__cli_error("--out takes a folder (got an empty name)");
+    return LUDO__CLI_USAGE;
+  }
   if (m->ndirs == 0 || m->out == NULL) {
     ludo__cli_error("eval merge needs folders and --out (see ludo eval "
                     "merge --help)");
