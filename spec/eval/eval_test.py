@@ -64,6 +64,9 @@ def summary(d):
 
 def test(fn):
     global failures
+    only = os.environ.get("EVAL_ONLY")  # a regex of names, to iterate
+    if only and not re.search(only, fn.__name__):
+        return fn
     try:
         fn()
         print("ok", fn.__name__)
@@ -413,6 +416,78 @@ def remote_run_against_ludo_serve():
         p.wait()
 
 
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@test
+def a_reward_sum_that_overflows_fails_the_episode_only():
+    d = out("huge-reward")
+    run_ok("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
+           "4", "--out", d, "--quiet")
+    recs = results(d)
+    assert len(recs) == 2, recs
+    for r in recs:
+        assert r["error"]["class"] == "EVALUE", r
+        assert "step 2's reward sum is not a finite number" in \
+            r["error"]["message"], r
+    assert summary(d)["errors"] == {"EVALUE": 2}, summary(d)
+    r = ludo("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
+             "4", "--out", d, "--quiet", "--resume")
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def a_step_refused_at_once_keeps_its_error_class():
+    d = out("big-action")
+    run_ok("eval", "examples/echo", "--policy",
+           FIX + "/big_action_policy.lua", "--episodes", "1", "--out", d,
+           "--quiet")
+    err = results(d)[0]["error"]
+    assert err["class"] == "ETOOBIG", err
+    assert err["message"].startswith("ETOOBIG"), err
+
+
+@test
+def an_empty_out_is_a_usage_error():
+    r = ludo("eval", "examples/echo", "--episodes", "1", "--out", "")
+    assert r.returncode == 2 and "--out" in r.stderr, r.stderr
+    r = ludo("eval", "merge", out("basic"), "--out", "")
+    assert r.returncode == 2 and "--out" in r.stderr, r.stderr
+    run = write("emptyout_run.lua", 'return { env = %s, out = "" }'
+                % json.dumps(os.path.join(ROOT, "examples/echo")))
+    r = ludo("eval", run)
+    assert r.returncode == 1 and "out must be" in r.stderr, r.stderr
+
+
+@test
+def run_file_field_errors_are_one_clear_line():
+    echo = json.dumps(os.path.join(ROOT, "examples/echo"))
+    cases = [
+        ('episodes = "3"', 'episodes must be a whole number (got the '
+         'string "3")'),
+        ("seed = 2^53", "seed must be a whole number from 0 to 2^53 - 1 "
+         "(got 9007199254740992)"),
+        ("success = math.huge", "success must be a finite reward threshold"),
+        ("success = 0/0", "success must be a finite reward threshold"),
+    ]
+    for i, (field, want) in enumerate(cases):
+        run = write("field%d_run.lua" % i,
+                    "return { env = %s, %s }" % (echo, field))
+        r = ludo("eval", run, "--out", out("field%d" % i))
+        assert r.returncode == 1, (field, r.returncode)
+        assert want in r.stderr, (field, r.stderr)
+        assert r.stderr.count("\n") == 1, (field, r.stderr)
+    r = ludo("eval", os.path.join(TMP, "nosuch_run.lua"))
+    assert r.returncode == 1 and "run file" in r.stderr and \
+        "does not exist" in r.stderr, r.stderr
+    r = ludo("eval", "examples/echo", "--shard", "3/3")
+    assert r.returncode == 2 and "(got '3/3')" in r.stderr, r.stderr
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
@@ -504,6 +579,53 @@ def llm_policy_end_to_end():
         mock.wait()
 
 
+PARSE_RUN = """
+-- parse returns nil at the first step and raises a table at the second.
+return {
+  env = %(env)s, episodes = 1, max_steps = 2,
+  policy = {
+    llm = { api = "openai", base_url = %(url)s, model = "mock",
+            retries = 0 },
+    prompt = function(_, history)
+      return { { role = "user", content = #history == 0 and "first"
+                                          or "second" } }
+    end,
+    parse = function(text)
+      if text == "nil" then return nil end
+      error({ why = text })
+    end,
+  },
+}
+"""
+
+
+def llm_parse_nil_and_raised_tables_are_invalid_actions():
+    """parse returning nil or raising a table: invalid actions, recorded
+    with a message that is the same in every run."""
+    script = write("parse_script.json", json.dumps({"default": "x", "rules": [
+        {"match": "^first$", "reply": "nil"},
+        {"match": "^second$", "reply": "table"}]}))
+    mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
+                             script], stdout=subprocess.PIPE, text=True)
+    try:
+        port = re.search(r":(\d+)", mock.stdout.readline()).group(1)
+        run = write("parse_run.lua", PARSE_RUN % {
+            "env": json.dumps(os.path.join(ROOT, "examples/echo")),
+            "url": json.dumps("http://127.0.0.1:%s/v1" % port)})
+        d = out("llm-parse")
+        run_ok("eval", run, "--out", d, "--quiet")
+        rec = results(d)[0]
+        assert rec["error"] is None and rec["invalid_actions"] == 2, rec
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert lines[1]["error"] == "parse returned nil", lines[1]
+        assert lines[1]["text"] == "nil", lines[1]
+        assert lines[2]["error"] == '{"why":"table"}', lines[2]
+    finally:
+        mock.terminate()
+        mock.wait()
+
+
 def example_llm_policy_and_judge():
     """examples/eval/run.sh: an LLM policy and an LLM judge (in the
     sessions) against the mock, every LLM call counted per episode."""
@@ -527,6 +649,7 @@ def example_llm_policy_and_judge():
 # spec/llm/): the end-to-end tests run once they are in the tree.
 if os.path.exists("spec/llm/mock_llm.js"):
     test(llm_policy_end_to_end)
+    test(llm_parse_nil_and_raised_tables_are_invalid_actions)
     test(example_llm_policy_and_judge)
 else:
     print("skip llm_policy_end_to_end, example_llm_policy_and_judge "
