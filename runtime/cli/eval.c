@@ -144,6 +144,7 @@ static void now_iso(char *buf, size_t n) {
 static void run_loop(eval_t *e, long long already) {
   eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,
                       e->plan.total > 0 ? (long long)e->plan.n : 0, already);
+  eval_progress_prior(&e->r.progress, &e->plan);
   signals_start(e);
   eval_slots_start(&e->r);
   while (e->r.active > 0) uv_run(&e->loop, UV_RUN_ONCE);
@@ -186,6 +187,7 @@ static int run(eval_t *e) {
 static void teardown(eval_t *e) {
   eval_slots_close(&e->r);
   eval_out_close(&e->out);
+  eval_out_unlock(&e->out);
   ludo_runtime_free(e->r.rt);
   signals_stop(e);
   uv_run(&e->loop, UV_RUN_DEFAULT); /* the close callbacks */

@@ -89,7 +89,7 @@ def writes_the_output_folder():
     run_ok("eval", "examples/echo", "--episodes", "6", "--seed", "3",
            "--max-steps", "4", "--out", d, "--quiet")
     names = sorted(os.listdir(d))
-    assert names == ["report.html", "results.jsonl", "run.json",
+    assert names == [".lock", "report.html", "results.jsonl", "run.json",
                      "summary.json", "trajectories"], names
     recs = results(d)
     assert sorted(r["episode"] for r in recs) == list(range(6))
