@@ -488,6 +488,137 @@ def run_file_field_errors_are_one_clear_line():
     assert r.returncode == 2 and "(got '3/3')" in r.stderr, r.stderr
 
 
+def rewrite_error(d, episodes, cls):
+    """Appends records of `episodes` failed with error class `cls` (as a
+    later run would have written them: the last record counts)."""
+    recs = {r["episode"]: r for r in results(d)}
+    with open(os.path.join(d, "results.jsonl"), "a") as f:
+        for ep in episodes:
+            r = dict(recs[ep])
+            r["error"] = {"class": cls, "message": cls + ": lost"}
+            r["success"] = False
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+
+
+ECHO3 = ["eval", "examples/echo", "--episodes", "10", "--seed", "5",
+         "--max-steps", "3", "--quiet"]
+
+
+@test
+def resume_reruns_episodes_the_transport_lost():
+    whole, d = out("tr-whole"), out("tr-lost")
+    run_ok(*ECHO3, "--out", whole)
+    run_ok(*ECHO3, "--out", d)
+    rewrite_error(d, [2], "ECONNECT")
+    rewrite_error(d, [5], "EDISCONNECTED")
+    run_ok(*ECHO3, "--out", d, "--resume")
+    again = [x["episode"] for x in results(d)[12:]]
+    assert sorted(again) == [2, 5], again
+    assert summary(d) == summary(whole)
+    assert untimed(results(d)) == untimed(results(whole))
+    rewrite_error(d, [7], "ETIMEOUT")  # the policy's: final
+    run_ok(*ECHO3, "--out", d, "--resume")
+    assert len(results(d)) == 15
+    recs = {x["episode"]: x for x in results(d)}
+    assert recs[7]["error"]["class"] == "ETIMEOUT", recs[7]
+
+
+@test
+def merge_refuses_cancelled_episodes():
+    args = ECHO3 + ["--shard"]
+    a, b = out("mc-0"), out("mc-1")
+    run_ok(*args, "0/2", "--out", a)
+    run_ok(*args, "1/2", "--out", b)
+    rewrite_error(b, [3], "ECANCELED")
+    r = ludo("eval", "merge", a, b, "--out", out("mc-merged"))
+    assert r.returncode == 1, r.returncode
+    assert "unfinished: --resume it" in r.stderr and b in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(out("mc-merged"),
+                                            "results.jsonl"))
+
+
+@test
+def resume_refuses_records_of_another_run():
+    d, other = out("foreign"), out("foreign-6")
+    run_ok(*ECHO3, "--out", d)
+    run_ok("eval", "examples/echo", "--episodes", "10", "--seed", "6",
+           "--max-steps", "3", "--quiet", "--out", other)
+    with open(os.path.join(other, "results.jsonl")) as f:
+        line = f.readline()
+    with open(os.path.join(d, "results.jsonl"), "a") as f:
+        f.write(line)
+    r = ludo(*ECHO3, "--out", d, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "results.jsonl:11: episode 0 has seed" in r.stderr, r.stderr
+    d2 = out("foreign-range")
+    run_ok(*ECHO3, "--out", d2)
+    rec = results(d2)[0]
+    rec["episode"] = 500
+    with open(os.path.join(d2, "results.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    r = ludo(*ECHO3, "--out", d2, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "results.jsonl:11: episode 500 is not one of this run's" in \
+        r.stderr, r.stderr
+
+
+@test
+def a_folder_a_failed_setup_left_is_taken_over():
+    d = out("failed-setup")
+    r = ludo(*ECHO3, "--out", d, "--policy", FIX + "/nosuch.lua")
+    assert r.returncode == 1, r.stderr
+    r = run_ok(*ECHO3, "--out", d)  # the corrected command
+    assert len(results(d)) == 10
+
+
+@test
+def resume_without_run_json_says_so():
+    d = out("no-run-json")
+    run_ok(*ECHO3, "--out", d)
+    os.remove(os.path.join(d, "run.json"))
+    r = ludo(*ECHO3, "--out", d, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "run.json is missing" in r.stderr, r.stderr
+
+
+@test
+def one_process_per_output_folder():
+    d = out("locked")
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--policy", SLOW,
+                          "--episodes", "500", "--max-steps", "10",
+                          "--out", d, "--quiet"], env=ENV)
+    try:
+        path = os.path.join(d, "results.jsonl")
+        deadline = time.time() + 60
+        while time.time() < deadline and not os.path.exists(path):
+            time.sleep(0.02)
+        r = ludo("eval", "examples/echo", "--policy", SLOW, "--episodes",
+                 "500", "--max-steps", "10", "--out", d, "--quiet",
+                 "--resume")
+        assert r.returncode == 1, r.returncode
+        assert "another ludo eval is writing into" in r.stderr, r.stderr
+        r = ludo("eval", "merge", out("basic"), "--out", d)
+        assert r.returncode == 1 and "another ludo eval" in r.stderr, \
+            r.stderr
+    finally:
+        p.kill()
+        p.wait()
+
+
+@test
+def resume_progress_and_missing_trajectories():
+    d = out("res-progress")
+    run_ok(*ECHO3, "--out", d)
+    mean = sum(x["reward"] for x in results(d)) / 10
+    shutil.rmtree(os.path.join(d, "trajectories"))
+    r = ludo(*ECHO3[:-1], "--out", d, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "warning: 10 records" in r.stderr and "missing" in r.stderr, \
+        r.stderr
+    m = re.search(r"10/10 episodes .* mean reward (\S+)", r.stderr)
+    assert m and abs(float(m.group(1)) - mean) < 1e-3 * mean, r.stderr
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
