@@ -152,14 +152,21 @@ static void run_loop(eval_t *e, long long already) {
   signals_stop(e);
 }
 
-/* summary.json and report.html from every record in the folder. */
+/* summary.json and report.html from every record in the folder. They
+ * describe the episodes of this run or shard: a shard's report is given
+ * its own episode count (run.json keeps the whole run's, for merge). */
 static int report(eval_t *e, double wall_s, const char *started_at) {
   ludo__cli_buf_t recs = {0};
+  json_t *run = json_deep_copy(e->run_json);
   long long n;
   int rc = eval_results_text(e->cfg->out, &recs, &n);
+  if (e->cfg->shard_count > 0)
+    json_object_set_new(run, "episodes_total",
+                        json_integer((json_int_t)e->plan.n));
   if (rc == 0)
-    rc = eval_report_write(e->cfg->out, e->run_json, recs.p, recs.len,
-                           wall_s, started_at);
+    rc = eval_report_write(e->cfg->out, run, recs.p, recs.len, wall_s,
+                           started_at);
+  json_decref(run);
   ludo__cli_buf_free(&recs);
   return rc;
 }

@@ -286,6 +286,7 @@ struct eval_slot_s {
   ludo__cli_buf_t err, args, last, action, refusal;
   json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
+  int reset_written;       /* the trajectory's line 1 is written */
   json_t *rec;             /* the record, while the success function runs */
   double llm0[4];          /* usage at the start: calls, failures, tokens */
 };
@@ -317,6 +318,12 @@ json_t *eval_record_new(eval_slot_t *sl);
 void eval_traj_open(eval_slot_t *sl);
 void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
                      size_t len);
+/* Line 1 when the episode failed before the reset answered: the reset's
+ * options and the error (at the episode's end). */
+void eval_traj_reset_failed(eval_slot_t *sl);
+/* The reset's options of episode e ({"seed", "split", "index"}) appended
+ * to b as JSON text. */
+void eval_reset_opts(const eval_ep_t *e, ludo__cli_buf_t *b);
 void eval_traj_step(eval_slot_t *sl, const char *data, size_t len);
 void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
 

@@ -71,6 +71,7 @@ static void finish(eval_slot_t *sl) {
   eval_run_t *r = sl->run;
   json_t *rec;
   eval_cpu_update(r);
+  if (sl->traj != NULL && !sl->reset_written) eval_traj_reset_failed(sl);
   if (sl->traj != NULL) fclose(sl->traj);
   sl->traj = NULL;
   rec = eval_record_new(sl);
@@ -388,17 +389,9 @@ static void on_client_reset(ludo_client_t *c, int status, const char *data,
 
 /* Resets the target with the episode's seed (and task). */
 static void reset(eval_slot_t *sl) {
-  const eval_ep_t *e = sl->ep;
   int rc;
   ludo__cli_buf_reset(&sl->args);
-  ludo__cli_buf_printf(&sl->args, "{\"seed\":%llu",
-                       (unsigned long long)e->seed);
-  if (e->task_index >= 0) {
-    ludo__cli_buf_printf(&sl->args, ",\"split\":");
-    ludo__cli_buf_json_string(&sl->args, e->split);
-    ludo__cli_buf_printf(&sl->args, ",\"index\":%lld", e->task_index);
-  }
-  ludo__cli_buf_printf(&sl->args, "}");
+  eval_reset_opts(sl->ep, &sl->args);
   if ((rc = target_reset(sl, sl->args.p, sl->args.len)) != 0) {
     const char *m = target_errmsg(sl);
     finish_error(sl, rc, m, strlen(m));
@@ -426,6 +419,7 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   sl->steps = sl->invalid = 0;
   sl->reward = sl->last_reward = 0;
   sl->done = sl->truncated = sl->has_reward = sl->nonfinite = 0;
+  sl->reset_written = 0;
   sl->err_class[0] = '\0';
   ludo__cli_buf_reset(&sl->refusal);
   json_decref(sl->rubrics);

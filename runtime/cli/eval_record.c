@@ -125,11 +125,44 @@ void eval_traj_open(eval_slot_t *sl) {
   sl->traj = fopen(path, "w");
 }
 
+void eval_reset_opts(const eval_ep_t *e, ludo__cli_buf_t *b) {
+  ludo__cli_buf_printf(b, "{\"seed\":%llu", (unsigned long long)e->seed);
+  if (e->task_index >= 0) {
+    ludo__cli_buf_printf(b, ",\"split\":");
+    ludo__cli_buf_json_string(b, e->split);
+    ludo__cli_buf_printf(b, ",\"index\":%lld", e->task_index);
+  }
+  ludo__cli_buf_printf(b, "}");
+}
+
 /* Line 1: the reset's options and result. */
 void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
                        size_t len) {
   if (sl->traj == NULL || len < 2 || data[0] != '{') return;
   fprintf(sl->traj, "{\"reset\":%s,%.*s\n", opts, (int)len - 1, data + 1);
+  sl->reset_written = 1;
+}
+
+/* Line 1 of an episode that failed before its reset answered: the reset's
+ * options and the error. */
+void eval_traj_reset_failed(eval_slot_t *sl) {
+  ludo__cli_buf_t opts = {0};
+  json_t *line;
+  char *s;
+  eval_reset_opts(sl->ep, &opts);
+  line = json_pack("{s o s o}", "reset", json_loadb(opts.p, opts.len, 0,
+                                                    NULL),
+                   "error", sl->err_class[0]
+                                ? json_pack("{ssss}", "class", sl->err_class,
+                                            "message",
+                                            sl->err.p ? sl->err.p : "")
+                                : json_null());
+  s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  if (s != NULL) fprintf(sl->traj, "%s\n", s);
+  sl->reset_written = 1;
+  free(s);
+  json_decref(line);
+  ludo__cli_buf_free(&opts);
 }
 
 /* A step: its action, then the result's fields. */

@@ -619,6 +619,37 @@ def resume_progress_and_missing_trajectories():
     assert m and abs(float(m.group(1)) - mean) < 1e-3 * mean, r.stderr
 
 
+@test
+def a_shard_summary_describes_the_shard():
+    d = out("shard-summary")
+    run_ok(*ECHO3, "--shard", "1/3", "--out", d)
+    eps = summary(d)["episodes"]
+    assert eps["total"] == 3 and eps["missing"] == 0, eps
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["episodes_total"] == 10, run
+    empty = out("shard-empty")
+    run_ok("eval", "examples/echo", "--episodes", "3", "--shard", "4/5",
+           "--out", empty, "--quiet")
+    eps = summary(empty)["episodes"]
+    assert eps["total"] == 0 and eps["missing"] == 0, eps
+    assert os.path.exists(os.path.join(empty, "report.html"))
+
+
+@test
+def an_episode_failing_at_reset_has_its_reset_line():
+    d = out("reset-fails")
+    run_ok("eval", FIX + "/reset_fails", "--episodes", "2", "--out", d,
+           "--quiet")
+    for rec in results(d):
+        assert rec["error"]["class"] == "ESCRIPT", rec
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert len(lines) == 1, lines
+        assert lines[0]["reset"] == {"seed": rec["seed"]}, lines[0]
+        assert lines[0]["error"]["class"] == "ESCRIPT", lines[0]
+        assert "this reset fails" in lines[0]["error"]["message"]
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
