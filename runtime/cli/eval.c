@@ -23,31 +23,51 @@ typedef struct {
   eval_out_t out;
   json_t *run_json;
   char *info;               /* a server's description (owned) */
-  uv_signal_t sigint, sigterm;
+  uv_async_t wake;          /* a signal wakes the loop */
   int signals, interrupted;
 } eval_t;
 
-static void on_signal(uv_signal_t *h, int signum) {
-  eval_t *e = h->data;
+/* Ctrl-C: the first sets the flag and wakes the loop (which cancels the
+ * episodes in flight); a second exits at once, even while a policy's Lua
+ * runs or the report is written. A plain handler, not a uv_signal_t: the
+ * loop may be busy in a long call when the second comes. */
+volatile sig_atomic_t eval_interrupted;
+static uv_async_t *wake_handle;
+
+static void on_raw_signal(int signum) {
   (void)signum;
-  if (e->interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
+  if (eval_interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
+  eval_interrupted = 1;
+  if (wake_handle != NULL) uv_async_send(wake_handle); /* signal-safe */
+}
+
+static void on_wake(uv_async_t *h) {
+  eval_t *e = h->data;
   e->interrupted = 1;
   eval_slots_cancel(&e->r);
 }
 
 static void signals_start(eval_t *e) {
-  uv_signal_init(&e->loop, &e->sigint);
-  uv_signal_init(&e->loop, &e->sigterm);
-  e->sigint.data = e->sigterm.data = e;
-  uv_signal_start(&e->sigint, on_signal, SIGINT);
-  uv_signal_start(&e->sigterm, on_signal, SIGTERM);
+  struct sigaction sa;
+  uv_async_init(&e->loop, &e->wake, on_wake);
+  e->wake.data = e;
+  wake_handle = &e->wake;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_raw_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   e->signals = 1;
 }
 
+/* After the report: Ctrl-C kills again. */
 static void signals_stop(eval_t *e) {
   if (!e->signals) return;
-  uv_close((uv_handle_t *)&e->sigint, NULL);
-  uv_close((uv_handle_t *)&e->sigterm, NULL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  wake_handle = NULL;
+  uv_close((uv_handle_t *)&e->wake, NULL);
   e->signals = 0;
 }
 
@@ -145,11 +165,12 @@ static void run_loop(eval_t *e, long long already) {
   eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,
                       e->plan.total > 0 ? (long long)e->plan.n : 0, already);
   eval_progress_prior(&e->r.progress, &e->plan);
-  signals_start(e);
-  eval_slots_start(&e->r);
+  if (eval_interrupted)
+    eval_slots_cancel(&e->r); /* before the loop ran: start nothing */
+  else
+    eval_slots_start(&e->r);
   while (e->r.active > 0) uv_run(&e->loop, UV_RUN_ONCE);
   eval_progress_stop(&e->r.progress);
-  signals_stop(e);
 }
 
 /* summary.json and report.html from every record in the folder. They
@@ -176,6 +197,7 @@ static int run(eval_t *e) {
   char started_at[32];
   double t0 = eval_now();
   now_iso(started_at, sizeof started_at);
+  signals_start(e); /* until the summary and the report are written */
   if (runtime_open(e) != 0 || env_open(e) != 0) return 1;
   e->run_json = eval_run_json(e->cfg, e->plan.total);
   if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
@@ -188,7 +210,7 @@ static int run(eval_t *e) {
   run_loop(e, already);
   eval_out_close(&e->out);
   if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
-  return e->interrupted ? EXIT_INTERRUPTED : 0;
+  return e->interrupted || eval_interrupted ? EXIT_INTERRUPTED : 0;
 }
 
 static void teardown(eval_t *e) {

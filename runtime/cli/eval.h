@@ -21,6 +21,7 @@
 #define LUDO_CLI_EVAL_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <uv.h>
@@ -264,6 +265,10 @@ struct eval_run_s {
   double cpu_last;         /* thread CPU time at the last update (s) */
   long long finished;
 };
+
+/* Set by the first Ctrl-C (SIGINT, SIGTERM), in the signal handler: an
+ * episode failing from then on is recorded as ECANCELED. */
+extern volatile sig_atomic_t eval_interrupted;
 
 /* What a slot waits for. */
 enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };

@@ -138,6 +138,11 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
 static void ask_policy(eval_slot_t *sl) {
   char r[40];
   int rc;
+  if (eval_interrupted) { /* Ctrl-C, before the loop has heard of it */
+    sl->cancelled = 1;
+    finish_error(sl, LUDO_ECANCELED, "", 0);
+    return;
+  }
   if (sl->steps >= sl->run->cfg->max_steps) {
     sl->truncated = 1;
     finish(sl);
@@ -449,7 +454,7 @@ static void slot_next(eval_slot_t *sl) {
   eval_ep_t *e;
   eval_cpu_update(r);
   r->active--;
-  e = r->stopping ? NULL : next_episode(r);
+  e = r->stopping || eval_interrupted ? NULL : next_episode(r);
   if (e != NULL) start(sl, e);
 }
 

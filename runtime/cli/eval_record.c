@@ -64,6 +64,7 @@ void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len)
   if (status == LUDO_ESCRIPT && len >= 14 &&
       strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
     cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
+  if (eval_interrupted) sl->cancelled = 1; /* Ctrl-C came first */
   if (sl->cancelled) cls = "ECANCELED";
   snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
   if (memchr(msg, '\n', len)) n = (size_t)((const char *)memchr(msg, '\n', len) - msg);

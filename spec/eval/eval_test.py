@@ -650,6 +650,44 @@ def an_episode_failing_at_reset_has_its_reset_line():
         assert "this reset fails" in lines[0]["error"]["message"]
 
 
+def spin_run(d):
+    return subprocess.Popen([LUDO, "eval", "examples/echo", "--policy",
+                             FIX + "/spin_policy.lua", "--episodes", "8",
+                             "--max-steps", "3", "--concurrency", "4",
+                             "--cpu-budget", "120000", "--out", d,
+                             "--quiet"], env=ENV, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@test
+def ctrl_c_during_a_long_policy_call_cancels():
+    d = out("spin-once")
+    p = spin_run(d)
+    time.sleep(1.5)  # inside the first policy call
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (p.returncode, err)
+    recs = results(d)
+    assert recs and all(r["error"]["class"] == "ECANCELED" for r in recs), \
+        recs
+    assert os.path.exists(os.path.join(d, "summary.json"))
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
+@test
+def a_second_ctrl_c_exits_at_once():
+    d = out("spin-twice")
+    p = spin_run(d)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    # Each policy call spins seconds of CPU, four are queued: waiting for
+    # them would take over 10 s; the second Ctrl-C does not wait.
+    p.communicate(timeout=5)
+    assert p.returncode == 130, p.returncode
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
