@@ -170,6 +170,7 @@ static json_t *runfile_read(const eval_cfg_t *cfg, const char *path) {
   ludo_script_t *sc = NULL;
   ludo__cli_buf_t args = {0};
   json_t *out = NULL;
+  json_error_t jerr;
   const char *o;
   size_t n;
   ludo_options_t opts;
@@ -187,8 +188,10 @@ static json_t *runfile_read(const eval_cfg_t *cfg, const char *path) {
     if (ludo_script_call(sc, "load", args.p, args.len, &o, &n) != 0) {
       const char *m = ludo_script_errmsg(sc);
       ludo__cli_error("%s: %.*s", path, first_line(m), m);
-    } else
-      out = json_loadb(o, n, 0, NULL);
+    } else if ((out = json_loadb(o, n, 0, &jerr)) == NULL) {
+      ludo__cli_error("%s: the run file's fields cannot be read (%s; a "
+                      "string holding a NUL byte?)", path, jerr.text);
+    }
   }
   ludo__cli_buf_free(&args);
   ludo_script_free(sc);

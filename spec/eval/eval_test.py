@@ -473,6 +473,8 @@ def run_file_field_errors_are_one_clear_line():
          "(got 9007199254740992)"),
         ("success = math.huge", "success must be a finite reward threshold"),
         ("success = 0/0", "success must be a finite reward threshold"),
+        ('tasks = { "te\\0st" }', "tasks[1] holds a NUL byte"),
+        ('tasks = { split = "te\\0st" }', "fields cannot be read"),
     ]
     for i, (field, want) in enumerate(cases):
         run = write("field%d_run.lua" % i,
@@ -684,7 +686,11 @@ def a_second_ctrl_c_exits_at_once():
     p.send_signal(signal.SIGINT)
     # Each policy call spins seconds of CPU, four are queued: waiting for
     # them would take over 10 s; the second Ctrl-C does not wait.
-    p.communicate(timeout=5)
+    try:
+        p.communicate(timeout=5)
+    finally:
+        p.kill()
+        p.wait()
     assert p.returncode == 130, p.returncode
 
 

@@ -52,6 +52,9 @@ local function ids_of(list, what)
   local out = {}
   for i, id in ipairs(list) do
     if type(id) ~= "string" then fail("%s[%d] must be a string", what, i) end
+    if id:find("\0", 1, true) then
+      fail("%s[%d] holds a NUL byte: not a task id", what, i)
+    end
     out[i] = id
   end
   return out
