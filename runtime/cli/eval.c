@@ -94,6 +94,31 @@ static int runtime_open(eval_t *e) {
   return cfg->remote ? 0 : ludo__cli_hostlib_init(&e->lib, e->r.rt);
 }
 
+/* A remote run's tasks: the client cannot list them, so the last one the
+ * run names (index count - 1 of the split) is reset once at setup: a
+ * split the server does not have, or fewer tasks than count, fail here as
+ * they do locally, not as one failed episode per task. */
+static int remote_tasks_check(eval_t *e, ludo_client_t *c) {
+  const eval_cfg_t *cfg = e->cfg;
+  ludo__cli_buf_t req = {0};
+  const char *out;
+  size_t n;
+  int rc;
+  if (!eval_has_tasks(cfg) || cfg->task_count < 1 || cfg->task_ids != NULL)
+    return 0; /* eval_plan says what is missing */
+  ludo__cli_buf_printf(&req, "{\"seed\":0,\"split\":");
+  ludo__cli_buf_json_string(&req, cfg->split);
+  ludo__cli_buf_printf(&req, ",\"index\":%lld}", cfg->task_count - 1);
+  rc = ludo_client_reset(c, req.p, req.len, &out, &n);
+  ludo__cli_buf_free(&req);
+  if (rc != 0)
+    ludo__cli_error("tasks: the server has no task %lld in split %s, so "
+                    "not the %lld the run asks for (%s)",
+                    cfg->task_count - 1, cfg->split, cfg->task_count,
+                    ludo_client_errmsg(c));
+  return rc != 0 ? -1 : 0;
+}
+
 /* The environment's description from a server (a client of its own). */
 static int remote_info(eval_t *e) {
   ludo_client_options_t o;
@@ -107,6 +132,8 @@ static int remote_info(eval_t *e) {
     ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
   else if (ludo_client_info(c, &info, &n) != 0)
     ludo__cli_error("%s", ludo_client_errmsg(c));
+  else if (remote_tasks_check(e, c) != 0)
+    ; /* said */
   else if ((e->info = malloc(n + 1)) != NULL) {
     memcpy(e->info, info, n);
     e->info[n] = '\0';

@@ -163,8 +163,13 @@ static int pick_listed(const eval_cfg_t *cfg, ludo_session_t *s,
   if (cfg->task_ids != NULL) return pick_ids(cfg, s, p);
   if ((list = tasks_call(s, "list", cfg->split)) == NULL) return -1;
   n = json_array_size(list);
-  if (cfg->task_count >= 0 && (size_t)cfg->task_count < n)
-    n = (size_t)cfg->task_count;
+  if (cfg->task_count >= 0 && (size_t)cfg->task_count > n) {
+    ludo__cli_error("tasks: split %s has %zu tasks, not the %lld the run "
+                    "asks for (count)", cfg->split, n, cfg->task_count);
+    json_decref(list);
+    return -1;
+  }
+  if (cfg->task_count >= 0) n = (size_t)cfg->task_count;
   if (picks_init(p, n) != 0) {
     json_decref(list);
     return -1;

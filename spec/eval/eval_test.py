@@ -694,6 +694,34 @@ def a_second_ctrl_c_exits_at_once():
     assert p.returncode == 130, p.returncode
 
 
+@test
+def task_counts_beyond_the_split_fail_at_setup_local_and_remote():
+    p = subprocess.Popen([LUDO, "serve", "examples/arith", "--port", "0"],
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        m = re.search(r"http://[^:]+:(\d+)", p.stderr.readline())
+        url = "ws://127.0.0.1:%s/ws" % m.group(1)
+        arith = os.path.join(ROOT, "examples/arith")
+        for i, (env, split) in enumerate([(arith, "test"), (url, "test"),
+                                          (url, "nosuch")]):
+            run = write("count%d_run.lua" % i, "return { env = %s, tasks = "
+                        "{ split = %s, count = 50 } }"
+                        % (json.dumps(env), json.dumps(split)))
+            d = out("count%d" % i)
+            r = ludo("eval", run, "--out", d)
+            assert r.returncode == 1, (env, split, r.returncode)
+            assert "not the 50 the run asks for" in r.stderr, r.stderr
+            assert not os.path.exists(os.path.join(d, "results.jsonl"))
+        run = write("count_ok_run.lua", "return { env = %s, tasks = { split"
+                    " = \"test\", count = 5 }, max_steps = 2 }"
+                    % json.dumps(url))
+        run_ok("eval", run, "--out", out("count-ok"), "--quiet")
+        assert len(results(out("count-ok"))) == 5
+    finally:
+        p.terminate()
+        p.wait()
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
