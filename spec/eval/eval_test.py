@@ -875,8 +875,17 @@ def example_llm_policy_and_judge():
     assert right["llm"]["calls"] == 2, right  # the policy's and the judge's
     wrong = recs[("q2", 0)]
     assert wrong["rubrics"]["exact"] == 0.0 and not wrong["success"]
-    assert sum(x["invalid_actions"] for x in recs.values()) == 4
+    # Hamlet: "I am not sure." at the first try, right at the second.
+    assert sum(x["invalid_actions"] for x in recs.values()) == 3
+    for r in range(3):
+        assert recs[("q4", r)]["invalid_actions"] == 1, recs[("q4", r)]
+        assert recs[("q4", r)]["success"], recs[("q4", r)]
     assert os.path.exists(os.path.join(d, "report.html"))
+    one = out("example-1")  # the same, one episode at a time
+    r = subprocess.run(["examples/eval/run.sh", one, "--concurrency", "1"],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert untimed(results(one)) == untimed(results(d))
 
 
 # The LLM client and its mock server are helper L's (ludo.llm,
