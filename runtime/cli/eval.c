@@ -31,7 +31,6 @@ typedef struct {
  * episodes in flight); a second exits at once, even while a policy's Lua
  * runs or the report is written. A plain handler, not a uv_signal_t: the
  * loop may be busy in a long call when the second comes. */
-volatile sig_atomic_t eval_interrupted;
 static uv_async_t *wake_handle;
 
 static void on_raw_signal(int signum) {

@@ -56,6 +56,8 @@ void eval_llm_usage(const eval_slot_t *sl, double u[4]) {
 
 /* ---- the record ---------------------------------------------------------- */
 
+volatile sig_atomic_t eval_interrupted; /* set by eval.c's signal handler */
+
 /* Records the episode's error: its class and the message's first line. */
 void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len) {
   const char *cls = ludo_err_name(status);

@@ -6,10 +6,10 @@
 -- action. act() answers a list of one value, {action}, for a Lua policy
 -- (the runner takes the action's JSON text as it is), {action = ...,
 -- text = model text} for an LLM policy, or, when parse raised, {invalid
--- = true, text = ..., error = ...} (also when parse returned nil; a raised
--- value that is not a string is given as its JSON text): an invalid action is recorded by the
--- runner, not fatal. A failed LLM call raises ("ELLM: ...") and
--- fails the episode.
+-- = true, text = ..., error = ...} (also when parse returned nil; a
+-- raised value that is not a string is given as its JSON text): an
+-- invalid action is recorded by the runner, not fatal. A failed LLM call
+-- raises ("ELLM: ...") and fails the episode.
 local json = require("ludo.json")
 local null = require("ludo.null")
 
