@@ -652,6 +652,28 @@ def an_episode_failing_at_reset_has_its_reset_line():
         assert "this reset fails" in lines[0]["error"]["message"]
 
 
+@test
+def ctrl_c_while_the_report_is_written_lets_it_finish():
+    d = out("sig-report")
+    n = 20000  # the summary and report of 20,000 records take a while
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--episodes",
+                          str(n), "--max-steps", "1", "--out", d,
+                          "--quiet"], env=ENV, stderr=subprocess.PIPE,
+                         text=True)
+    path = os.path.join(d, "results.jsonl")
+    deadline = time.time() + 120
+    while time.time() < deadline:  # every record written: the report next
+        if os.path.exists(path) and open(path).read().count("\n") >= n:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (p.returncode, err)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert s["episodes"]["finished"] == n, s["episodes"]
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
 def spin_run(d):
     return subprocess.Popen([LUDO, "eval", "examples/echo", "--policy",
                              FIX + "/spin_policy.lua", "--episodes", "8",
