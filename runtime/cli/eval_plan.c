@@ -107,9 +107,10 @@ static json_t *splits_of(const eval_cfg_t *cfg, ludo_session_t *s) {
   if (cfg->split[0] != '\0') return json_pack("[s]", cfg->split);
   if ((all = tasks_call(s, "splits", NULL)) == NULL) return NULL;
   names = json_array();
-  for (i = 0; i < json_array_size(all); i++)
-    json_array_append(names,
-                      json_object_get(json_array_get(all, i), "name"));
+  for (i = 0; i < json_array_size(all); i++) {
+    json_t *name = json_object_get(json_array_get(all, i), "name");
+    if (json_is_string(name)) json_array_append(names, name);
+  }
   json_decref(all);
   return names;
 }
