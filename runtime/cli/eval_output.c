@@ -296,7 +296,7 @@ int eval_results_text(const char *dir, ludo__cli_buf_t *text,
   rc = buf ? scan_buf(path, buf, n, 0, collect, &l) : 0;
   *count = 0;
   ludo__cli_buf_printf(text, "[");
-  if (rc == 0) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
+  if (rc == 0 && l.n > 0) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
   for (i = 0; rc == 0 && i < l.n; i++) {
     size_t k = l.keys[i].pos;
     if (i + 1 < l.n && l.keys[i + 1].episode == l.keys[i].episode) continue;
