@@ -72,13 +72,10 @@ static double bytes_pass(const char *dir) {
 }
 
 static long scanned;
-static void count(void *ud, long long ep, int cancelled, const char *line,
-                  size_t len) {
+static const char *count(void *ud, const eval_line_t *l) {
   (void)ud;
-  (void)ep;
-  (void)line;
-  (void)len;
-  scanned += !cancelled;
+  scanned += !l->rerun;
+  return NULL;
 }
 
 int main(int argc, char **argv) {

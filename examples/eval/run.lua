@@ -18,17 +18,18 @@ return {
     prompt = function(observation, history)
       local messages = { { role = "system",
         content = "Answer with a few words, no sentence." } }
+      -- A try after a refused one says so before the question (so the
+      -- mock's rules tell tries apart by their text, in any order).
+      local note = ""
       for _, h in ipairs(history) do
         messages[#messages + 1] = { role = "user",
-          content = h.observation.question }
+          content = note .. h.observation.question }
         messages[#messages + 1] = { role = "assistant", content = h.text }
-        if h.error then
-          messages[#messages + 1] = { role = "user",
-            content = "That was not an answer: " .. h.error }
-        end
+        note = h.error and ("That was not an answer (" .. h.error .. "). ")
+          or ""
       end
       messages[#messages + 1] = { role = "user",
-        content = observation.question }
+        content = note .. observation.question }
       return messages
     end,
     parse = function(text)

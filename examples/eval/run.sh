@@ -8,6 +8,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 OUT=${1:-/tmp/ludo-eval-example}
+[ $# -gt 0 ] && shift  # the rest: flags of ludo eval
 BUILD=${BUILD:-build}
 log=$(mktemp)
 node spec/llm/mock_llm.js --port 0 --script examples/eval/mock.json \
@@ -24,5 +25,5 @@ done
 export LUDO_POLICY_URL="http://127.0.0.1:$port/v1"
 export LUDO_JUDGE_URL="$LUDO_POLICY_URL"
 rm -rf "$OUT"
-"$BUILD/ludo" eval examples/eval/run.lua --out "$OUT"
+"$BUILD/ludo" eval examples/eval/run.lua --out "$OUT" "$@"
 echo "report: $OUT/report.html"

@@ -23,31 +23,50 @@ typedef struct {
   eval_out_t out;
   json_t *run_json;
   char *info;               /* a server's description (owned) */
-  uv_signal_t sigint, sigterm;
+  uv_async_t wake;          /* a signal wakes the loop */
   int signals, interrupted;
 } eval_t;
 
-static void on_signal(uv_signal_t *h, int signum) {
-  eval_t *e = h->data;
+/* Ctrl-C: the first sets the flag and wakes the loop (which cancels the
+ * episodes in flight); a second exits at once, even while a policy's Lua
+ * runs or the report is written. A plain handler, not a uv_signal_t: the
+ * loop may be busy in a long call when the second comes. */
+static uv_async_t *wake_handle;
+
+static void on_raw_signal(int signum) {
   (void)signum;
-  if (e->interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
+  if (eval_interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
+  eval_interrupted = 1;
+  if (wake_handle != NULL) uv_async_send(wake_handle); /* signal-safe */
+}
+
+static void on_wake(uv_async_t *h) {
+  eval_t *e = h->data;
   e->interrupted = 1;
   eval_slots_cancel(&e->r);
 }
 
 static void signals_start(eval_t *e) {
-  uv_signal_init(&e->loop, &e->sigint);
-  uv_signal_init(&e->loop, &e->sigterm);
-  e->sigint.data = e->sigterm.data = e;
-  uv_signal_start(&e->sigint, on_signal, SIGINT);
-  uv_signal_start(&e->sigterm, on_signal, SIGTERM);
+  struct sigaction sa;
+  uv_async_init(&e->loop, &e->wake, on_wake);
+  e->wake.data = e;
+  wake_handle = &e->wake;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_raw_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   e->signals = 1;
 }
 
+/* After the report: Ctrl-C kills again. */
 static void signals_stop(eval_t *e) {
   if (!e->signals) return;
-  uv_close((uv_handle_t *)&e->sigint, NULL);
-  uv_close((uv_handle_t *)&e->sigterm, NULL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  wake_handle = NULL;
+  uv_close((uv_handle_t *)&e->wake, NULL);
   e->signals = 0;
 }
 
@@ -74,6 +93,31 @@ static int runtime_open(eval_t *e) {
   return cfg->remote ? 0 : ludo__cli_hostlib_init(&e->lib, e->r.rt);
 }
 
+/* A remote run's tasks: the client cannot list them, so the last one the
+ * run names (index count - 1 of the split) is reset once at setup: a
+ * split the server does not have, or fewer tasks than count, fail here as
+ * they do locally, not as one failed episode per task. */
+static int remote_tasks_check(eval_t *e, ludo_client_t *c) {
+  const eval_cfg_t *cfg = e->cfg;
+  ludo__cli_buf_t req = {0};
+  const char *out;
+  size_t n;
+  int rc;
+  if (!eval_has_tasks(cfg) || cfg->task_count < 1 || cfg->task_ids != NULL)
+    return 0; /* eval_plan says what is missing */
+  ludo__cli_buf_printf(&req, "{\"seed\":0,\"split\":");
+  ludo__cli_buf_json_string(&req, cfg->split);
+  ludo__cli_buf_printf(&req, ",\"index\":%lld}", cfg->task_count - 1);
+  rc = ludo_client_reset(c, req.p, req.len, &out, &n);
+  ludo__cli_buf_free(&req);
+  if (rc != 0)
+    ludo__cli_error("tasks: the server has no task %lld in split %s, so "
+                    "not the %lld the run asks for (%s)",
+                    cfg->task_count - 1, cfg->split, cfg->task_count,
+                    ludo_client_errmsg(c));
+  return rc != 0 ? -1 : 0;
+}
+
 /* The environment's description from a server (a client of its own). */
 static int remote_info(eval_t *e) {
   ludo_client_options_t o;
@@ -87,6 +131,8 @@ static int remote_info(eval_t *e) {
     ludo__cli_error("%s", ludo_runtime_errmsg(e->r.rt));
   else if (ludo_client_info(c, &info, &n) != 0)
     ludo__cli_error("%s", ludo_client_errmsg(c));
+  else if (remote_tasks_check(e, c) != 0)
+    ; /* said */
   else if ((e->info = malloc(n + 1)) != NULL) {
     memcpy(e->info, info, n);
     e->info[n] = '\0';
@@ -144,21 +190,30 @@ static void now_iso(char *buf, size_t n) {
 static void run_loop(eval_t *e, long long already) {
   eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,
                       e->plan.total > 0 ? (long long)e->plan.n : 0, already);
-  signals_start(e);
-  eval_slots_start(&e->r);
+  eval_progress_prior(&e->r.progress, &e->plan);
+  if (eval_interrupted)
+    eval_slots_cancel(&e->r); /* before the loop ran: start nothing */
+  else
+    eval_slots_start(&e->r);
   while (e->r.active > 0) uv_run(&e->loop, UV_RUN_ONCE);
   eval_progress_stop(&e->r.progress);
-  signals_stop(e);
 }
 
-/* summary.json and report.html from every record in the folder. */
+/* summary.json and report.html from every record in the folder. They
+ * describe the episodes of this run or shard: a shard's report is given
+ * its own episode count (run.json keeps the whole run's, for merge). */
 static int report(eval_t *e, double wall_s, const char *started_at) {
   ludo__cli_buf_t recs = {0};
+  json_t *run = json_deep_copy(e->run_json);
   long long n;
   int rc = eval_results_text(e->cfg->out, &recs, &n);
+  if (e->cfg->shard_count > 0)
+    json_object_set_new(run, "episodes_total",
+                        json_integer((json_int_t)e->plan.n));
   if (rc == 0)
-    rc = eval_report_write(e->cfg->out, e->run_json, recs.p, recs.len,
-                           wall_s, started_at);
+    rc = eval_report_write(e->cfg->out, run, recs.p, recs.len, wall_s,
+                           started_at);
+  json_decref(run);
   ludo__cli_buf_free(&recs);
   return rc;
 }
@@ -168,6 +223,7 @@ static int run(eval_t *e) {
   char started_at[32];
   double t0 = eval_now();
   now_iso(started_at, sizeof started_at);
+  signals_start(e); /* until the summary and the report are written */
   if (runtime_open(e) != 0 || env_open(e) != 0) return 1;
   e->run_json = eval_run_json(e->cfg, e->plan.total);
   if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
@@ -180,12 +236,13 @@ static int run(eval_t *e) {
   run_loop(e, already);
   eval_out_close(&e->out);
   if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
-  return e->interrupted ? EXIT_INTERRUPTED : 0;
+  return e->interrupted || eval_interrupted ? EXIT_INTERRUPTED : 0;
 }
 
 static void teardown(eval_t *e) {
   eval_slots_close(&e->r);
   eval_out_close(&e->out);
+  eval_out_unlock(&e->out);
   ludo_runtime_free(e->r.rt);
   signals_stop(e);
   uv_run(&e->loop, UV_RUN_DEFAULT); /* the close callbacks */

@@ -21,6 +21,7 @@
 #define LUDO_CLI_EVAL_H
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <uv.h>
@@ -91,6 +92,8 @@ typedef struct eval_ep_s {
   char *split;             /* the task's split (owned), NULL for seeded */
   char *task_id;           /* NULL for seeded episodes (owned) */
   int done;                /* has a finished or failed record */
+  int error, has_traj;     /* of that record: an error, a trajectory */
+  double reward;           /* and its reward */
 } eval_ep_t;
 
 typedef struct eval_plan_s {
@@ -117,10 +120,20 @@ eval_ep_t *eval_plan_find(eval_plan_t *plan, long long index);
 typedef struct eval_out_s {
   char dir[4096];
   FILE *results;           /* results.jsonl, appended */
-  int fd;
+  int lock;                /* OUT/.lock, held for the run (> 0) */
 } eval_out_t;
 
-/* Prepares cfg->out: creates it, or with --resume checks its run.json
+/* The lock file of an output folder: one process writes into it. */
+#define EVAL_LOCK ".lock"
+
+/* Creates `dir` and takes DIR/.lock (flock LOCK_EX | LOCK_NB) into *fd:
+ * held until the fd is closed. Returns 0, or -1 after saying why (another
+ * process holds it). */
+int eval_out_lock(const char *dir, int *fd);
+
+/* Prepares cfg->out: takes its lock (eval_out_lock), creates it (or
+ * takes over a folder a failed setup left without records), or with
+ * --resume checks its run.json
  * against `run` and marks the plan's episodes already done (reading
  * results.jsonl and cutting a torn last line); writes run.json. Returns 0
  * or -1 after saying what was wrong. */
@@ -133,7 +146,9 @@ int eval_out_fresh(const char *dir);
 
 /* Appends one record (a JSON object; steals nothing) and flushes. */
 int eval_out_append(eval_out_t *o, json_t *record);
+/* Closes results.jsonl; eval_out_unlock then lets the lock go. */
 void eval_out_close(eval_out_t *o);
+void eval_out_unlock(eval_out_t *o);
 
 /* Reads DIR/results.jsonl: every record into `into` (an array), the last
  * record of each episode winning. A torn last line (no '\n') is left out
@@ -145,12 +160,29 @@ int eval_results_read(const char *dir, int repair, json_t *into);
  * aside, and "shard" with but_shard), comma-separated. */
 void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d);
 
-/* Reads DIR/results.jsonl quickly, for --resume: fn(ud, episode,
- * cancelled, line, len) for each complete line, in order; a torn last line is left
- * out (with `repair` cut from the file). Returns 0, or -1 after saying
- * what was wrong. */
-typedef void (*eval_scan_fn)(void *ud, long long ep, int cancelled,
-                             const char *line, size_t len);
+/* One line of results.jsonl as the quick scan reads it. */
+typedef struct {
+  long long episode;
+  long long seed;          /* -1 when the record has none */
+  int rerun;               /* failed in a way --resume runs again: Ctrl-C
+                              (ECANCELED) or the transport (ECONNECT,
+                              EDISCONNECTED) */
+  int error;               /* has an error */
+  int has_traj;            /* names a trajectory file */
+  double reward;
+  const char *line;        /* the line, without its '\n' */
+  size_t len;
+} eval_line_t;
+
+/* 1 for an error class --resume runs again (see eval_line_t.rerun). */
+int eval_class_rerun(const char *cls);
+
+/* Reads DIR/results.jsonl quickly, for --resume: fn(ud, line) for each
+ * complete line, in order; fn returns NULL to go on, or why the line is
+ * refused (then the scan stops, saying so with the line's number). A torn
+ * last line is left out (with `repair` cut from the file). Returns 0, or
+ * -1 after saying what was wrong. */
+typedef const char *(*eval_scan_fn)(void *ud, const eval_line_t *l);
 int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
                       void *ud);
 
@@ -201,6 +233,9 @@ typedef struct eval_progress_s {
 
 void eval_progress_start(eval_progress_t *p, uv_loop_t *loop, int quiet,
                          long long total, long long skipped);
+/* Counts the plan's episodes done before this run (--resume) in the
+ * mean reward and the errors. */
+void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan);
 /* One episode ended (error: it failed). */
 void eval_progress_episode(eval_progress_t *p, double reward, int error);
 /* Stops the timer and ends the line. */
@@ -231,6 +266,10 @@ struct eval_run_s {
   long long finished;
 };
 
+/* Set by the first Ctrl-C (SIGINT, SIGTERM), in the signal handler: an
+ * episode failing from then on is recorded as ECANCELED. */
+extern volatile sig_atomic_t eval_interrupted;
+
 /* What a slot waits for. */
 enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };
 
@@ -245,12 +284,14 @@ struct eval_slot_s {
   long long steps, invalid;
   double reward, wall0, cpu0;
   int done, truncated, has_reward;
+  int nonfinite;           /* a rubric score's sum overflowed */
   double last_reward;
   json_t *rubrics;         /* per rubric path: the sum of its scores */
   char err_class[32];      /* "" while no error */
   ludo__cli_buf_t err, args, last, action, refusal;
   json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
+  int reset_written;       /* the trajectory's line 1 is written */
   json_t *rec;             /* the record, while the success function runs */
   double llm0[4];          /* usage at the start: calls, failures, tokens */
 };
@@ -282,6 +323,12 @@ json_t *eval_record_new(eval_slot_t *sl);
 void eval_traj_open(eval_slot_t *sl);
 void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
                      size_t len);
+/* Line 1 when the episode failed before the reset answered: the reset's
+ * options and the error (at the episode's end). */
+void eval_traj_reset_failed(eval_slot_t *sl);
+/* The reset's options of episode e ({"seed", "split", "index"}) appended
+ * to b as JSON text. */
+void eval_reset_opts(const eval_ep_t *e, ludo__cli_buf_t *b);
 void eval_traj_step(eval_slot_t *sl, const char *data, size_t len);
 void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
 

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <uv.h>
 
@@ -62,7 +63,8 @@ typedef struct {
   int resume, no_traj, quiet;
 } flags_t;
 
-static int shard_parse(const char *v, flags_t *f) {
+static int shard_parse(const char *arg, flags_t *f) {
+  const char *v = arg;
   char *end;
   long long i = strtoll(v, &end, 10), n;
   if (end == v || *end != '/') goto bad;
@@ -74,7 +76,7 @@ static int shard_parse(const char *v, flags_t *f) {
   f->shard_n = n;
   return 0;
 bad:
-  ludo__cli_error("--shard takes I/N with 0 <= I < N (got '%s')", v);
+  ludo__cli_error("--shard takes I/N with 0 <= I < N (got '%s')", arg);
   return LUDO__CLI_USAGE;
 }
 
@@ -107,7 +109,13 @@ static int apply(void *ud, int id, const char *v) {
   if (rc != -1) return rc;
   switch (id) {
     case OPT_POLICY: f->policy = v; break;
-    case OPT_OUT: f->out = v; break;
+    case OPT_OUT:
+      if (*v == '\0') {
+        ludo__cli_error("--out takes a folder (got an empty name)");
+        return LUDO__CLI_USAGE;
+      }
+      f->out = v;
+      break;
     case OPT_TOKEN: f->token = v; break;
     case OPT_RESUME: f->resume = 1; break;
     case OPT_NO_TRAJ: f->no_traj = 1; break;
@@ -127,12 +135,18 @@ static int is_url(const char *s) {
 
 /* A run file is a regular file named *.lua (an environment is a folder
  * or a URL; a single-file environment is named by a run file's env). */
+static int names_lua(const char *arg) {
+  size_t n = strlen(arg);
+  return n > 4 && strcmp(arg + n - 4, ".lua") == 0;
+}
+
 static int is_runfile(const char *arg) {
   struct stat sb;
-  size_t n = strlen(arg);
-  return n > 4 && strcmp(arg + n - 4, ".lua") == 0 && stat(arg, &sb) == 0 &&
-         S_ISREG(sb.st_mode);
+  return names_lua(arg) && stat(arg, &sb) == 0 && S_ISREG(sb.st_mode);
 }
+
+/* An error message's first line (a Lua traceback follows it). */
+static int first_line(const char *m) { return (int)strcspn(m, "\n"); }
 
 /* Splits FILE.lua into its folder and module name. */
 static int split_module(const char *file, char *dir, size_t dn, char *mod,
@@ -156,6 +170,7 @@ static json_t *runfile_read(const eval_cfg_t *cfg, const char *path) {
   ludo_script_t *sc = NULL;
   ludo__cli_buf_t args = {0};
   json_t *out = NULL;
+  json_error_t jerr;
   const char *o;
   size_t n;
   ludo_options_t opts;
@@ -164,15 +179,19 @@ static json_t *runfile_read(const eval_cfg_t *cfg, const char *path) {
   opts.prewarm = 0;
   if (ludo_runtime_new(&rt, &opts) != 0) return NULL;
   if (ludo_script_open(rt, "ludo.eval.runfile", cfg->runfile_dir, &sc)) {
-    ludo__cli_error("%s: %s", path, ludo_runtime_errmsg(rt));
+    const char *m = ludo_runtime_errmsg(rt);
+    ludo__cli_error("%s: %.*s", path, first_line(m), m);
   } else {
     ludo__cli_buf_printf(&args, "[");
     ludo__cli_buf_json_string(&args, cfg->runfile_mod);
     ludo__cli_buf_printf(&args, "]");
-    if (ludo_script_call(sc, "load", args.p, args.len, &o, &n) != 0)
-      ludo__cli_error("%s: %s", path, ludo_script_errmsg(sc));
-    else
-      out = json_loadb(o, n, 0, NULL);
+    if (ludo_script_call(sc, "load", args.p, args.len, &o, &n) != 0) {
+      const char *m = ludo_script_errmsg(sc);
+      ludo__cli_error("%s: %.*s", path, first_line(m), m);
+    } else if ((out = json_loadb(o, n, 0, &jerr)) == NULL) {
+      ludo__cli_error("%s: the run file's fields cannot be read (%s; a "
+                      "string holding a NUL byte?)", path, jerr.text);
+    }
   }
   ludo__cli_buf_free(&args);
   ludo_script_free(sc);
@@ -318,6 +337,10 @@ int eval_config(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   rc = ludo__cli_parse(cmd, argc, argv, apply, &f, &arg, "RUN.lua or ENV",
                        "a run file or an environment");
   if (rc >= 0) return rc;
+  if (!is_runfile(arg) && names_lua(arg) && access(arg, F_OK) != 0) {
+    ludo__cli_error("the run file %s does not exist", arg);
+    return 1;
+  }
   if (!is_runfile(arg)) {
     rf = json_object();
     rc = resolve_all(cfg, &f, rf, arg);

@@ -71,6 +71,7 @@ static void finish(eval_slot_t *sl) {
   eval_run_t *r = sl->run;
   json_t *rec;
   eval_cpu_update(r);
+  if (sl->traj != NULL && !sl->reset_written) eval_traj_reset_failed(sl);
   if (sl->traj != NULL) fclose(sl->traj);
   sl->traj = NULL;
   rec = eval_record_new(sl);
@@ -130,11 +131,18 @@ static const char *target_errmsg(const eval_slot_t *sl) {
 
 static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud);
+static void stepped(eval_slot_t *sl, int status, const char *data,
+                    size_t len);
 
 /* Asks the policy for the next action, or ends a long enough episode. */
 static void ask_policy(eval_slot_t *sl) {
   char r[40];
   int rc;
+  if (eval_interrupted) { /* Ctrl-C, before the loop has heard of it */
+    sl->cancelled = 1;
+    finish_error(sl, LUDO_ECANCELED, "", 0);
+    return;
+  }
   if (sl->steps >= sl->run->cfg->max_steps) {
     sl->truncated = 1;
     finish(sl);
@@ -193,6 +201,7 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   eval_slot_t *sl = ud;
   json_t *reply = NULL;
+  int rc;
   (void)sc;
   if (status != 0 || sl->cancelled) {
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
@@ -207,16 +216,18 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
   } else if ((reply = json_loadb(out, len, 0, NULL)) == NULL ||
              json_is_true(json_object_get(reply, "invalid")) ||
              llm_reply(sl, reply) != 0) {
+    const char *why = json_string_value(json_object_get(reply, "error"));
     invalid_action(sl, json_object_get(reply, "text"),
-                   reply ? json_string_value(json_object_get(reply, "error"))
-                         : "the policy's reply is not JSON");
+                   why        ? why
+                   : reply    ? "the policy's reply has no action"
+                              : "the policy's reply is not JSON");
     json_decref(reply);
     return;
   }
   json_decref(reply);
-  if (target_step(sl) != 0) {
+  if ((rc = target_step(sl)) != 0) { /* as if the step had answered */
     const char *m = target_errmsg(sl);
-    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+    stepped(sl, rc, m, strlen(m));
   }
 }
 
@@ -240,12 +251,19 @@ static void score(void *ud, const char *path, size_t n, double v) {
   sc->v[sc->n++] = v;
 }
 
+static int finite(double x) { return x == x && x - x == 0; }
+
+/* Adds a rubric score to its sum; a sum that is not a finite number
+ * (JSON has none) is noted in sl->nonfinite and left as it was. */
 static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
   json_t *sum = json_object_getn(sl->rubrics, k, n);
-  if (sum != NULL)
-    json_real_set(sum, json_real_value(sum) + x);
+  double to = sum != NULL ? json_real_value(sum) + x : x;
+  if (!finite(to))
+    sl->nonfinite = 1;
+  else if (sum != NULL)
+    json_real_set(sum, to);
   else
-    json_object_setn_new(sl->rubrics, k, n, json_real(x));
+    json_object_setn_new(sl->rubrics, k, n, json_real(to));
 }
 
 /* The result's reward, done and rubric scores (added to the sums): read
@@ -292,6 +310,14 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   sl->steps++;
   eval_traj_step(sl, data, len);
   read_step(sl, data, len, &st);
+  if (sl->nonfinite || !finite(sl->reward + st.reward)) {
+    char why[160];
+    snprintf(why, sizeof why, "EVALUE: step %lld's %s is not a finite "
+             "number", sl->steps, sl->nonfinite ? "rubric score sum"
+             : finite(st.reward) ? "reward sum" : "reward");
+    finish_error(sl, LUDO_EVALUE, why, strlen(why));
+    return;
+  }
   sl->has_reward = st.has_reward;
   sl->last_reward = st.reward;
   sl->reward += st.reward;
@@ -368,19 +394,12 @@ static void on_client_reset(ludo_client_t *c, int status, const char *data,
 
 /* Resets the target with the episode's seed (and task). */
 static void reset(eval_slot_t *sl) {
-  const eval_ep_t *e = sl->ep;
+  int rc;
   ludo__cli_buf_reset(&sl->args);
-  ludo__cli_buf_printf(&sl->args, "{\"seed\":%llu",
-                       (unsigned long long)e->seed);
-  if (e->task_index >= 0) {
-    ludo__cli_buf_printf(&sl->args, ",\"split\":");
-    ludo__cli_buf_json_string(&sl->args, e->split);
-    ludo__cli_buf_printf(&sl->args, ",\"index\":%lld", e->task_index);
-  }
-  ludo__cli_buf_printf(&sl->args, "}");
-  if (target_reset(sl, sl->args.p, sl->args.len) != 0) {
+  eval_reset_opts(sl->ep, &sl->args);
+  if ((rc = target_reset(sl, sl->args.p, sl->args.len)) != 0) {
     const char *m = target_errmsg(sl);
-    finish_error(sl, LUDO_EINVAL, m, strlen(m));
+    finish_error(sl, rc, m, strlen(m));
   }
 }
 
@@ -404,7 +423,8 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   sl->ep = e;
   sl->steps = sl->invalid = 0;
   sl->reward = sl->last_reward = 0;
-  sl->done = sl->truncated = sl->has_reward = 0;
+  sl->done = sl->truncated = sl->has_reward = sl->nonfinite = 0;
+  sl->reset_written = 0;
   sl->err_class[0] = '\0';
   ludo__cli_buf_reset(&sl->refusal);
   json_decref(sl->rubrics);
@@ -434,7 +454,7 @@ static void slot_next(eval_slot_t *sl) {
   eval_ep_t *e;
   eval_cpu_update(r);
   r->active--;
-  e = r->stopping ? NULL : next_episode(r);
+  e = r->stopping || eval_interrupted ? NULL : next_episode(r);
   if (e != NULL) start(sl, e);
 }
 

@@ -55,6 +55,10 @@ static int parse(int argc, char **argv, merge_args_t *m) {
     else
       m->dirs[m->ndirs++] = val;
   }
+  if (m->out != NULL && *m->out == '\0') {
+    ludo__cli_error("--out takes a folder (got an empty name)");
+    return LUDO__CLI_USAGE;
+  }
   if (m->ndirs == 0 || m->out == NULL) {
     ludo__cli_error("eval merge needs folders and --out (see ludo eval "
                     "merge --help)");
@@ -111,6 +115,11 @@ static int gather(const merge_args_t *m, long long total, json_t *all,
         json_decref(recs);
         return -1;
       }
+      if (eval_class_rerun(json_string_value(
+              json_object_get(json_object_get(r, "error"), "class")))) {
+        if (from[ep] == -1) from[ep] = -2 - i; /* unfinished in folder i */
+        continue;
+      }
       if (from[ep] >= 0) {
         ludo__cli_error("episode %lld is in both %s and %s: the same shard "
                         "twice?", ep, m->dirs[from[ep]], m->dirs[i]);
@@ -125,19 +134,34 @@ static int gather(const merge_args_t *m, long long total, json_t *all,
   return 0;
 }
 
-static int check_missing(const int *from, long long total) {
-  long long ep, missing = 0;
-  ludo__cli_buf_t list = {0};
+/* Every episode must have a finished record: none (from -1), or only a
+ * cancelled one (from -2 - its folder), is refused. */
+static int check_missing(const merge_args_t *m, const int *from,
+                         long long total) {
+  long long ep, missing = 0, unfinished = 0;
+  ludo__cli_buf_t list = {0}, ulist = {0};
+  int udir = -1;
   for (ep = 0; ep < total; ep++) {
     if (from[ep] >= 0) continue;
-    if (++missing <= 10) ludo__cli_buf_printf(&list, " %lld", ep);
+    if (from[ep] == -1) {
+      if (++missing <= 10) ludo__cli_buf_printf(&list, " %lld", ep);
+      continue;
+    }
+    if (udir < 0) udir = -2 - from[ep];
+    if (++unfinished <= 10) ludo__cli_buf_printf(&ulist, " %lld", ep);
   }
   if (missing > 0)
     ludo__cli_error("%lld of %lld episodes are in none of the folders (a "
                     "shard missing, or unfinished: --resume it):%s%s",
                     missing, total, list.p, missing > 10 ? " ..." : "");
+  else if (unfinished > 0)
+    ludo__cli_error("%lld of %lld episodes were cancelled or lost by the "
+                    "transport (%s and maybe others are unfinished: "
+                    "--resume it):%s%s", unfinished, total, m->dirs[udir],
+                    ulist.p, unfinished > 10 ? " ..." : "");
   ludo__cli_buf_free(&list);
-  return missing > 0 ? -1 : 0;
+  ludo__cli_buf_free(&ulist);
+  return missing + unfinished > 0 ? -1 : 0;
 }
 
 static int cmp_episode(const void *a, const void *b) {
@@ -226,15 +250,16 @@ static void shard_timing(const merge_args_t *m, double *wall, char *start,
 static int merge(const merge_args_t *m) {
   json_t *run = check_runs(m), *all = json_array();
   long long total, ep;
-  int *from = NULL, rc = 1;
+  int *from = NULL, rc = 1, lock = -1;
   char *text, start[64];
   double wall;
   if (run == NULL) goto done;
   total = json_integer_value(json_object_get(run, "episodes_total"));
   from = malloc(((size_t)total + 1) * sizeof *from);
   for (ep = 0; ep < total; ep++) from[ep] = -1;
-  if (gather(m, total, all, from) != 0 || check_missing(from, total) != 0 ||
-      eval_out_fresh(m->out) != 0)
+  if (gather(m, total, all, from) != 0 ||
+      check_missing(m, from, total) != 0 ||
+      eval_out_lock(m->out, &lock) != 0 || eval_out_fresh(m->out) != 0)
     goto done;
   sort_records(all);
   json_object_set_new(run, "shard", json_null());
@@ -253,6 +278,7 @@ static int merge(const merge_args_t *m) {
     printf("merged %d folders, %lld episodes, into %s\n", m->ndirs, total,
            m->out);
 done:
+  if (lock >= 0) close(lock);
   free(from);
   json_decref(all);
   json_decref(run);

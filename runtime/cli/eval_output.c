@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,18 +39,6 @@ json_t *eval_run_read(const char *dir) {
     return NULL;
   }
   return run;
-}
-
-/* 1 when `dir` holds anything (or cannot be read as a folder). */
-static int non_empty(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int any = 0;
-  if (d == NULL) return errno != ENOENT;
-  while (!any && (e = readdir(d)) != NULL)
-    any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-  closedir(d);
-  return any;
 }
 
 static int make_dirs(const char *dir) {
@@ -172,31 +161,61 @@ int eval_results_read(const char *dir, int repair, json_t *into) {
   return rc;
 }
 
-/* A line's episode and whether it was cancelled: read at once from a
- * line as ludo writes them ({"episode":N,... "class":"ECANCELED" ...}: a
- * string's quotes are escaped, so no value can fake the key), else with
- * jansson. Returns 0, or -1 for a line that is not a record. */
-static int scan_line(const char *p, size_t n, long long *ep, int *cancelled) {
-  static const char head[] = "{\"episode\":", cls[] =
-      "\"class\":\"ECANCELED\"";
+int eval_class_rerun(const char *cls) {
+  return cls != NULL && (!strcmp(cls, "ECANCELED") ||
+                         !strcmp(cls, "ECONNECT") ||
+                         !strcmp(cls, "EDISCONNECTED"));
+}
+
+/* What follows `key` in p[0..n) (NULL when absent). A key is found at
+ * once in a line as ludo writes it: a string's quotes are escaped, so no
+ * value can fake one, and the first match is the record's own key
+ * (rubric scores come after it and are numbers). */
+static const char *after(const char *p, size_t n, const char *key) {
+  size_t k = strlen(key);
+  const char *at = memmem(p, n, key, k);
+  return at ? at + k : NULL;
+}
+
+/* Reads a line as ludo writes it ({"episode":N,...}). Returns 0, or -1
+ * when it is not written so (read it with jansson then). */
+static int scan_fast(const char *p, size_t n, eval_line_t *l) {
+  static const char head[] = "{\"episode\":";
   const size_t hn = sizeof head - 1;
-  json_t *rec;
+  const char *v;
   char *end;
-  if (n > hn && memcmp(p, head, hn) == 0) {
-    *ep = strtoll(p + hn, &end, 10);
-    if (end > p + hn && *end == ',') {
-      *cancelled = memmem(p, n, cls, sizeof cls - 1) != NULL;
-      return 0;
-    }
-  }
-  rec = json_loadb(p, n, 0, NULL);
+  if (n <= hn || memcmp(p, head, hn) != 0) return -1;
+  l->episode = strtoll(p + hn, &end, 10);
+  if (end == p + hn || *end != ',') return -1;
+  v = after(p, n, "\"seed\":");
+  l->seed = v ? strtoll(v, NULL, 10) : -1;
+  v = after(p, n, "\"reward\":");
+  l->reward = v ? strtod(v, NULL) : 0;
+  l->error = after(p, n, "\"error\":null") == NULL;
+  l->rerun = l->error && (after(p, n, "\"class\":\"ECANCELED\"") ||
+                          after(p, n, "\"class\":\"ECONNECT\"") ||
+                          after(p, n, "\"class\":\"EDISCONNECTED\""));
+  l->has_traj = after(p, n, "\"trajectory\":\"") != NULL;
+  return 0;
+}
+
+/* Reads a line with jansson. Returns 0, or -1 for a line that is not a
+ * record. */
+static int scan_slow(const char *p, size_t n, eval_line_t *l) {
+  json_t *rec = json_loadb(p, n, 0, NULL), *err, *seed;
   if (!json_is_integer(json_object_get(rec, "episode"))) {
     json_decref(rec);
     return -1;
   }
-  *ep = json_integer_value(json_object_get(rec, "episode"));
-  *cancelled = !strcmp("ECANCELED", json_string_value(json_object_get(
-      json_object_get(rec, "error"), "class")) ?: "");
+  l->episode = json_integer_value(json_object_get(rec, "episode"));
+  seed = json_object_get(rec, "seed");
+  l->seed = json_is_integer(seed) ? json_integer_value(seed) : -1;
+  l->reward = json_number_value(json_object_get(rec, "reward"));
+  err = json_object_get(rec, "error");
+  l->error = json_is_object(err);
+  l->rerun = eval_class_rerun(json_string_value(json_object_get(err,
+                                                                "class")));
+  l->has_traj = json_is_string(json_object_get(rec, "trajectory"));
   json_decref(rec);
   return 0;
 }
@@ -207,16 +226,22 @@ static int scan_buf(const char *path, const char *buf, size_t n, int repair,
                     eval_scan_fn fn, void *ud) {
   size_t at = 0, line = 0;
   while (at < n) {
-    const char *nl = memchr(buf + at, '\n', n - at);
-    long long ep;
-    int cancelled;
+    const char *nl = memchr(buf + at, '\n', n - at), *why;
+    eval_line_t l;
     line++;
     if (nl == NULL) break;
-    if (scan_line(buf + at, (size_t)(nl - buf) - at, &ep, &cancelled)) {
+    memset(&l, 0, sizeof l);
+    l.line = buf + at;
+    l.len = (size_t)(nl - buf) - at;
+    if (scan_fast(l.line, l.len, &l) != 0 &&
+        scan_slow(l.line, l.len, &l) != 0) {
       ludo__cli_error("%s:%zu: not a result record", path, line);
       return -1;
     }
-    fn(ud, ep, cancelled, buf + at, (size_t)(nl - buf) - at);
+    if ((why = fn(ud, &l)) != NULL) {
+      ludo__cli_error("%s:%zu: %s", path, line, why);
+      return -1;
+    }
     at = (size_t)(nl - buf) + 1;
   }
   return torn_line(path, at, n, repair);
@@ -243,20 +268,19 @@ typedef struct {
   size_t n, cap;
 } lines_t;
 
-static void collect(void *ud, long long ep, int cancelled, const char *line,
-                    size_t len) {
+static const char *collect(void *ud, const eval_line_t *ln) {
   lines_t *l = ud;
-  (void)cancelled;
   if (l->n == l->cap) {
     l->cap = l->cap ? 2 * l->cap : 1024;
     l->keys = realloc(l->keys, l->cap * sizeof *l->keys);
     l->line = realloc(l->line, l->cap * sizeof *l->line);
     l->len = realloc(l->len, l->cap * sizeof *l->len);
   }
-  l->keys[l->n].episode = ep;
+  l->keys[l->n].episode = ln->episode;
   l->keys[l->n].pos = l->n;
-  l->line[l->n] = line;
-  l->len[l->n++] = len;
+  l->line[l->n] = ln->line;
+  l->len[l->n++] = ln->len;
+  return NULL;
 }
 
 int eval_results_text(const char *dir, ludo__cli_buf_t *text,
@@ -272,7 +296,7 @@ int eval_results_text(const char *dir, ludo__cli_buf_t *text,
   rc = buf ? scan_buf(path, buf, n, 0, collect, &l) : 0;
   *count = 0;
   ludo__cli_buf_printf(text, "[");
-  if (rc == 0) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
+  if (rc == 0 && l.n > 0) qsort(l.keys, l.n, sizeof *l.keys, key_cmp);
   for (i = 0; rc == 0 && i < l.n; i++) {
     size_t k = l.keys[i].pos;
     if (i + 1 < l.n && l.keys[i + 1].episode == l.keys[i].episode) continue;
@@ -312,19 +336,52 @@ void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d) {
 typedef struct {
   eval_plan_t *plan;
   long long *already;
+  char why[200];
 } mark_t;
 
-/* An episode with a record counts as done, unless it was cancelled. */
-static void mark_done(void *ud, long long ep, int cancelled,
-                      const char *line, size_t len) {
+/* An episode with a record counts as done, unless it is to run again
+ * (cancelled, or lost by the transport). A record must be one of the
+ * plan's episodes, with its seed. */
+static const char *mark_done(void *ud, const eval_line_t *l) {
   mark_t *m = ud;
-  (void)line;
-  (void)len;
-  eval_ep_t *e = eval_plan_find(m->plan, ep);
-  if (e == NULL) return;
-  if (!e->done && !cancelled) ++*m->already;
-  if (e->done && cancelled) --*m->already; /* cancelled later: again */
-  e->done = !cancelled;
+  eval_ep_t *e = eval_plan_find(m->plan, l->episode);
+  if (e == NULL) {
+    snprintf(m->why, sizeof m->why, "episode %lld is not one of this "
+             "run's%s (0 to %lld): not this run's record", l->episode,
+             m->plan->n < (size_t)m->plan->total ? " shard's episodes"
+                                                 : " episodes",
+             m->plan->total - 1);
+    return m->why;
+  }
+  if (l->seed != (long long)e->seed) {
+    snprintf(m->why, sizeof m->why, "episode %lld has seed %lld, not this "
+             "run's %llu: not this run's record", l->episode, l->seed,
+             (unsigned long long)e->seed);
+    return m->why;
+  }
+  if (!e->done && !l->rerun) ++*m->already;
+  if (e->done && l->rerun) --*m->already; /* cancelled later: again */
+  e->done = !l->rerun;
+  e->error = l->error;
+  e->has_traj = l->has_traj;
+  e->reward = l->reward;
+  return NULL;
+}
+
+/* Records pointing to trajectory files that are gone: said, not fatal
+ * (the records stand; the report links nothing for them). */
+static void missing_trajectories(const char *dir, const eval_plan_t *plan) {
+  char path[4400];
+  size_t i, missing = 0;
+  for (i = 0; i < plan->n; i++) {
+    if (!plan->eps[i].done || !plan->eps[i].has_traj) continue;
+    snprintf(path, sizeof path, "%s/trajectories/%06lld.jsonl", dir,
+             plan->eps[i].index);
+    missing += access(path, F_OK) != 0;
+  }
+  if (missing > 0)
+    fprintf(stderr, "ludo eval: warning: %zu records of %s/results.jsonl "
+            "point to trajectory files that are missing\n", missing, dir);
 }
 
 /* --resume: the folder's run must be this one; marks what is done. */
@@ -332,7 +389,10 @@ static int resume_read(const eval_cfg_t *cfg, json_t *run, eval_plan_t *plan,
                        long long *already) {
   json_t *old = eval_run_read(cfg->out);
   ludo__cli_buf_t diff = {0};
-  mark_t mark = {plan, already};
+  mark_t mark;
+  memset(&mark, 0, sizeof mark);
+  mark.plan = plan;
+  mark.already = already;
   if (old == NULL) return -1;
   eval_run_diff(old, run, 0, &diff);
   json_decref(old);
@@ -343,7 +403,57 @@ static int resume_read(const eval_cfg_t *cfg, json_t *run, eval_plan_t *plan,
     ludo__cli_buf_free(&diff);
     return -1;
   }
-  return eval_results_scan(cfg->out, 1, mark_done, &mark) == 0 ? 0 : -1;
+  if (eval_results_scan(cfg->out, 1, mark_done, &mark) != 0) return -1;
+  missing_trajectories(cfg->out, plan);
+  return 0;
+}
+
+/* 1 when `dir` holds anything but the lock (or cannot be read as a
+ * folder). */
+static int non_empty(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int any = 0;
+  if (d == NULL) return errno != ENOENT;
+  while (!any && (e = readdir(d)) != NULL)
+    any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+          strcmp(e->d_name, EVAL_LOCK) != 0;
+  closedir(d);
+  return any;
+}
+
+/* 1 when DIR/name is a file with something in it. */
+static int has_bytes(const char *dir, const char *name) {
+  char path[4400];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return stat(path, &sb) == 0 && sb.st_size > 0;
+}
+
+int eval_out_lock(const char *dir, int *fd) {
+  char path[4400];
+  *fd = -1;
+  if (make_dirs(dir) != 0) {
+    ludo__cli_error("cannot create %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/%s", dir, EVAL_LOCK);
+  *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (*fd < 0) {
+    ludo__cli_error("cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK)
+      ludo__cli_error("another ludo eval is writing into %s (it holds %s): "
+                      "wait for it to end, or use another --out", dir, path);
+    else
+      ludo__cli_error("cannot lock %s: %s", path, strerror(errno));
+    close(*fd);
+    *fd = -1;
+    return -1;
+  }
+  return 0;
 }
 
 int eval_out_fresh(const char *dir) {
@@ -376,20 +486,34 @@ static int open_results(eval_out_t *o, const eval_cfg_t *cfg) {
   return 0;
 }
 
+/* Which way to open the folder: a new run (in an empty folder, or one a
+ * run left without records: its setup failed), or --resume. Returns 0
+ * (new), 1 (resume) or -1 after saying why neither. */
+static int open_how(const eval_cfg_t *cfg) {
+  int runjson = has_bytes(cfg->out, "run.json");
+  int records = has_bytes(cfg->out, "results.jsonl");
+  if (runjson && !records) return 0; /* taken over */
+  if (cfg->resume && runjson) return 1;
+  if (cfg->resume && non_empty(cfg->out)) {
+    ludo__cli_error("--resume: %s/run.json is missing, so the records in %s "
+                    "cannot be told to be this run's; use another --out",
+                    cfg->out, cfg->out);
+    return -1;
+  }
+  return eval_out_fresh(cfg->out);
+}
+
 int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
                   eval_plan_t *plan, long long *already) {
-  char path[4400];
-  struct stat sb;
   char *text;
   int rc;
   memset(o, 0, sizeof *o);
+  o->lock = -1;
   snprintf(o->dir, sizeof o->dir, "%s", cfg->out);
-  snprintf(path, sizeof path, "%s/run.json", cfg->out);
   *already = 0;
-  if (cfg->resume && stat(path, &sb) == 0)
-    rc = resume_read(cfg, run, plan, already);
-  else
-    rc = eval_out_fresh(cfg->out);
+  if (eval_out_lock(cfg->out, &o->lock) != 0) return -1;
+  rc = open_how(cfg);
+  if (rc == 1) rc = resume_read(cfg, run, plan, already);
   if (rc != 0) return -1;
   text = json_dumps(run, JSON_SORT_KEYS | JSON_INDENT(2));
   rc = eval_write_file(cfg->out, "run.json", text, strlen(text));
@@ -414,4 +538,9 @@ int eval_out_append(eval_out_t *o, json_t *record) {
 void eval_out_close(eval_out_t *o) {
   if (o->results != NULL) fclose(o->results);
   o->results = NULL;
+}
+
+void eval_out_unlock(eval_out_t *o) {
+  if (o->lock > 0) close(o->lock);
+  o->lock = -1;
 }

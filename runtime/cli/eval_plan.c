@@ -107,9 +107,10 @@ static json_t *splits_of(const eval_cfg_t *cfg, ludo_session_t *s) {
   if (cfg->split[0] != '\0') return json_pack("[s]", cfg->split);
   if ((all = tasks_call(s, "splits", NULL)) == NULL) return NULL;
   names = json_array();
-  for (i = 0; i < json_array_size(all); i++)
-    json_array_append(names,
-                      json_object_get(json_array_get(all, i), "name"));
+  for (i = 0; i < json_array_size(all); i++) {
+    json_t *name = json_object_get(json_array_get(all, i), "name");
+    if (json_is_string(name)) json_array_append(names, name);
+  }
   json_decref(all);
   return names;
 }
@@ -163,8 +164,13 @@ static int pick_listed(const eval_cfg_t *cfg, ludo_session_t *s,
   if (cfg->task_ids != NULL) return pick_ids(cfg, s, p);
   if ((list = tasks_call(s, "list", cfg->split)) == NULL) return -1;
   n = json_array_size(list);
-  if (cfg->task_count >= 0 && (size_t)cfg->task_count < n)
-    n = (size_t)cfg->task_count;
+  if (cfg->task_count >= 0 && (size_t)cfg->task_count > n) {
+    ludo__cli_error("tasks: split %s has %zu tasks, not the %lld the run "
+                    "asks for (count)", cfg->split, n, cfg->task_count);
+    json_decref(list);
+    return -1;
+  }
+  if (cfg->task_count >= 0) n = (size_t)cfg->task_count;
   if (picks_init(p, n) != 0) {
     json_decref(list);
     return -1;

@@ -1,7 +1,8 @@
 /* eval_progress.c - the progress of `ludo eval` on stderr: on a terminal a
  * line rewritten in place (\r) twice a second; otherwise a plain line
  * every 5 seconds; nothing with --quiet. Each says episodes done / total,
- * episodes/s, the ETA, the running mean reward and the errors. */
+ * episodes/s, the ETA, the mean reward ("-" before any) and the errors,
+ * over every finished record of the run (a resume's earlier ones too). */
 #include <string.h>
 #include <unistd.h>
 
@@ -26,15 +27,17 @@ static void line(const eval_progress_t *p, char *buf, size_t n) {
   double el = eval_now() - p->started;
   long long ran = p->done - p->skipped;
   double rate = el > 0 ? (double)ran / el : 0;
-  char eta[32];
+  char eta[32], mean[32];
   eta_text(eta, sizeof eta, rate > 0 ? (double)(p->total - p->done) / rate
                                      : -1);
+  if (p->reward_n > 0)
+    snprintf(mean, sizeof mean, "%.4g", p->reward_sum / (double)p->reward_n);
+  else
+    snprintf(mean, sizeof mean, "-");
   snprintf(buf, n,
-           "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %.4g  "
+           "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
            "errors %lld",
-           p->done, p->total, rate, eta,
-           p->reward_n ? p->reward_sum / (double)p->reward_n : 0.0,
-           p->errors);
+           p->done, p->total, rate, eta, mean, p->errors);
 }
 
 static void draw(eval_progress_t *p) {
@@ -69,6 +72,20 @@ void eval_progress_start(eval_progress_t *p, uv_loop_t *loop, int quiet,
   p->timer.data = p;
   uv_timer_start(&p->timer, on_tick, TTY_EVERY_MS, TTY_EVERY_MS);
   uv_unref((uv_handle_t *)&p->timer);
+}
+
+void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan) {
+  size_t i;
+  for (i = 0; i < plan->n; i++) {
+    const eval_ep_t *e = &plan->eps[i];
+    if (!e->done) continue;
+    if (e->error) {
+      p->errors++;
+    } else {
+      p->reward_sum += e->reward;
+      p->reward_n++;
+    }
+  }
 }
 
 void eval_progress_episode(eval_progress_t *p, double reward, int error) {

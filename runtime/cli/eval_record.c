@@ -56,6 +56,8 @@ void eval_llm_usage(const eval_slot_t *sl, double u[4]) {
 
 /* ---- the record ---------------------------------------------------------- */
 
+volatile sig_atomic_t eval_interrupted; /* set by eval.c's signal handler */
+
 /* Records the episode's error: its class and the message's first line. */
 void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len) {
   const char *cls = ludo_err_name(status);
@@ -64,6 +66,7 @@ void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len)
   if (status == LUDO_ESCRIPT && len >= 14 &&
       strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
     cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
+  if (eval_interrupted) sl->cancelled = 1; /* Ctrl-C came first */
   if (sl->cancelled) cls = "ECANCELED";
   snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
   if (memchr(msg, '\n', len)) n = (size_t)((const char *)memchr(msg, '\n', len) - msg);
@@ -125,11 +128,44 @@ void eval_traj_open(eval_slot_t *sl) {
   sl->traj = fopen(path, "w");
 }
 
+void eval_reset_opts(const eval_ep_t *e, ludo__cli_buf_t *b) {
+  ludo__cli_buf_printf(b, "{\"seed\":%llu", (unsigned long long)e->seed);
+  if (e->task_index >= 0) {
+    ludo__cli_buf_printf(b, ",\"split\":");
+    ludo__cli_buf_json_string(b, e->split);
+    ludo__cli_buf_printf(b, ",\"index\":%lld", e->task_index);
+  }
+  ludo__cli_buf_printf(b, "}");
+}
+
 /* Line 1: the reset's options and result. */
 void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
                        size_t len) {
   if (sl->traj == NULL || len < 2 || data[0] != '{') return;
   fprintf(sl->traj, "{\"reset\":%s,%.*s\n", opts, (int)len - 1, data + 1);
+  sl->reset_written = 1;
+}
+
+/* Line 1 of an episode that failed before its reset answered: the reset's
+ * options and the error. */
+void eval_traj_reset_failed(eval_slot_t *sl) {
+  ludo__cli_buf_t opts = {0};
+  json_t *line;
+  char *s;
+  eval_reset_opts(sl->ep, &opts);
+  line = json_pack("{s o s o}", "reset", json_loadb(opts.p, opts.len, 0,
+                                                    NULL),
+                   "error", sl->err_class[0]
+                                ? json_pack("{ssss}", "class", sl->err_class,
+                                            "message",
+                                            sl->err.p ? sl->err.p : "")
+                                : json_null());
+  s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  if (s != NULL) fprintf(sl->traj, "%s\n", s);
+  sl->reset_written = 1;
+  free(s);
+  json_decref(line);
+  ludo__cli_buf_free(&opts);
 }
 
 /* A step: its action, then the result's fields. */

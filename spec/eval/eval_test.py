@@ -64,6 +64,9 @@ def summary(d):
 
 def test(fn):
     global failures
+    only = os.environ.get("EVAL_ONLY")  # a regex of names, to iterate
+    if only and not re.search(only, fn.__name__):
+        return fn
     try:
         fn()
         print("ok", fn.__name__)
@@ -86,7 +89,7 @@ def writes_the_output_folder():
     run_ok("eval", "examples/echo", "--episodes", "6", "--seed", "3",
            "--max-steps", "4", "--out", d, "--quiet")
     names = sorted(os.listdir(d))
-    assert names == ["report.html", "results.jsonl", "run.json",
+    assert names == [".lock", "report.html", "results.jsonl", "run.json",
                      "summary.json", "trajectories"], names
     recs = results(d)
     assert sorted(r["episode"] for r in recs) == list(range(6))
@@ -413,6 +416,334 @@ def remote_run_against_ludo_serve():
         p.wait()
 
 
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@test
+def a_reward_sum_that_overflows_fails_the_episode_only():
+    d = out("huge-reward")
+    run_ok("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
+           "4", "--out", d, "--quiet")
+    recs = results(d)
+    assert len(recs) == 2, recs
+    for r in recs:
+        assert r["error"]["class"] == "EVALUE", r
+        assert "step 2's reward sum is not a finite number" in \
+            r["error"]["message"], r
+    assert summary(d)["errors"] == {"EVALUE": 2}, summary(d)
+    r = ludo("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
+             "4", "--out", d, "--quiet", "--resume")
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def a_step_refused_at_once_keeps_its_error_class():
+    d = out("big-action")
+    run_ok("eval", "examples/echo", "--policy",
+           FIX + "/big_action_policy.lua", "--episodes", "1", "--out", d,
+           "--quiet")
+    err = results(d)[0]["error"]
+    assert err["class"] == "ETOOBIG", err
+    assert err["message"].startswith("ETOOBIG"), err
+
+
+@test
+def an_empty_out_is_a_usage_error():
+    r = ludo("eval", "examples/echo", "--episodes", "1", "--out", "")
+    assert r.returncode == 2 and "--out" in r.stderr, r.stderr
+    r = ludo("eval", "merge", out("basic"), "--out", "")
+    assert r.returncode == 2 and "--out" in r.stderr, r.stderr
+    run = write("emptyout_run.lua", 'return { env = %s, out = "" }'
+                % json.dumps(os.path.join(ROOT, "examples/echo")))
+    r = ludo("eval", run)
+    assert r.returncode == 1 and "out must be" in r.stderr, r.stderr
+
+
+@test
+def run_file_field_errors_are_one_clear_line():
+    echo = json.dumps(os.path.join(ROOT, "examples/echo"))
+    cases = [
+        ('episodes = "3"', 'episodes must be a whole number (got the '
+         'string "3")'),
+        ("seed = 2^53", "seed must be a whole number from 0 to 2^53 - 1 "
+         "(got 9007199254740992)"),
+        ("success = math.huge", "success must be a finite reward threshold"),
+        ("success = 0/0", "success must be a finite reward threshold"),
+        ('tasks = { "te\\0st" }', "tasks[1] holds a NUL byte"),
+        ('tasks = { split = "te\\0st" }', "fields cannot be read"),
+    ]
+    for i, (field, want) in enumerate(cases):
+        run = write("field%d_run.lua" % i,
+                    "return { env = %s, %s }" % (echo, field))
+        r = ludo("eval", run, "--out", out("field%d" % i))
+        assert r.returncode == 1, (field, r.returncode)
+        assert want in r.stderr, (field, r.stderr)
+        assert r.stderr.count("\n") == 1, (field, r.stderr)
+    r = ludo("eval", os.path.join(TMP, "nosuch_run.lua"))
+    assert r.returncode == 1 and "run file" in r.stderr and \
+        "does not exist" in r.stderr, r.stderr
+    r = ludo("eval", "examples/echo", "--shard", "3/3")
+    assert r.returncode == 2 and "(got '3/3')" in r.stderr, r.stderr
+
+
+def rewrite_error(d, episodes, cls):
+    """Appends records of `episodes` failed with error class `cls` (as a
+    later run would have written them: the last record counts)."""
+    recs = {r["episode"]: r for r in results(d)}
+    with open(os.path.join(d, "results.jsonl"), "a") as f:
+        for ep in episodes:
+            r = dict(recs[ep])
+            r["error"] = {"class": cls, "message": cls + ": lost"}
+            r["success"] = False
+            f.write(json.dumps(r, separators=(",", ":")) + "\n")
+
+
+ECHO3 = ["eval", "examples/echo", "--episodes", "10", "--seed", "5",
+         "--max-steps", "3", "--quiet"]
+
+
+@test
+def resume_reruns_episodes_the_transport_lost():
+    whole, d = out("tr-whole"), out("tr-lost")
+    run_ok(*ECHO3, "--out", whole)
+    run_ok(*ECHO3, "--out", d)
+    rewrite_error(d, [2], "ECONNECT")
+    rewrite_error(d, [5], "EDISCONNECTED")
+    run_ok(*ECHO3, "--out", d, "--resume")
+    again = [x["episode"] for x in results(d)[12:]]
+    assert sorted(again) == [2, 5], again
+    assert summary(d) == summary(whole)
+    assert untimed(results(d)) == untimed(results(whole))
+    rewrite_error(d, [7], "ETIMEOUT")  # the policy's: final
+    run_ok(*ECHO3, "--out", d, "--resume")
+    assert len(results(d)) == 15
+    recs = {x["episode"]: x for x in results(d)}
+    assert recs[7]["error"]["class"] == "ETIMEOUT", recs[7]
+
+
+@test
+def merge_refuses_cancelled_episodes():
+    args = ECHO3 + ["--shard"]
+    a, b = out("mc-0"), out("mc-1")
+    run_ok(*args, "0/2", "--out", a)
+    run_ok(*args, "1/2", "--out", b)
+    rewrite_error(b, [3], "ECANCELED")
+    r = ludo("eval", "merge", a, b, "--out", out("mc-merged"))
+    assert r.returncode == 1, r.returncode
+    assert "unfinished: --resume it" in r.stderr and b in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(out("mc-merged"),
+                                            "results.jsonl"))
+
+
+@test
+def resume_refuses_records_of_another_run():
+    d, other = out("foreign"), out("foreign-6")
+    run_ok(*ECHO3, "--out", d)
+    run_ok("eval", "examples/echo", "--episodes", "10", "--seed", "6",
+           "--max-steps", "3", "--quiet", "--out", other)
+    with open(os.path.join(other, "results.jsonl")) as f:
+        line = f.readline()
+    with open(os.path.join(d, "results.jsonl"), "a") as f:
+        f.write(line)
+    r = ludo(*ECHO3, "--out", d, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "results.jsonl:11: episode 0 has seed" in r.stderr, r.stderr
+    d2 = out("foreign-range")
+    run_ok(*ECHO3, "--out", d2)
+    rec = results(d2)[0]
+    rec["episode"] = 500
+    with open(os.path.join(d2, "results.jsonl"), "a") as f:
+        f.write(json.dumps(rec) + "\n")
+    r = ludo(*ECHO3, "--out", d2, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "results.jsonl:11: episode 500 is not one of this run's" in \
+        r.stderr, r.stderr
+
+
+@test
+def a_folder_a_failed_setup_left_is_taken_over():
+    d = out("failed-setup")
+    r = ludo(*ECHO3, "--out", d, "--policy", FIX + "/nosuch.lua")
+    assert r.returncode == 1, r.stderr
+    r = run_ok(*ECHO3, "--out", d)  # the corrected command
+    assert len(results(d)) == 10
+
+
+@test
+def resume_without_run_json_says_so():
+    d = out("no-run-json")
+    run_ok(*ECHO3, "--out", d)
+    os.remove(os.path.join(d, "run.json"))
+    r = ludo(*ECHO3, "--out", d, "--resume")
+    assert r.returncode == 1, r.returncode
+    assert "run.json is missing" in r.stderr, r.stderr
+
+
+@test
+def one_process_per_output_folder():
+    d = out("locked")
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--policy", SLOW,
+                          "--episodes", "500", "--max-steps", "10",
+                          "--out", d, "--quiet"], env=ENV)
+    try:
+        path = os.path.join(d, "results.jsonl")
+        deadline = time.time() + 60
+        while time.time() < deadline and not os.path.exists(path):
+            time.sleep(0.02)
+        r = ludo("eval", "examples/echo", "--policy", SLOW, "--episodes",
+                 "500", "--max-steps", "10", "--out", d, "--quiet",
+                 "--resume")
+        assert r.returncode == 1, r.returncode
+        assert "another ludo eval is writing into" in r.stderr, r.stderr
+        r = ludo("eval", "merge", out("basic"), "--out", d)
+        assert r.returncode == 1 and "another ludo eval" in r.stderr, \
+            r.stderr
+    finally:
+        p.kill()
+        p.wait()
+
+
+@test
+def resume_progress_and_missing_trajectories():
+    d = out("res-progress")
+    run_ok(*ECHO3, "--out", d)
+    mean = sum(x["reward"] for x in results(d)) / 10
+    shutil.rmtree(os.path.join(d, "trajectories"))
+    r = ludo(*ECHO3[:-1], "--out", d, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert "warning: 10 records" in r.stderr and "missing" in r.stderr, \
+        r.stderr
+    m = re.search(r"10/10 episodes .* mean reward (\S+)", r.stderr)
+    assert m and abs(float(m.group(1)) - mean) < 1e-3 * mean, r.stderr
+
+
+@test
+def a_shard_summary_describes_the_shard():
+    d = out("shard-summary")
+    run_ok(*ECHO3, "--shard", "1/3", "--out", d)
+    eps = summary(d)["episodes"]
+    assert eps["total"] == 3 and eps["missing"] == 0, eps
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["episodes_total"] == 10, run
+    empty = out("shard-empty")
+    run_ok("eval", "examples/echo", "--episodes", "3", "--shard", "4/5",
+           "--out", empty, "--quiet")
+    eps = summary(empty)["episodes"]
+    assert eps["total"] == 0 and eps["missing"] == 0, eps
+    assert os.path.exists(os.path.join(empty, "report.html"))
+
+
+@test
+def an_episode_failing_at_reset_has_its_reset_line():
+    d = out("reset-fails")
+    run_ok("eval", FIX + "/reset_fails", "--episodes", "2", "--out", d,
+           "--quiet")
+    for rec in results(d):
+        assert rec["error"]["class"] == "ESCRIPT", rec
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert len(lines) == 1, lines
+        assert lines[0]["reset"] == {"seed": rec["seed"]}, lines[0]
+        assert lines[0]["error"]["class"] == "ESCRIPT", lines[0]
+        assert "this reset fails" in lines[0]["error"]["message"]
+
+
+@test
+def ctrl_c_while_the_report_is_written_lets_it_finish():
+    d = out("sig-report")
+    n = 20000  # the summary and report of 20,000 records take a while
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--episodes",
+                          str(n), "--max-steps", "1", "--out", d,
+                          "--quiet"], env=ENV, stderr=subprocess.PIPE,
+                         text=True)
+    path = os.path.join(d, "results.jsonl")
+    deadline = time.time() + 120
+    while time.time() < deadline:  # every record written: the report next
+        if os.path.exists(path) and open(path).read().count("\n") >= n:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (p.returncode, err)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert s["episodes"]["finished"] == n, s["episodes"]
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
+def spin_run(d):
+    return subprocess.Popen([LUDO, "eval", "examples/echo", "--policy",
+                             FIX + "/spin_policy.lua", "--episodes", "8",
+                             "--max-steps", "3", "--concurrency", "4",
+                             "--cpu-budget", "120000", "--out", d,
+                             "--quiet"], env=ENV, stderr=subprocess.PIPE,
+                            text=True)
+
+
+@test
+def ctrl_c_during_a_long_policy_call_cancels():
+    d = out("spin-once")
+    p = spin_run(d)
+    time.sleep(1.5)  # inside the first policy call
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (p.returncode, err)
+    recs = results(d)
+    assert recs and all(r["error"]["class"] == "ECANCELED" for r in recs), \
+        recs
+    assert os.path.exists(os.path.join(d, "summary.json"))
+    assert os.path.exists(os.path.join(d, "report.html"))
+
+
+@test
+def a_second_ctrl_c_exits_at_once():
+    d = out("spin-twice")
+    p = spin_run(d)
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    # Each policy call spins seconds of CPU, four are queued: waiting for
+    # them would take over 10 s; the second Ctrl-C does not wait.
+    try:
+        p.communicate(timeout=5)
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 130, p.returncode
+
+
+@test
+def task_counts_beyond_the_split_fail_at_setup_local_and_remote():
+    p = subprocess.Popen([LUDO, "serve", "examples/arith", "--port", "0"],
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        m = re.search(r"http://[^:]+:(\d+)", p.stderr.readline())
+        url = "ws://127.0.0.1:%s/ws" % m.group(1)
+        arith = os.path.join(ROOT, "examples/arith")
+        for i, (env, split) in enumerate([(arith, "test"), (url, "test"),
+                                          (url, "nosuch")]):
+            run = write("count%d_run.lua" % i, "return { env = %s, tasks = "
+                        "{ split = %s, count = 50 } }"
+                        % (json.dumps(env), json.dumps(split)))
+            d = out("count%d" % i)
+            r = ludo("eval", run, "--out", d)
+            assert r.returncode == 1, (env, split, r.returncode)
+            assert "not the 50 the run asks for" in r.stderr, r.stderr
+            assert not os.path.exists(os.path.join(d, "results.jsonl"))
+        run = write("count_ok_run.lua", "return { env = %s, tasks = { split"
+                    " = \"test\", count = 5 }, max_steps = 2 }"
+                    % json.dumps(url))
+        run_ok("eval", run, "--out", out("count-ok"), "--quiet")
+        assert len(results(out("count-ok"))) == 5
+    finally:
+        p.terminate()
+        p.wait()
+
+
 LLM_RUN = """
 -- An LLM policy on arith's test split, against the mock LLM server.
 return {
@@ -504,6 +835,53 @@ def llm_policy_end_to_end():
         mock.wait()
 
 
+PARSE_RUN = """
+-- parse returns nil at the first step and raises a table at the second.
+return {
+  env = %(env)s, episodes = 1, max_steps = 2,
+  policy = {
+    llm = { api = "openai", base_url = %(url)s, model = "mock",
+            retries = 0 },
+    prompt = function(_, history)
+      return { { role = "user", content = #history == 0 and "first"
+                                          or "second" } }
+    end,
+    parse = function(text)
+      if text == "nil" then return nil end
+      error({ why = text })
+    end,
+  },
+}
+"""
+
+
+def llm_parse_nil_and_raised_tables_are_invalid_actions():
+    """parse returning nil or raising a table: invalid actions, recorded
+    with a message that is the same in every run."""
+    script = write("parse_script.json", json.dumps({"default": "x", "rules": [
+        {"match": "^first$", "reply": "nil"},
+        {"match": "^second$", "reply": "table"}]}))
+    mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
+                             script], stdout=subprocess.PIPE, text=True)
+    try:
+        port = re.search(r":(\d+)", mock.stdout.readline()).group(1)
+        run = write("parse_run.lua", PARSE_RUN % {
+            "env": json.dumps(os.path.join(ROOT, "examples/echo")),
+            "url": json.dumps("http://127.0.0.1:%s/v1" % port)})
+        d = out("llm-parse")
+        run_ok("eval", run, "--out", d, "--quiet")
+        rec = results(d)[0]
+        assert rec["error"] is None and rec["invalid_actions"] == 2, rec
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert lines[1]["error"] == "parse returned nil", lines[1]
+        assert lines[1]["text"] == "nil", lines[1]
+        assert lines[2]["error"] == '{"why":"table"}', lines[2]
+    finally:
+        mock.terminate()
+        mock.wait()
+
+
 def example_llm_policy_and_judge():
     """examples/eval/run.sh: an LLM policy and an LLM judge (in the
     sessions) against the mock, every LLM call counted per episode."""
@@ -519,14 +897,24 @@ def example_llm_policy_and_judge():
     assert right["llm"]["calls"] == 2, right  # the policy's and the judge's
     wrong = recs[("q2", 0)]
     assert wrong["rubrics"]["exact"] == 0.0 and not wrong["success"]
-    assert sum(x["invalid_actions"] for x in recs.values()) == 4
+    # Hamlet: "I am not sure." at the first try, right at the second.
+    assert sum(x["invalid_actions"] for x in recs.values()) == 3
+    for r in range(3):
+        assert recs[("q4", r)]["invalid_actions"] == 1, recs[("q4", r)]
+        assert recs[("q4", r)]["success"], recs[("q4", r)]
     assert os.path.exists(os.path.join(d, "report.html"))
+    one = out("example-1")  # the same, one episode at a time
+    r = subprocess.run(["examples/eval/run.sh", one, "--concurrency", "1"],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert untimed(results(one)) == untimed(results(d))
 
 
 # The LLM client and its mock server are helper L's (ludo.llm,
 # spec/llm/): the end-to-end tests run once they are in the tree.
 if os.path.exists("spec/llm/mock_llm.js"):
     test(llm_policy_end_to_end)
+    test(llm_parse_nil_and_raised_tables_are_invalid_actions)
     test(example_llm_policy_and_judge)
 else:
     print("skip llm_policy_end_to_end, example_llm_policy_and_judge "

@@ -6,9 +6,10 @@
 -- action. act() answers a list of one value, {action}, for a Lua policy
 -- (the runner takes the action's JSON text as it is), {action = ...,
 -- text = model text} for an LLM policy, or, when parse raised, {invalid
--- = true, text = ..., error = ...}: an invalid action is recorded by the
--- runner, not fatal. A failed LLM call raises ("ELLM: ...") and
--- fails the episode.
+-- = true, text = ..., error = ...} (also when parse returned nil; a
+-- raised value that is not a string is given as its JSON text): an
+-- invalid action is recorded by the runner, not fatal. A failed LLM call
+-- raises ("ELLM: ...") and fails the episode.
 local json = require("ludo.json")
 local null = require("ludo.null")
 
@@ -24,6 +25,14 @@ local function lua_policy(module, info)
     reset = P.reset,
     act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
   }
+end
+
+-- A raised value as text that is the same in every run: a string as it
+-- is, anything else as its JSON text (a table's address would differ).
+local function error_text(e)
+  if type(e) == "string" then return e end
+  local ok, text = pcall(require("ludo.jsontext").encode, e)
+  return ok and text or "(a " .. type(e) .. ")"
 end
 
 local function llm_policy(info)
@@ -51,8 +60,8 @@ local function llm_policy(info)
       local entry = { observation = result.observation, text = text }
       history[#history + 1] = entry
       local ok, action = pcall(p.parse, text)
-      if not ok then
-        entry.error = tostring(action)
+      if not ok or action == nil or action == null then
+        entry.error = ok and "parse returned nil" or error_text(action)
         return { invalid = true, text = text, error = entry.error }
       end
       entry.action = action

@@ -20,11 +20,27 @@ local function fail(fmt, ...)
   error("run file: " .. fmt:format(...), 0)
 end
 
+-- The largest whole number a field takes: exact in JSON (a seed is kept
+-- below 2^53).
+local MAX_WHOLE = 2 ^ 53 - 1
+
+local function got(v)
+  if type(v) == "string" then return ("the string %q"):format(v) end
+  if math.type(v) == "float" then return ("%.17g"):format(v) end
+  if type(v) == "number" then return tostring(v) end
+  return "a " .. type(v)
+end
+
 local function whole(t, k, min)
   local v = t[k]
   if v == nil then return nil end
-  if math.type(v) ~= "integer" or v < min then
-    fail("%s must be a whole number >= %d (got %s)", k, min, tostring(v))
+  v = math.type(v) == "float" and math.tointeger(v) or v -- 2^53, 1e6
+  if math.type(v) ~= "integer" then
+    fail("%s must be a whole number (got %s)", k, got(v))
+  end
+  if v < min or v > MAX_WHOLE then
+    fail("%s must be a whole number from %d to 2^53 - 1 (got %s)", k, min,
+      got(v))
   end
   return v
 end
@@ -36,6 +52,9 @@ local function ids_of(list, what)
   local out = {}
   for i, id in ipairs(list) do
     if type(id) ~= "string" then fail("%s[%d] must be a string", what, i) end
+    if id:find("\0", 1, true) then
+      fail("%s[%d] holds a NUL byte: not a task id", what, i)
+    end
     out[i] = id
   end
   return out
@@ -89,7 +108,12 @@ end
 
 local function success_of(s)
   if s == nil then return { kind = "default" } end
-  if type(s) == "number" then return { kind = "threshold", threshold = s } end
+  if type(s) == "number" then
+    if s ~= s or s == math.huge or s == -math.huge then
+      fail("success must be a finite reward threshold (got %s)", tostring(s))
+    end
+    return { kind = "threshold", threshold = s }
+  end
   if type(s) == "function" then return { kind = "function" } end
   fail("success must be a function(result) -> boolean or a reward threshold")
 end
@@ -124,8 +148,8 @@ function M.load(name)
   if t.env ~= nil and type(t.env) ~= "string" then
     fail("env must be an environment's path or a ws:// URL")
   end
-  if t.out ~= nil and type(t.out) ~= "string" then
-    fail("out must be a folder")
+  if t.out ~= nil and (type(t.out) ~= "string" or t.out == "") then
+    fail("out must be a folder's name")
   end
   if t.tasks ~= nil and t.episodes ~= nil then
     fail("give tasks or episodes, not both")
