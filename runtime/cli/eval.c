@@ -80,9 +80,7 @@ static int runtime_open(eval_t *e) {
   o.cpu_budget_ms = (uint32_t)cfg->budget_ms;
   o.memory_cap = (size_t)cfg->cap_mb << 20;
   o.loop = &e->loop;
-#ifdef LUDO_LUA_LLM_SCRIPTS
   o.lua_llm = LUDO_LUA_LLM_SCRIPTS | LUDO_LUA_LLM_SESSIONS;
-#endif
   if (!cfg->remote &&
       ludo__cli_hostlib_open(&e->lib, cfg->env, NULL, 0) != 0)
     return -1;

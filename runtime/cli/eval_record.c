@@ -35,23 +35,15 @@ void eval_cpu_update(eval_run_t *r) {
 /* ---- LLM usage ---------------------------------------------------------- */
 
 /* The LLM usage of the slot's Lua so far (policy script and session):
- * calls, failures, prompt and completion tokens. Zeros while the runtime
- * has no LLM clients (ludo.llm; ludo_*_llm_usage in ludo.h). */
+ * calls, failures, prompt and completion tokens (ludo_*_llm_usage). */
 void eval_llm_usage(const eval_slot_t *sl, double u[4]) {
-  memset(u, 0, 4 * sizeof *u);
-#ifdef LUDO_LUA_LLM_SCRIPTS
-  {
-    ludo_llm_usage_t a = {0}, b = {0};
-    if (sl->policy) ludo_script_llm_usage(sl->policy, &a);
-    if (sl->s) ludo_session_llm_usage(sl->s, &b);
-    u[0] = (double)(a.calls + b.calls);
-    u[1] = (double)(a.failures + b.failures);
-    u[2] = (double)(a.prompt_tokens + b.prompt_tokens);
-    u[3] = (double)(a.completion_tokens + b.completion_tokens);
-  }
-#else
-  (void)sl;
-#endif
+  ludo_llm_usage_t a = {0}, b = {0};
+  if (sl->policy) ludo_script_llm_usage(sl->policy, &a);
+  if (sl->s) ludo_session_llm_usage(sl->s, &b);
+  u[0] = (double)(a.calls + b.calls);
+  u[1] = (double)(a.failures + b.failures);
+  u[2] = (double)(a.prompt_tokens + b.prompt_tokens);
+  u[3] = (double)(a.completion_tokens + b.completion_tokens);
 }
 
 /* ---- the record ---------------------------------------------------------- */

@@ -69,9 +69,12 @@ local function serve(env, ...)
   assert(port, "ludo serve did not start: " .. slurp(log))
   return {
     url = "http://127.0.0.1:" .. port,
+    -- SIGTERM, then wait until the process is gone (it is not a child of
+    -- the shell os.execute starts, so `wait` cannot): a call made after
+    -- stop() must find the server gone, not still closing.
     stop = function()
-      os.execute("kill " .. pid .. " 2>/dev/null; wait " .. pid
-        .. " 2>/dev/null")
+      os.execute("kill " .. pid .. " 2>/dev/null; for i in $(seq 1000); do "
+        .. "kill -0 " .. pid .. " 2>/dev/null || break; sleep 0.01; done")
       os.remove(log)
     end,
   }
