@@ -7,6 +7,7 @@
  * pending, both handles closed, and, when it connected, the conn's
  * closed callback run. */
 #include "net/dial.h"
+#include "net/sigpipe.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -340,6 +341,7 @@ int ludo__dial(ludo__core_t *core, const char *host, int port,
   if (host == NULL || strlen(host) >= sizeof d->host || port < 1 ||
       port > 65535 || cb == NULL)
     return LUDO_EINVAL;
+  ludo__net_ignore_sigpipe(); /* the server going away must not kill us */
   d = ludo__calloc(&core->heap, sizeof *d);
   if (d == NULL) return LUDO_ENOMEM;
   d->core = core;

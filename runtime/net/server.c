@@ -17,6 +17,7 @@
  * Reads go into one buffer per server: the conn and its protocols copy
  * what they keep before the read callback returns. */
 #include "net/server.h"
+#include "net/sigpipe.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -348,20 +349,6 @@ int ludo__server_new(ludo__core_t *core, const ludo__http_options_t *o,
   return 0;
 }
 
-/* A write to a socket the peer closed raises SIGPIPE, which ends the
- * process by default (libuv writes with write(2), not send(2) with
- * MSG_NOSIGNAL): ignored, unless the host set its own disposition. */
-static void ignore_sigpipe(void) {
-  struct sigaction sa;
-  if (sigaction(SIGPIPE, NULL, &sa) != 0) return;
-  if (!(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL) {
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = SIG_IGN;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGPIPE, &sa, NULL);
-  }
-}
-
 /* The port of a bound socket address. */
 static int port_of(const struct sockaddr_storage *ss) {
   return ss->ss_family == AF_INET6
@@ -464,7 +451,7 @@ int ludo__server_listen(ludo__server_t *s, const char *host, int port,
       0)
     s->port = port_of(&ss);
   s->listening = 1;
-  ignore_sigpipe();
+  ludo__net_ignore_sigpipe();
   return 0;
 }
 

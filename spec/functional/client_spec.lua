@@ -69,12 +69,15 @@ local function serve(env, ...)
   assert(port, "ludo serve did not start: " .. slurp(log))
   return {
     url = "http://127.0.0.1:" .. port,
-    -- SIGTERM, then wait until the process is gone (it is not a child of
-    -- the shell os.execute starts, so `wait` cannot): a call made after
-    -- stop() must find the server gone, not still closing.
+    -- SIGTERM, then wait (at most 10 s) until the server refuses
+    -- connections: it closes its listener and sends its WebSockets' 1001
+    -- in one go, so a call made after stop() finds the server gone, not
+    -- still running. (The process may take longer to exit: it waits for
+    -- the clients' close replies.)
     stop = function()
       os.execute("kill " .. pid .. " 2>/dev/null; for i in $(seq 1000); do "
-        .. "kill -0 " .. pid .. " 2>/dev/null || break; sleep 0.01; done")
+        .. "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port .. "' "
+        .. "2>/dev/null || break; sleep 0.01; done")
       os.remove(log)
     end,
   }
