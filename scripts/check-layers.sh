@@ -43,8 +43,7 @@ for f in $(find runtime -name '*.[ch]' | sort); do
 done
 # The transport of runtime/net (byte stream, HTTP/1.1, WebSocket, TCP
 # server, and the client's: outgoing connections, responses read, URLs,
-# SIGPIPE ignored for both,
-# GETs) knows no Lua, sessions or OpenEnv: it uses base/, core/ and its
+# GETs; SIGPIPE ignored for both) knows no Lua, sessions or OpenEnv: it uses base/, core/ and its
 # own headers only, so the protocol layers above it (OpenEnv routes, MCP,
 # the OpenEnv client) build on it, never the other way round.
 TRANSPORT="conn http response ws handshake server dial reply url fetch sigpipe"
