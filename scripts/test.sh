@@ -204,84 +204,61 @@ for ex in examples/rubrics/*.lua; do
     lua5.4 "$ex"
 done
 
+# A suite that prints "ok NAME" / "FAIL NAME" per test: runs `$@`,
+# counts its lines, and counts one failure more when it ended badly
+# without saying which test failed.
+suite() {
+  local what=$1 out rc
+  shift
+  out=$(mktemp)
+  "$@" >"$out" 2>&1
+  rc=$?
+  cat "$out"
+  add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
+  if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+    echo "FAIL $what ended with status $rc"; add 0 1
+  fi
+  [ $rc -eq 0 ] || status=1
+  rm -f "$out"
+}
+
 # 3b. The server, spoken to by an independent client (Debian's Python
 # and websockets): every route, frame type and error code, MCP, capacity,
 # idle timeout, production mode, auth, pings, graceful shutdown.
 echo "== serve"
-out=$(mktemp)
-timeout 600 /usr/bin/python3 spec/serve/serve_test.py "$BUILD/ludo" >"$out" 2>&1
-rc=$?
-cat "$out"
-add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-  echo "FAIL serve tests ended with status $rc"; add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
+suite "serve tests" timeout 600 /usr/bin/python3 spec/serve/serve_test.py \
+  "$BUILD/ludo"
 
 # 3c. The server against the official MCP TypeScript SDK (npm, installed
 # by scripts/deps.sh).
 echo "== serve: MCP SDK client"
-out=$(mktemp)
 if [ -d spec/serve/node_modules/@modelcontextprotocol/sdk ]; then
-  timeout 300 node spec/serve/mcp_sdk_test.mjs "$BUILD/ludo" >"$out" 2>&1
-  rc=$?
+  suite "MCP SDK tests" timeout 300 node spec/serve/mcp_sdk_test.mjs \
+    "$BUILD/ludo"
 else
-  echo "FAIL mcp_sdk: spec/serve/node_modules missing (run scripts/deps.sh)" \
-    >"$out"
-  rc=1
+  echo "FAIL mcp_sdk: spec/serve/node_modules missing (run scripts/deps.sh)"
+  add 0 1
+  status=1
 fi
-cat "$out"
-add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-  echo "FAIL MCP SDK tests ended with status $rc"; add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
 
 # 3c'. `ludo eval` through the binary (spec/eval/eval_test.py): output
 # folder, determinism, resume after kill -9, shards and merge, Ctrl-C,
 # progress, run files, a remote run.
 echo "== eval"
-out=$(mktemp)
-timeout 600 /usr/bin/python3 spec/eval/eval_test.py "$BUILD/ludo" >"$out" 2>&1
-rc=$?
-cat "$out"
-add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-  echo "FAIL eval tests ended with status $rc"; add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
+suite "eval tests" timeout 600 /usr/bin/python3 spec/eval/eval_test.py \
+  "$BUILD/ludo"
 
 # 3d. The Kubernetes manifests of docs/k8s/ (docs/deploy.md): parsed, cross-
 # checked, and the Deployment's arguments run with the real binary.
 echo "== k8s manifests"
-out=$(mktemp)
-timeout 120 /usr/bin/python3 spec/serve/k8s_test.py "$BUILD/ludo" >"$out" 2>&1
-rc=$?
-cat "$out"
-add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-  echo "FAIL k8s manifest checks ended with status $rc"; add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
+suite "k8s manifest checks" timeout 120 /usr/bin/python3 \
+  spec/serve/k8s_test.py "$BUILD/ludo"
 
 # 3e. The report of `ludo eval` (ludo.eval.report) in headless Chromium:
 # the charts rendered, no console error, no request but the page.
 echo "== eval report in Chromium"
-out=$(mktemp)
-LUDO_PRELOAD="$preload" timeout 120 /usr/bin/python3 \
-  spec/report/report_test.py "$BUILD" >"$out" 2>&1
-rc=$?
-cat "$out"
-add "$(grep -c '^ok ' "$out")" "$(grep -c '^FAIL ' "$out")"
-if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
-  echo "FAIL eval report test ended with status $rc"; add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
+suite "eval report test" env LUDO_PRELOAD="$preload" timeout 120 \
+  /usr/bin/python3 spec/report/report_test.py "$BUILD"
 
 # 4. Lifecycle tests under valgrind memcheck, which also sees libuv's own
 # accesses (not instrumented by ASan).
