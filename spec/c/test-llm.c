@@ -252,6 +252,41 @@ TEST_IMPL(llm_script_and_gate) {
   mock_stop(&m);
 }
 
+/* A runtime on the host's `loop` (initialised here) whose Lua may call
+ * LLMs where `flags` says. */
+static ludo_runtime_t *host_loop_runtime(uv_loop_t *loop, unsigned flags) {
+  ludo_options_t o;
+  ASSERT_OK(uv_loop_init(loop));
+  test_options(&o);
+  o.loop = loop;
+  o.lua_llm = flags;
+  o.prewarm = 0;
+  o.module_path = ".";
+  return test_rt_new(&o);
+}
+
+/* A session of the fixture on the host's loop, reset (driving the loop
+ * until the reset's callback ran). */
+static ludo_session_t *host_loop_session(uv_loop_t *loop, ludo_runtime_t *rt,
+                                         done_t *d) {
+  ludo_session_t *s = test_open(test_env_load(rt, FIXTURE, NULL));
+  int i;
+  ASSERT_OK(ludo_session_reset_async(s, NULL, 0, on_done, d));
+  for (i = 0; i < 1000 && d->calls < 1; i++) uv_run(loop, UV_RUN_ONCE);
+  ASSERT_EQ(d->calls, 1);
+  return s;
+}
+
+/* Frees the runtime, runs the host's loop until ludo's handles closed,
+ * and checks every byte came back. */
+static void host_loop_free(uv_loop_t *loop, ludo_runtime_t *rt) {
+  ludo_runtime_free(rt);
+  while (uv_run(loop, UV_RUN_NOWAIT) != 0) {
+  }
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_EQ(test_heap.blocks, 0);
+}
+
 /* On a host's loop: curl keeps the connection open for the next call
  * (its socket's poll handle stays); freeing the runtime closes it and
  * gives every byte back. */
@@ -259,24 +294,13 @@ TEST_IMPL(llm_host_loop_keeps_connection) {
   mock_t m;
   done_t d = {0};
   uv_loop_t loop;
-  ludo_options_t o;
   ludo_runtime_t *rt;
-  ludo_env_t *env;
   ludo_session_t *s;
   char action[1024];
   int n, i, k;
   mock_start(&m, "{\"default\": \"on the host's loop\"}");
-  ASSERT_OK(uv_loop_init(&loop));
-  test_options(&o);
-  o.loop = &loop;
-  o.lua_llm = LUDO_LUA_LLM_SESSIONS;
-  o.prewarm = 0;
-  o.module_path = ".";
-  rt = test_rt_new(&o);
-  env = test_env_load(rt, FIXTURE, NULL);
-  s = test_open(env);
-  ASSERT_OK(ludo_session_reset_async(s, NULL, 0, on_done, &d));
-  for (i = 0; i < 1000 && d.calls < 1; i++) uv_run(&loop, UV_RUN_ONCE);
+  rt = host_loop_runtime(&loop, LUDO_LUA_LLM_SESSIONS);
+  s = host_loop_session(&loop, rt, &d);
   n = chat_action(action, sizeof action, &m, "hi");
   for (k = 2; k <= 4; k++) { /* three calls, one connection */
     ASSERT_OK(ludo_session_step_async(s, action, (size_t)n, on_done, &d));
@@ -289,11 +313,7 @@ TEST_IMPL(llm_host_loop_keeps_connection) {
   ASSERT_EQ(mock_stats_field(&m, "connections"), 2);
   ASSERT_EQ(mock_stats_field(&m, "max_connections"), 2);
   ludo_session_close(s);
-  ludo_runtime_free(rt);
-  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
-  }
-  ASSERT_EQ(test_heap.live, 0);
-  ASSERT_EQ(test_heap.blocks, 0);
+  host_loop_free(&loop, rt);
   for (i = 0; i < 500 && mock_stats_field(&m, "connections") != 1; i++)
     usleep(2000);
   ASSERT_EQ(mock_stats_field(&m, "connections"), 1); /* curl's is gone */
@@ -307,27 +327,16 @@ TEST_IMPL(llm_host_loop_keeps_connection) {
  * allocator poisons what is freed: a use after free crashes). */
 TEST_IMPL(llm_host_loop_idle_client) {
   uv_loop_t loop;
-  ludo_options_t o;
   ludo_runtime_t *rt;
   ludo_script_t *sc = NULL;
   const char *out, *args = "[\"http://127.0.0.1:9/v1\"]";
   size_t len;
-  ASSERT_OK(uv_loop_init(&loop));
-  test_options(&o);
-  o.loop = &loop;
-  o.lua_llm = LUDO_LUA_LLM_SCRIPTS;
-  o.prewarm = 0;
-  o.module_path = ".";
-  rt = test_rt_new(&o);
+  rt = host_loop_runtime(&loop, LUDO_LUA_LLM_SCRIPTS);
   ASSERT_OK(ludo_script_open(rt, "policy", FIXTURE, &sc));
   ASSERT_OK(ludo_script_call(sc, "idle", args, strlen(args), &out, &len));
   ASSERT_TRUE(strcmp(out, "true") == 0);
   ludo_script_free(sc);
-  ludo_runtime_free(rt);
-  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
-  }
-  ASSERT_EQ(test_heap.live, 0);
-  ASSERT_EQ(test_heap.blocks, 0);
+  host_loop_free(&loop, rt);
   ASSERT_OK(uv_loop_close(&loop));
 }
 
@@ -339,25 +348,13 @@ TEST_IMPL(llm_host_loop_free_in_flight) {
   mock_t m;
   done_t d = {0};
   uv_loop_t loop;
-  ludo_options_t o;
   ludo_runtime_t *rt;
-  ludo_env_t *env;
   ludo_session_t *s;
   char action[1024];
   int n, i;
   mock_start(&m, "{\"rules\": [{\"hang\": true}]}");
-  ASSERT_OK(uv_loop_init(&loop));
-  test_options(&o);
-  o.loop = &loop;
-  o.lua_llm = LUDO_LUA_LLM_SESSIONS;
-  o.prewarm = 0;
-  o.module_path = ".";
-  rt = test_rt_new(&o);
-  env = test_env_load(rt, FIXTURE, NULL);
-  s = test_open(env);
-  ASSERT_OK(ludo_session_reset_async(s, NULL, 0, on_done, &d));
-  for (i = 0; i < 1000 && d.calls < 1; i++) uv_run(&loop, UV_RUN_ONCE);
-  ASSERT_EQ(d.calls, 1);
+  rt = host_loop_runtime(&loop, LUDO_LUA_LLM_SESSIONS);
+  s = host_loop_session(&loop, rt, &d);
   n = chat_action(action, sizeof action, &m, "wait");
   ASSERT_OK(ludo_session_step_async(s, action, (size_t)n, on_done, &d));
   for (i = 0; i < 500 && mock_in_flight(&m) == 0; i++) {
@@ -365,12 +362,8 @@ TEST_IMPL(llm_host_loop_free_in_flight) {
     usleep(2000);
   }
   ASSERT_EQ(mock_in_flight(&m), 1);
-  ludo_runtime_free(rt);
-  while (uv_run(&loop, UV_RUN_NOWAIT) != 0) {
-  }
+  host_loop_free(&loop, rt);
   ASSERT_TRUE(d.calls <= 2); /* the step's callback never twice */
-  ASSERT_EQ(test_heap.live, 0);
-  ASSERT_EQ(test_heap.blocks, 0);
   ASSERT_OK(uv_loop_close(&loop));
   wait_gone(&m);
   mock_stop(&m);
