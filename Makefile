@@ -230,9 +230,9 @@ bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
 	@BUILD=$(BUILD) scripts/bench.sh
 
 $(BUILD)/ludo-llm-bench: bench/llm_bench.c bench/table.c bench/table.h \
-  $(BUILD)/libludo.a $(LUA_A)
+  spec/c/mockllm.c spec/c/mockllm.h $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ bench/llm_bench.c bench/table.c \
-	  $(BUILD)/libludo.a $(PROG_LIBS)
+	  spec/c/mockllm.c $(BUILD)/libludo.a $(PROG_LIBS)
 
 # The issue's figure (10,000 requests, 1,000 in flight, 50 ms), then the
 # same at 200 in flight, a rate one core of each process sustains.

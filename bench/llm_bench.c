@@ -19,23 +19,18 @@
  * usage: build/ludo-llm-bench [requests [concurrency [delay_ms]]]
  *        (run from the repo root; default 10000 1000 50) */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ludo.h"
 #include "table.h"
+#include "../spec/c/mockllm.h"
 
-typedef struct {
-  pid_t pid;
-  int port;
-} mock_t;
+typedef mockllm_t mock_t;
 
 static double now_s(void) {
   struct timespec ts;
@@ -76,40 +71,12 @@ static void report(int n, int c, int delay, double wall, double ideal,
 
 /* Starts the mock with a script of `delay_ms`; reads its port. */
 static void mock_start(mock_t *m, int delay_ms) {
-  char path[] = "/tmp/ludo-llm-bench-XXXXXX", line[256];
-  int fd = mkstemp(path), pfd[2];
-  FILE *f, *out;
-  if (fd < 0 || pipe(pfd) != 0) die("cannot make the mock's script");
-  f = fdopen(fd, "w");
-  fprintf(f, "{\"delay_ms\": %d, \"record\": false, \"default\": \"ok\"}",
-          delay_ms);
-  fclose(f);
-  m->pid = fork();
-  if (m->pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
-    dup2(pfd[1], 1);
-    close(pfd[0]);
-    execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
-           (char *)NULL);
-    _exit(127);
-  }
-  close(pfd[1]);
-  out = fdopen(pfd[0], "r");
-  if (fgets(line, sizeof line, out) == NULL ||
-      sscanf(line, "mock-llm listening on http://127.0.0.1:%d", &m->port) != 1)
+  char script[128];
+  snprintf(script, sizeof script,
+           "{\"delay_ms\": %d, \"record\": false, \"default\": \"ok\"}",
+           delay_ms);
+  if (mockllm_start(m, script) != 0)
     die("the mock LLM server did not start (node spec/llm/mock_llm.js)");
-  fclose(out);
-  unlink(path);
-}
-
-/* Stops the mock; returns the CPU seconds it used. */
-static double mock_stop(mock_t *m) {
-  struct rusage ru;
-  kill(m->pid, SIGTERM);
-  waitpid(m->pid, NULL, 0);
-  getrusage(RUSAGE_CHILDREN, &ru);
-  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static int pending, failed;
@@ -193,6 +160,6 @@ int main(int argc, char **argv) {
   free(ss);
   ludo_env_free(env);
   ludo_runtime_free(rt);
-  report(per * c, c, delay, wall, ideal, cpu0, mock_stop(&m), failed);
+  report(per * c, c, delay, wall, ideal, cpu0, mockllm_stop(&m), failed);
   return failed ? 1 : 0;
 }

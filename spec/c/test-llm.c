@@ -5,58 +5,33 @@
  * check) and report the call once; the usage accessors; scripts and the
  * gate (ludo_options_t.lua_llm). Specs of the behaviour itself: spec/llm. */
 #include "helpers.h"
+#include "mockllm.h"
 
 #include <arpa/inet.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
 #define FIXTURE "spec/fixtures/llm"
 
 typedef struct {
-  pid_t pid;
+  mockllm_t proc;
   int port;
   char base[64];
 } mock_t;
 
 /* Starts the mock with `script` (JSON) and reads its port. */
 static void mock_start(mock_t *m, const char *script) {
-  char path[] = "/tmp/ludo-test-llm-XXXXXX", line[256];
-  int fd = mkstemp(path), pfd[2];
-  FILE *out;
-  ASSERT_TRUE(fd >= 0);
-  ASSERT_TRUE(write(fd, script, strlen(script)) == (ssize_t)strlen(script));
-  close(fd);
-  ASSERT_TRUE(pipe(pfd) == 0);
-  m->pid = fork();
-  if (m->pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
-    dup2(pfd[1], 1);
-    close(pfd[0]);
-    execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
-           (char *)NULL);
-    _exit(127);
-  }
-  close(pfd[1]);
-  out = fdopen(pfd[0], "r");
-  if (fgets(line, sizeof line, out) == NULL ||
-      sscanf(line, "mock-llm listening on http://127.0.0.1:%d", &m->port) != 1)
+  if (mockllm_start(&m->proc, script) != 0)
     FAIL("the mock LLM server did not start");
-  fclose(out);
-  unlink(path);
+  m->port = m->proc.port;
   snprintf(m->base, sizeof m->base, "http://127.0.0.1:%d/v1", m->port);
 }
 
-static void mock_stop(mock_t *m) {
-  kill(m->pid, SIGTERM);
-  waitpid(m->pid, NULL, 0);
-}
+static void mock_stop(mock_t *m) { mockllm_stop(&m->proc); }
 
 /* A number of the mock's stats (GET /_mock/stats, blocking). */
 static long mock_stats_field(mock_t *m, const char *field) {

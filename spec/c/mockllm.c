@@ -1,0 +1,57 @@
+/* mockllm.c - the mock LLM server as a child process (see mockllm.h). */
+#include "mockllm.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Writes `script` to a temporary file; its name goes into `path`. */
+static int write_script(char *path, const char *script) {
+  size_t n = strlen(script);
+  int fd = mkstemp(path), ok;
+  if (fd < 0) return -1;
+  ok = write(fd, script, n) == (ssize_t)n;
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+int mockllm_start(mockllm_t *m, const char *script) {
+  char path[] = "/tmp/ludo-mock-llm-XXXXXX", line[256];
+  int pfd[2], rc = -1;
+  FILE *out;
+  if (write_script(path, script) != 0) return -1;
+  if (pipe(pfd) != 0) goto done;
+  m->pid = fork();
+  if (m->pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
+    dup2(pfd[1], 1);
+    close(pfd[0]);
+    execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
+           (char *)NULL);
+    _exit(127);
+  }
+  close(pfd[1]);
+  out = fdopen(pfd[0], "r");
+  if (out != NULL && fgets(line, sizeof line, out) != NULL &&
+      sscanf(line, "mock-llm listening on http://127.0.0.1:%d", &m->port) ==
+          1)
+    rc = 0;
+  if (out != NULL) fclose(out);
+done:
+  unlink(path);
+  return rc;
+}
+
+double mockllm_stop(mockllm_t *m) {
+  struct rusage ru;
+  kill(m->pid, SIGTERM);
+  waitpid(m->pid, NULL, 0);
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
