@@ -44,6 +44,8 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
       if (st->refused++ == 0 && st->armed && st->depth > 0 &&
           st->depth <= LUDO__CHAIN_MAX)
         ludo__state_locate(st, st->chain[st->depth - 1]);
+      if (st->refused == LUDO__REFUSALS_MAX)
+        ludo__state_kill(st, LUDO__KILL_MEMORY); /* raised by the hook */
       return NULL;
     }
     if (st->fail_after >= 0 && st->fail_after-- == 0) return NULL;
@@ -115,6 +117,8 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
     if (st->killed == LUDO__KILL_CLOSED) {
       lua_pushliteral(L, "ECANCELED: the session was closed");
+    } else if (st->killed == LUDO__KILL_MEMORY) {
+      lua_pushliteral(L, "not enough memory"); /* ENOMEM: state_error */
     } else {
       ludo__state_locate(st, L); /* the first time: where it ran */
       lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
@@ -562,6 +566,8 @@ int ludo__state_check(lua_State *L) {
   if (!st->killed) return 0;
   if (st->killed == LUDO__KILL_CLOSED) {
     lua_pushliteral(L, "ECANCELED: the session was closed");
+  } else if (st->killed == LUDO__KILL_MEMORY) {
+    lua_pushliteral(L, "not enough memory");
   } else {
     ludo__state_locate(st, L);
     lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
@@ -737,7 +743,7 @@ int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
   st->cap = r.cap;
   if (rc == LUA_OK) return r.code;
   lua_pop(L, 1);
-  if (st->killed) {
+  if (st->killed && st->killed != LUDO__KILL_MEMORY) {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &timeout_key);
     return LUDO_ETIMEOUT;
   }
@@ -754,7 +760,7 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     lua_pushliteral(L, "ECANCELED: the session was closed");
     return LUDO_ECANCELED;
   }
-  if (st->killed) {
+  if (st->killed && st->killed != LUDO__KILL_MEMORY) {
     lua_pop(L, 1);
     if (st->max_instr != 0 && st->instr > st->max_instr)
       lua_pushfstring(L, "ETIMEOUT: the call exceeded its budget of %I VM "

@@ -92,8 +92,13 @@ typedef struct ludo__state_s {
                                  ludo__state_open) */
 } ludo__state_t;
 
-/* Why a call is stopped (ludo__state_t.killed). */
-enum { LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2 };
+/* Why a call is stopped (ludo__state_t.killed). MEMORY: the cap refused
+ * LUDO__REFUSALS_MAX growths in one call. Lua treats some refusals as
+ * soft (a string table or hash part that cannot grow stays as it is) and
+ * runs a full collection before each; a call that keeps asking would burn
+ * its CPU budget in collections instead of ending with ENOMEM. */
+enum { LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2, LUDO__KILL_MEMORY = 3 };
+#define LUDO__REFUSALS_MAX 64
 
 /* The states' allocator (lua_Alloc contract, `ud` the ludo__state_t):
  * counts into st->used and refuses growth past st->cap. C buffers that

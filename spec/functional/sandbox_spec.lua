@@ -265,7 +265,8 @@ describe("sandbox", function()
     -- its cap, with the garbage still reachable from the dead call thread:
     -- making the error message must not need fresh memory (this aborted
     -- the host before "Error messages survive memory exhaustion").
-    for _, name in ipairs({ "linked_list", "table_hash_growth" }) do
+    for _, name in ipairs({ "linked_list", "table_hash_growth",
+        "pcall_oom_loop" }) do
       it(name .. " ends with ENOMEM and the session recovers (child "
         .. "process)", function()
           local status, out = run_child(child_script(
