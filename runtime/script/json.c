@@ -540,10 +540,19 @@ static int enc_short_decimal(enc_t *e, double d) {
   char tmp[48], *p;
   int k, lo, hi, e2;
   if (!(a >= 1e-6 && a < 1e15)) return 0;
+  /* Scores and rewards are mostly a few decimals (0.7, 0.25): try those
+   * first, smallest k first, before the bisection (a * 10^k < 2^53 keeps
+   * decimal_is exact). */
+  for (k = 1; k <= 3 && a * p10[k] < 9007199254740992.0; k++)
+    if (decimal_is(a, k, &m)) {
+      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, k, d < 0);
+      ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - 1 - p)));
+      return 1;
+    }
   /* The most decimals with every intermediate exact: a * 10^k < 2^53. */
   for (hi = 22; hi > 1 && a * p10[hi] >= 9007199254740992.0; hi--) {}
-  if (decimal_is(a, hi, &m)) {
-    lo = 1;
+  if (hi >= k && decimal_is(a, hi, &m)) {
+    lo = k;
     while (lo < hi) {
       int mid = (lo + hi) / 2;
       double mm;
@@ -670,7 +679,16 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
     keys[nk].s = lua_tolstring(L, keys[nk].slot, &keys[nk].n);
     if (!is_skipped(skip, keys[nk].s, keys[nk].n)) nk++;
   }
-  if (nk > 1) qsort(keys, nk, sizeof *keys, key_cmp);
+  if (nk > 8) {
+    qsort(keys, nk, sizeof *keys, key_cmp);
+  } else { /* a few keys, the common case: insertion sort, no calls */
+    for (i = 1; i < nk; i++) {
+      key_t_ k = keys[i];
+      size_t j = i;
+      for (; j > 0 && key_cmp(&keys[j - 1], &k) > 0; j--) keys[j] = keys[j - 1];
+      keys[j] = k;
+    }
+  }
   for (i = 0; i < nk; i++) {
     path_elem_t *pe = &e->path.elems[e->path.n++];
     pe->key = keys[i].s;
