@@ -3,6 +3,7 @@
 
 #include <lauxlib.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,11 +443,46 @@ static void enc_char(enc_t *e, char c) {
   b->p[b->len] = '\0';
 }
 
+/* 1 when none of the 8 bytes in w needs a look: below 0x20, '"', '\\'
+ * or 0x80 and above (the "has a byte less than / equal to" tricks, exact
+ * for whether any byte matches). */
+static int plain8(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ull, high = ones << 7;
+  uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+  return ((w | ((w - ones * 0x20) & ~w) | ((q - ones) & ~q) |
+           ((bs - ones) & ~bs)) & high) == 0;
+}
+
+/* Length of the prefix of s that is printable ASCII with nothing to
+ * escape: most keys and values, written with one copy. */
+static size_t plain_prefix(const char *s, size_t n) {
+  size_t i = 0;
+  uint64_t w;
+  for (; n - i >= 8; i += 8) {
+    memcpy(&w, s + i, 8);
+    if (!plain8(w)) break;
+  }
+  for (; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
+  }
+  return i;
+}
+
 static void enc_string(enc_t *e, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   ludo__buf_t *b = e->b;
-  size_t i, start = 0;
-  size_t bad = ludo__utf8_check(s, n);
+  size_t i, start = 0, bad;
+  if (plain_prefix(s, n) == n) {
+    ENC_OK(e, ludo__buf_reserve(b, n + 2));
+    b->p[b->len] = '"';
+    memcpy(b->p + b->len + 1, s, n);
+    b->len += n + 2;
+    b->p[b->len - 1] = '"';
+    b->p[b->len] = '\0';
+    return;
+  }
+  bad = ludo__utf8_check(s, n);
   if (bad < n) {
     char what[64];
     snprintf(what, sizeof what, "invalid UTF-8 in string (byte %zu)", bad);

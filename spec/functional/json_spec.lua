@@ -661,6 +661,44 @@ describe("ludo.json", function()
       return true
     end
 
+    -- The reference: JSON's escapes written out in Lua, one byte at a
+    -- time (UTF-8 passes through as it is).
+    local function escaped(str)
+      local short = { ['"'] = '\\"', ["\\"] = "\\\\", ["\n"] = "\\n",
+        ["\r"] = "\\r", ["\t"] = "\\t", ["\b"] = "\\b", ["\f"] = "\\f" }
+      return '"' .. str:gsub("[%z\1-\31\"\\]", function(c)
+        return short[c] or string.format("\\u%04x", c:byte())
+      end) .. '"'
+    end
+
+    it("strings: each escape, at each position of strings of 0-20 bytes",
+      function()
+        local specials = { '"', "\\", "\n", "\0", "\1", "\31", "\127",
+          "é", "\u{10348}", " " }
+        for len = 0, 20 do
+          for pos = 1, len do
+            for _, sp in ipairs(specials) do
+              local str = ("abcdefghijklmnopqrstu"):sub(1, pos - 1) .. sp
+                .. ("ABCDEFGHIJKLMNOPQRSTU"):sub(pos + 1, len)
+              assert.are.equal(escaped(str), encode(str))
+              assert.are.equal(str, decode(encode(str)))
+            end
+          end
+        end
+      end)
+
+    it("strings: invalid UTF-8 at any position is refused", function()
+      for len = 1, 20 do
+        for pos = 1, len do
+          local str = ("x"):rep(pos - 1) .. "\255" .. ("y"):rep(len - pos)
+          local text, err = encode(str)
+          assert.is_nil(text)
+          assert.matches("^EVALUE: invalid UTF%-8 in string %(byte "
+            .. (pos - 1) .. "%)", err)
+        end
+      end
+    end)
+
     it("decode(encode(v)) is v and the text is a fixed point", function()
       math.randomseed(8259)
       for _ = 1, 3000 do
