@@ -24,8 +24,9 @@
  * stay warm in the caches. Whether wslay's frame parser holds bytes is
  * counted here: the bytes handed to wslay against the frames it reported
  * (header and payload lengths: a server only takes masked frames with
- * lengths in their shortest form, anything else fails the connection). A
- * client's WebSocket keeps its context.
+ * lengths in their shortest form, anything else fails the connection); a
+ * count that disagreed would only keep the context lent. A client's
+ * WebSocket keeps its context.
  *
  * States: PENDING (accepted, the 101 not yet written), OPEN, CLOSING (our
  * close frame sent, waiting for the peer's), DONE (the conn is closing),
