@@ -49,12 +49,14 @@
  *
  * usage: build/ludo-serve-bench [--ludo PATH] [--env DIR] [--json PATH]
  *          [--only GROUP,...] [--sessions N] [--connecting N] [--quick]
- *          [--rounds N] [--server PORT:PID] [--scale LO,HI]
+ *          [--rounds N] [--server PORT:PID] [--scale LO,HI] [--measure S]
  *        (run from the repo root; groups: echo latency scale 10k;
  *        --server measures a `ludo serve` started by hand, under a
  *        profiler say, instead of starting one; --scale sets the scale
  *        group's session counts, 16,1024 by default; 0,N only loads the
- *        server with N sessions) */
+ *        server with N sessions; --measure sets each timed window, 2 s by
+ *        default: longer for a server under valgrind, whose sessions
+ *        then step several times in the window) */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -1139,6 +1141,8 @@ int main(int argc, char **argv) {
       i++;
     else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
       c.rounds = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--measure") == 0 && i + 1 < argc)
+      c.measure_s = atof(argv[++i]);
     else if (strcmp(argv[i], "--quick") == 0) {
       c.rounds = 1;
       c.measure_s = 1.0;
@@ -1148,15 +1152,16 @@ int main(int argc, char **argv) {
               "[--json PATH] [--only GROUP,...]\n"
               "         [--sessions N] [--connecting N] [--rounds N] "
               "[--quick] [--server PORT:PID]\n"
-              "         [--scale LO,HI]\n"
+              "         [--scale LO,HI] [--measure S]\n"
               "groups: echo latency scale 10k\n");
       return 2;
     }
   }
   if (c.rounds < 1 || c.rounds > 9 || c.sessions < 1 || c.connecting < 1 ||
-      c.scale_lo < 0 || c.scale_hi < 1) {
+      c.scale_lo < 0 || c.scale_hi < 1 || !(c.measure_s >= 0.1)) {
     fprintf(stderr, "serve-bench: --rounds is 1..9, --sessions, "
-            "--connecting and --scale's second count at least 1\n");
+            "--connecting and --scale's second count at least 1, "
+            "--measure at least 0.1\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);

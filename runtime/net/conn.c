@@ -43,6 +43,11 @@ int ludo__net_conn_write(ludo__net_conn_t *c, const void *p, size_t n) {
   return ludo__buf_add(&c->out, p, n) == 0 ? 0 : LUDO_ENOMEM;
 }
 
+int ludo__net_conn_reserve(ludo__net_conn_t *c, size_t n) {
+  if (c->closing) return LUDO_ECLOSED;
+  return ludo__buf_reserve(&c->out, n) == 0 ? 0 : LUDO_ENOMEM;
+}
+
 void ludo__net_conn_flush(ludo__net_conn_t *c) {
   char *p = c->out.p;
   size_t len = c->out.len, cap = c->out.cap;

@@ -121,6 +121,11 @@ void ludo__net_conn_set_proto(ludo__net_conn_t *c,
  * or LUDO_ENOMEM (nothing written). */
 int ludo__net_conn_write(ludo__net_conn_t *c, const void *p, size_t n);
 
+/* Makes room for `n` more bytes, so that writes adding up to that many
+ * allocate once. Returns 0, LUDO_ECLOSED once a close started, or
+ * LUDO_ENOMEM (nothing changed). */
+int ludo__net_conn_reserve(ludo__net_conn_t *c, size_t n);
+
 /* Hands the bytes written so far to the transport (one block), and stops
  * reading when more than high_water bytes wait. */
 void ludo__net_conn_flush(ludo__net_conn_t *c);

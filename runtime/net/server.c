@@ -39,18 +39,20 @@
  * (bench/serve_bench.c --connecting 1000). */
 #define BACKLOG 4096
 
+/* What a message touches (the socket, the conn, the report) comes first;
+ * the timer, the shutdown request and the list links after. */
 typedef struct sock_s {
   uv_tcp_t tcp;
-  uv_timer_t timer;
-  uv_shutdown_t shut;
   ludo__net_conn_t conn;
   ludo__server_t *srv;
-  struct sock_s *prev, *next;
+  size_t sent;                 /* written at once, not yet reported */
+  ludo__task_t report;         /* reports `sent` to the conn */
   int handles;                 /* open handles of this sock */
   int shutting;                /* uv_shutdown requested */
   int closing;                 /* uv_close requested */
-  size_t sent;                 /* written at once, not yet reported */
-  ludo__task_t report;         /* reports `sent` to the conn */
+  uv_timer_t timer;
+  uv_shutdown_t shut;
+  struct sock_s *prev, *next;
 } sock_t;
 
 typedef struct wreq_s {

@@ -14,6 +14,20 @@
  * the same, without wslay's copy of the message and its 4 KiB passes
  * (the common case, a reply to a request).
  *
+ * wslay's contexts are lent. A server WebSocket holds one (about 8.8 KB:
+ * two 4 KiB buffers of wslay's) only while wslay has something of it: a
+ * frame or message partly received, frames to send, a close under way.
+ * When the outermost entry point returns and none of that holds, the
+ * context goes back to a small spare list of the thread (its state is
+ * then that of a fresh context) and the next bytes or send take one from
+ * there: idle connections hold none, and busy ones share the few that
+ * stay warm in the caches. Whether wslay's frame parser holds bytes is
+ * counted here: the bytes handed to wslay against the frames it reported
+ * (header and payload lengths: a server only takes masked frames with
+ * lengths in their shortest form, anything else fails the connection); a
+ * count that disagreed would only keep the context lent. A client's
+ * WebSocket keeps its context.
+ *
  * States: PENDING (accepted, the 101 not yet written), OPEN, CLOSING (our
  * close frame sent, waiting for the peer's), DONE (the conn is closing),
  * CLOSED (the conn is gone: the close callback ran). The connection's one
@@ -25,6 +39,7 @@
 #include "net/ws.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 #include <wslay/wslay.h>
@@ -47,42 +62,81 @@
 
 enum { WS_PENDING, WS_OPEN, WS_CLOSING, WS_DONE, WS_CLOSED };
 
+/* The fields a message touches come first (three cache lines), the rest
+ * after: with a thousand connections each message finds its WebSocket
+ * out of the caches. */
 struct ludo__ws_s {
   ludo__core_t *core;
-  ludo__alloc_t *heap;
   ludo__net_conn_t *nc;        /* NULL before the switch and once gone */
-  ludo__ws_options_t o;
-  ludo__ws_callbacks_t cb;
+  struct ev_slot_s *ev;        /* its wslay context; NULL: none lent */
   void *ud;
-  wslay_event_context_ptr ev;
-  const char *rd;              /* the bytes wslay reads now */
-  size_t rdlen;
-  ludo__buf_t in;              /* bytes that came before the switch */
+  ludo__ws_callbacks_t cb;
   int state;                   /* WS_* */
-  int close_queued;            /* our close was asked for */
-  int close_pending;           /* ... and waits to be queued in wslay */
-  int close_out;               /* its code */
-  char close_why[REASON_MAX + 1];
-  size_t close_why_len;
-  int awaiting_pong;
-  int rx_since_arm;            /* bytes came after the timer was armed */
-  uint64_t rx_ms;              /* when (the loop's clock) */
-  uint32_t ping_seq;
-  int code;                    /* why the connection ends (code_set) */
-  int code_set;
-  char reason[REASON_MAX + 1];
-  size_t reason_len;
-  int refused;                 /* a send was refused: drain when empty */
-  int client;                  /* the client side: frames are masked */
   int in_recv;                 /* inside wslay_event_recv */
   int depth;
   int dead;
+  int close_queued;            /* our close was asked for */
+  int close_pending;           /* ... and waits to be queued in wslay */
+  int refused;                 /* a send was refused: drain when empty */
+  int client;                  /* the client side: frames are masked */
+  int awaiting_pong;
+  int rx_since_arm;            /* bytes came after the timer was armed */
+  int in_frame;                /* a frame begun has not ended */
+  int frag;                    /* a fragmented message is incomplete */
+  uint64_t fed;                /* bytes handed to wslay in this lending */
+  uint64_t framed;             /* ... the frames begun take (with heads) */
+  const char *rd;              /* the bytes wslay reads now */
+  size_t rdlen;
+  uint64_t rx_ms;              /* when bytes came last (the loop's clock) */
   ludo__task_t task;           /* reads `in` after the switch */
+  ludo__ws_options_t o;
+  ludo__alloc_t *heap;
+  ludo__buf_t in;              /* bytes that came before the switch */
+  int close_out;               /* the code of our close */
+  uint32_t ping_seq;
+  int code;                    /* why the connection ends (code_set) */
+  int code_set;
+  size_t close_why_len;
+  size_t reason_len;
+  char close_why[REASON_MAX + 1];
+  char reason[REASON_MAX + 1];
   uint8_t rnd[64];             /* a client's masking keys, from the OS */
   size_t rnd_left;
 };
 
 static const ludo__net_proto_t ws_proto;
+
+/* ---- lent wslay contexts ---------------------------------------------- */
+
+/* A wslay context and the WebSocket it is lent to: wslay's user data, so
+ * one context serves WebSockets one after the other. */
+typedef struct ev_slot_s {
+  wslay_event_context_ptr ctx;
+  ludo__ws_t *ws;
+  struct ev_slot_s *next;      /* in the spare list */
+} ev_slot_t;
+
+#define WS_OF(ud) (((ev_slot_t *)(ud))->ws)
+/* Spare server contexts a thread keeps; freed with its last WebSocket. */
+#define SPARE_MAX 8
+
+static _Thread_local ev_slot_t *tl_spare;
+static _Thread_local unsigned tl_nspare;
+static _Thread_local unsigned tl_servers; /* server WebSockets alive */
+
+static void slot_free(ev_slot_t *sl) {
+  wslay_event_context_free(sl->ctx);
+  free(sl);
+}
+
+static void spare_drain(void) {
+  while (tl_spare) {
+    ev_slot_t *sl = tl_spare;
+    tl_spare = sl->next;
+    slot_free(sl);
+  }
+  tl_nspare = 0;
+}
 
 void ludo__ws_options_init(ludo__ws_options_t *o) {
   o->max_message = DEFAULT_MAX_MESSAGE;
@@ -106,15 +160,64 @@ static void options_fill(ludo__ws_options_t *o, const ludo__ws_options_t *in) {
 
 static void ws_free(ludo__ws_t *ws) {
   ludo__core_unpost(ws->core, &ws->task);
-  if (ws->ev) wslay_event_context_free(ws->ev);
+  if (ws->ev) slot_free(ws->ev);
+  if (!ws->client && --tl_servers == 0) spare_drain();
   ludo__buf_free(&ws->in);
   ludo__free(ws->heap, ws, sizeof *ws);
 }
 
+/* wslay's state of the WebSocket, answered without a context when none
+ * is lent (a fresh context's answers). */
+static int ev_want_write(const ludo__ws_t *ws) {
+  return ws->ev && wslay_event_want_write(ws->ev->ctx);
+}
+
+static int ev_close_sent(const ludo__ws_t *ws) {
+  return ws->ev && wslay_event_get_close_sent(ws->ev->ctx);
+}
+
+static int ev_close_received(const ludo__ws_t *ws) {
+  return ws->ev && wslay_event_get_close_received(ws->ev->ctx);
+}
+
+/* Gives the context back when wslay holds nothing of the WebSocket: no
+ * frame partly read (every byte handed over belongs to a frame that
+ * ended), no fragmented message under way, nothing to send, no close
+ * sent or received. */
+static void ev_return(ludo__ws_t *ws) {
+  ev_slot_t *sl = ws->ev;
+  wslay_event_context_ptr ctx;
+  if (sl == NULL || ws->client || ws->state != WS_OPEN || ws->nc == NULL ||
+      ws->close_queued || ws->in_frame || ws->frag || ws->fed != ws->framed)
+    return;
+  ctx = sl->ctx;
+  if (wslay_event_want_write(ctx) || wslay_event_get_close_sent(ctx) ||
+      wslay_event_get_close_received(ctx) ||
+      !wslay_event_get_read_enabled(ctx) ||
+      !wslay_event_get_write_enabled(ctx) ||
+      wslay_event_get_queued_msg_length(ctx) != 0)
+    return;
+  ws->ev = NULL;
+  sl->ws = NULL;
+  if (tl_nspare >= SPARE_MAX) {
+    slot_free(sl);
+    return;
+  }
+  sl->next = tl_spare;
+  tl_spare = sl;
+  tl_nspare++;
+}
+
 static void enter(ludo__ws_t *ws) { ws->depth++; }
 
+/* The outermost return frees a dead WebSocket, or gives back the wslay
+ * context of a live one that no longer needs it. */
 static void leave(ludo__ws_t *ws) {
-  if (--ws->depth == 0 && ws->dead) ws_free(ws);
+  if (--ws->depth > 0) return;
+  if (ws->dead)
+    ws_free(ws);
+  else
+    ev_return(ws);
 }
 
 /* Records why the connection ends, once: the first close frame wins. */
@@ -156,7 +259,7 @@ static void arm(ludo__ws_t *ws) {
 
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
                        int flags, void *ud) {
-  ludo__ws_t *ws = ud;
+  ludo__ws_t *ws = WS_OF(ud);
   size_t n = len < ws->rdlen ? len : ws->rdlen;
   (void)flags;
   if (n == 0) {
@@ -166,12 +269,13 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
   memcpy(buf, ws->rd, n);
   ws->rd += n;
   ws->rdlen -= n;
+  ws->fed += n;
   return (ssize_t)n;
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
                        size_t len, int flags, void *ud) {
-  ludo__ws_t *ws = ud;
+  ludo__ws_t *ws = WS_OF(ud);
   (void)flags;
   if (ws->nc == NULL || ludo__net_conn_write(ws->nc, data, len) != 0) {
     wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
@@ -182,7 +286,7 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
 
 static void on_msg(wslay_event_context_ptr ctx,
                    const struct wslay_event_on_msg_recv_arg *arg, void *ud) {
-  ludo__ws_t *ws = ud;
+  ludo__ws_t *ws = WS_OF(ud);
   (void)ctx;
   switch (arg->opcode) {
   case WSLAY_TEXT_FRAME:
@@ -210,7 +314,7 @@ static void on_msg(wslay_event_context_ptr ctx,
  * drawn from the OS 64 bytes at a time. */
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
                       void *ud) {
-  ludo__ws_t *ws = ud;
+  ludo__ws_t *ws = WS_OF(ud);
   (void)ctx;
   while (len > 0) {
     size_t n;
@@ -230,12 +334,68 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
   return 0;
 }
 
+/* A frame begins: the bytes it takes, its head included (2 bytes, 4 of
+ * mask for a server, 2 or 8 of extended length), and whether a
+ * fragmented message is left incomplete. */
+static void on_frame_start(wslay_event_context_ptr ctx,
+                           const struct wslay_event_on_frame_recv_start_arg *a,
+                           void *ud) {
+  ludo__ws_t *ws = WS_OF(ud);
+  uint64_t n = a->payload_length;
+  (void)ctx;
+  ws->framed += 2 + (ws->client ? 0 : 4) + (n < 126 ? 0 : n <= 0xffff ? 2 : 8) +
+                n;
+  ws->in_frame = 1;
+  if (!(a->opcode & 0x8)) /* a data frame: text, binary, continuation */
+    ws->frag = !a->fin;
+}
+
+static void on_frame_end(wslay_event_context_ptr ctx, void *ud) {
+  (void)ctx;
+  WS_OF(ud)->in_frame = 0;
+}
+
+static const struct wslay_event_callbacks server_cb = {
+    recv_cb, send_cb, NULL, on_frame_start, NULL, on_frame_end, on_msg};
+static const struct wslay_event_callbacks client_cb = {
+    recv_cb, send_cb, genmask_cb, on_frame_start, NULL, on_frame_end, on_msg};
+
+/* The WebSocket's wslay context, lent now if it holds none: a spare one
+ * of the thread's (a server's) or a new one. NULL: out of memory. */
+static wslay_event_context_ptr ev_get(ludo__ws_t *ws) {
+  ev_slot_t *sl = ws->ev;
+  int rc;
+  if (sl) return sl->ctx;
+  if (!ws->client && tl_spare) {
+    sl = tl_spare;
+    tl_spare = sl->next;
+    tl_nspare--;
+  } else {
+    sl = malloc(sizeof *sl);
+    if (sl == NULL) return NULL;
+    rc = ws->client
+             ? wslay_event_context_client_init(&sl->ctx, &client_cb, sl)
+             : wslay_event_context_server_init(&sl->ctx, &server_cb, sl);
+    if (rc != 0) {
+      free(sl);
+      return NULL;
+    }
+  }
+  sl->ws = ws;
+  sl->next = NULL;
+  ws->ev = sl;
+  ws->fed = ws->framed = 0;
+  ws->in_frame = ws->frag = 0;
+  wslay_event_config_set_max_recv_msg_length(sl->ctx, ws->o.max_message);
+  return sl->ctx;
+}
+
 /* ---- sending ---------------------------------------------------------- */
 
 /* Moves what wslay queued into the conn and hands it to the transport. */
 static void pump(ludo__ws_t *ws) {
   if (ws->nc == NULL || ws->state >= WS_DONE || ws->in_recv) return;
-  if (wslay_event_send(ws->ev) != 0) {
+  if (ws->ev && wslay_event_send(ws->ev->ctx) != 0) {
     ws->state = WS_DONE;
     ludo__net_conn_close(ws->nc, 1);
     return;
@@ -270,7 +430,7 @@ static void fail(ludo__ws_t *ws, int code, const char *reason) {
   uint8_t payload[2 + REASON_MAX];
   size_t n = strlen(reason);
   set_code(ws, code, reason, n);
-  if (ws->nc && !wslay_event_get_close_sent(ws->ev) &&
+  if (ws->nc && !ev_close_sent(ws) &&
       wslay_frame_context_init(&fc, &fcb, ws) == 0) {
     struct wslay_frame_iocb iocb;
     payload[0] = (uint8_t)(code >> 8);
@@ -293,12 +453,11 @@ static void fail(ludo__ws_t *ws, int code, const char *reason) {
  * closing handshake is over, or once wslay failed it (it queued and sent
  * a close frame of its own: 1002, 1007 or 1009). */
 static void settle(ludo__ws_t *ws) {
-  if (ws->nc == NULL || ws->state >= WS_DONE ||
-      !wslay_event_get_close_sent(ws->ev))
+  if (ws->nc == NULL || ws->state >= WS_DONE || !ev_close_sent(ws))
     return;
-  if (wslay_event_get_close_received(ws->ev) ||
-      !wslay_event_get_read_enabled(ws->ev)) {
-    set_code(ws, wslay_event_get_status_code_sent(ws->ev), "", 0);
+  if (wslay_event_get_close_received(ws->ev->ctx) ||
+      !wslay_event_get_read_enabled(ws->ev->ctx)) {
+    set_code(ws, wslay_event_get_status_code_sent(ws->ev->ctx), "", 0);
     done(ws);
   }
 }
@@ -308,15 +467,18 @@ static void settle(ludo__ws_t *ws) {
  * still to be queued: wslay would put a control frame before them) and
  * not before the switch. Messages go first, then the close. */
 static void send_close(ludo__ws_t *ws) {
+  wslay_event_context_ptr ctx;
   int r;
   if (!ws->close_pending || ws->in_recv || ws->nc == NULL ||
       ws->state >= WS_DONE)
     return;
   ws->close_pending = 0;
   pump(ws);
-  r = wslay_event_queue_close(ws->ev, (uint16_t)ws->close_out,
-                              (const uint8_t *)ws->close_why,
-                              ws->close_why_len);
+  ctx = ev_get(ws);
+  r = ctx == NULL ? WSLAY_ERR_NOMEM
+                  : wslay_event_queue_close(ctx, (uint16_t)ws->close_out,
+                                            (const uint8_t *)ws->close_why,
+                                            ws->close_why_len);
   if (r == WSLAY_ERR_NOMEM) {
     ws->state = WS_DONE;
     ludo__net_conn_close(ws->nc, 1);
@@ -329,8 +491,7 @@ static void send_close(ludo__ws_t *ws) {
 /* Starts our side of the closing handshake. Returns 0 or LUDO_ECLOSED. */
 static int start_close(ludo__ws_t *ws, int code, const char *reason,
                        size_t len) {
-  if (ws->close_queued || ws->state >= WS_CLOSING ||
-      wslay_event_get_close_received(ws->ev))
+  if (ws->close_queued || ws->state >= WS_CLOSING || ev_close_received(ws))
     return LUDO_ECLOSED;
   ws->close_queued = 1;
   ws->close_pending = 1;
@@ -351,12 +512,14 @@ static int start_close(ludo__ws_t *ws, int code, const char *reason,
 
 /* Lends `data` to wslay for one receive, then sends what it queued. */
 static void feed(ludo__ws_t *ws, const char *data, size_t len) {
+  wslay_event_context_ptr ctx;
   int r;
   if (ws->state >= WS_DONE) return;
+  ctx = ev_get(ws);
   ws->rd = data;
   ws->rdlen = len;
   ws->in_recv = 1;
-  r = wslay_event_recv(ws->ev);
+  r = ctx ? wslay_event_recv(ctx) : WSLAY_ERR_NOMEM;
   ws->in_recv = 0;
   ws->rd = NULL;
   ws->rdlen = 0;
@@ -434,6 +597,7 @@ static void ws_timeout(void *p) {
     ludo__net_conn_timer(ws->nc, ws->o.ping_interval_ms -
                                      (uv_now(ws->core->loop) - ws->rx_ms));
   } else if (ws->state == WS_OPEN) {
+    wslay_event_context_ptr ctx = ev_get(ws);
     struct wslay_event_msg ping;
     uint8_t seq[4];
     ws->ping_seq++;
@@ -444,7 +608,7 @@ static void ws_timeout(void *p) {
     ping.opcode = WSLAY_PING;
     ping.msg = seq;
     ping.msg_length = sizeof seq;
-    if (wslay_event_queue_msg(ws->ev, &ping) == 0) {
+    if (ctx && wslay_event_queue_msg(ctx, &ping) == 0) {
       ws->awaiting_pong = 1;
       pump(ws);
     }
@@ -534,12 +698,7 @@ static void on_switch(void *ud, ludo__net_conn_t *nc, const char *rest,
 static int ws_new(ludo__core_t *core, const ludo__ws_options_t *o,
                   const ludo__ws_callbacks_t *cb, void *ud, int client,
                   ludo__ws_t **out) {
-  static const struct wslay_event_callbacks server_cb = {
-      recv_cb, send_cb, NULL, NULL, NULL, NULL, on_msg};
-  static const struct wslay_event_callbacks client_cb = {
-      recv_cb, send_cb, genmask_cb, NULL, NULL, NULL, on_msg};
   ludo__ws_t *ws = ludo__calloc(&core->heap, sizeof *ws);
-  int rc;
   *out = NULL;
   if (ws == NULL) return LUDO_ENOMEM;
   ws->core = core;
@@ -551,13 +710,12 @@ static int ws_new(ludo__core_t *core, const ludo__ws_options_t *o,
   ws->task.fn = task_fn;
   ludo__buf_init(&ws->in, ludo__alloc_fn, ws->heap);
   ws->client = client;
-  rc = client ? wslay_event_context_client_init(&ws->ev, &client_cb, ws)
-              : wslay_event_context_server_init(&ws->ev, &server_cb, ws);
-  if (rc != 0) {
+  if (!client) {
+    tl_servers++; /* its wslay context comes when needed */
+  } else if (ev_get(ws) == NULL) {
     ws_free(ws);
     return LUDO_ENOMEM;
   }
-  wslay_event_config_set_max_recv_msg_length(ws->ev, ws->o.max_message);
   *out = ws;
   return 0;
 }
@@ -631,8 +789,10 @@ int ludo__ws_client(ludo__core_t *core, ludo__net_conn_t *nc,
   return 0;
 }
 
+int ludo__ws_holds_context(const ludo__ws_t *ws) { return ws->ev != NULL; }
+
 size_t ludo__ws_queued(const ludo__ws_t *ws) {
-  size_t n = wslay_event_get_queued_msg_length(ws->ev);
+  size_t n = ws->ev ? wslay_event_get_queued_msg_length(ws->ev->ctx) : 0;
   return ws->nc ? n + ludo__net_conn_pending(ws->nc) : n;
 }
 
@@ -658,7 +818,10 @@ static int send_direct(ludo__ws_t *ws, int binary, const void *data,
       h[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
     n = 10;
   }
-  if (ludo__net_conn_write(ws->nc, h, n) != 0) return LUDO_ENOMEM;
+  /* One allocation for both (a reply is a few hundred bytes). */
+  if (ludo__net_conn_reserve(ws->nc, n + len) != 0 ||
+      ludo__net_conn_write(ws->nc, h, n) != 0)
+    return LUDO_ENOMEM;
   if (len > 0 && ludo__net_conn_write(ws->nc, data, len) != 0) {
     /* Half a frame is in the stream: the connection cannot go on. */
     ws->state = WS_DONE;
@@ -670,6 +833,7 @@ static int send_direct(ludo__ws_t *ws, int binary, const void *data,
 }
 
 int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
+  wslay_event_context_ptr ctx;
   struct wslay_event_msg msg;
   size_t queued;
   int r;
@@ -688,9 +852,7 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
    * half sent) and no close was sent or received: the frame can go
    * straight into the conn, without wslay's copy of the message. */
   if (!ws->client && ws->state == WS_OPEN && ws->nc != NULL &&
-      !wslay_event_want_write(ws->ev) &&
-      !wslay_event_get_close_sent(ws->ev) &&
-      !wslay_event_get_close_received(ws->ev)) {
+      !ev_want_write(ws) && !ev_close_sent(ws) && !ev_close_received(ws)) {
     enter(ws);
     r = send_direct(ws, binary, data, len);
     leave(ws);
@@ -699,7 +861,9 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
   msg.opcode = binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME;
   msg.msg = data;
   msg.msg_length = len;
-  r = wslay_event_queue_msg(ws->ev, &msg);
+  ctx = ev_get(ws);
+  if (ctx == NULL) return LUDO_ENOMEM;
+  r = wslay_event_queue_msg(ctx, &msg);
   if (r == WSLAY_ERR_NOMEM) return LUDO_ENOMEM;
   if (r != 0) return LUDO_ECLOSED;
   enter(ws);

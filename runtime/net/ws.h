@@ -134,4 +134,9 @@ void ludo__ws_abort(ludo__ws_t *ws);
 /* Bytes waiting to be sent (queued messages and unsent frames). */
 size_t ludo__ws_queued(const ludo__ws_t *ws);
 
+/* 1 while the WebSocket holds a wslay context (8.8 KB): a server's holds
+ * one only while wslay has part of a frame or message, frames to send or
+ * a close under way; between messages it holds none (ws.c). */
+int ludo__ws_holds_context(const ludo__ws_t *ws);
+
 #endif

@@ -32,34 +32,37 @@ enum { SV_SESS_WS = 1, SV_SESS_MCP_WS, SV_SESS_HTTP, SV_SESS_MCP,
 typedef void (*sv_done_fn)(sv_sess_t *x, int status, const char *data,
                            size_t len);
 
+/* What a call touches comes first (two cache lines): with a thousand
+ * sessions each step finds its record out of the caches. */
 struct sv_sess_s {
   ludo__serve_t *sv;
   ludo_session_t *s;        /* NULL while opening */
-  char id[48];
-  int kind;                 /* SV_SESS_* */
   sv_ws_t *ws;              /* the WebSocket it belongs to, or NULL */
+  sv_done_fn done;          /* the continuation of the open or call */
   uint64_t last_ms;         /* last reset, step or tool call */
+  uint64_t t0_us;           /* when the call's message arrived */
+  unsigned owner;           /* a proxy: 1 + the owning worker; 0: ours */
+  int kind;                 /* SV_SESS_* */
   int opening, busy;        /* an open or a call in flight */
   int dead;                 /* closed (or closing): no new calls */
   int in_cb, in_close;      /* inside its continuation / its close: the
                                record is freed by whoever returns last */
-  sv_done_fn done;          /* the continuation of the open or call */
   /* The continuation's context (one call at a time per session). */
   int call;                 /* LUDO__CALL_* in flight */
   ludo__http_req_t *req;    /* HTTP request to answer, or NULL */
   json_t *rpc_id;           /* JSON-RPC id of the request, or NULL */
   int rpc_ws;               /* answer JSON-RPC on ws (1: raw, 2: in an
                                OpenEnv {"type":"mcp"} frame) */
+  int route;                /* tasks.c: the Task API route it answers */
   char *pending;            /* input of a call waiting for the open */
   size_t pending_len;
-  uint64_t t0_us;           /* when the call's message arrived */
-  int route;                /* tasks.c: the Task API route it answers */
+  char id[48];
   sv_sess_t *next, *prev;   /* all sessions */
   sv_sess_t *hnext;         /* hash chain (a proxy: of the proxies) */
   /* Workers (forward.c). A proxy stands on this server for a session of
    * another worker, for one forwarded request or for the life of an
-   * attached WebSocket; it is not in the session list or count. */
-  unsigned owner;           /* a proxy: 1 + the owning worker; 0: ours */
+   * attached WebSocket; it is not in the session list or count (`owner`
+   * above: 1 + the owning worker; 0: ours). */
   int fwd_op;               /* a proxy: what it asked (SV_FWD_*) */
   int gone;                 /* a proxy: the owner dropped it already */
   uint64_t seq;             /* a proxy: its number, named by answers */

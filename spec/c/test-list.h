@@ -162,6 +162,7 @@
   X(ws_handshake_refused)                                                    \
   X(ws_masked_text)                                                          \
   X(ws_fragments_and_ping)                                                   \
+  X(ws_contexts_lent)                                                        \
   X(ws_unmasked_frame)                                                       \
   X(ws_invalid_utf8)                                                         \
   X(ws_message_too_big)                                                      \

@@ -331,6 +331,75 @@ TEST_IMPL(ws_fragments_and_ping) {
   net_core_free(&core);
 }
 
+/* Two WebSockets on one thread, their bytes fed in turns, one at a time
+ * or a whole script at once: a server WebSocket holds a wslay context only
+ * while a frame or fragmented message of its is incomplete, and gives it
+ * back between messages (to be lent to the other); what each receives is
+ * its own. The script has a fragmented message with a ping inside, a
+ * 16-bit and a 64-bit payload length, and two messages in one read. */
+TEST_IMPL(ws_contexts_lent) {
+  enum { BIG = 70000 };
+  ludo__core_t core;
+  char *script = malloc(BIG + 512), *big = malloc(BIG);
+  size_t n = 0, half, i;
+  int pass;
+  ASSERT_NOT_NULL(script);
+  ASSERT_NOT_NULL(big);
+  memset(big, 'b', BIG);
+  net_core_init(&core);
+  n += net_client_frame(script + n, 0, 1, "Hel", 3);
+  half = n; /* one frame of a fragmented message */
+  n += net_client_frame(script + n, 1, 9, "p1", 2);
+  n += net_client_frame(script + n, 1, 0, "lo", 2);
+  n += net_client_frame(script + n, 1, 2, big, 300);
+  n += net_client_frame(script + n, 1, 1, big, BIG);
+  n += net_client_frame(script + n, 1, 1, "a", 1);
+  n += net_client_frame(script + n, 1, 1, "z", 1);
+  for (pass = 0; pass < 3; pass++) {
+    mem_t m[2];
+    wsrec_t w[2];
+    int k;
+    memset(w, 0, sizeof w);
+    ws_on(&m[0], &core, &w[0]);
+    ws_on(&m[1], &core, &w[1]);
+    ASSERT_EQ(ludo__ws_holds_context(w[0].ws), 0);
+    if (pass == 0) { /* one byte each in turn */
+      for (i = 0; i < n; i++)
+        for (k = 0; k < 2; k++) {
+          mem_feed(&m[k], script + i, 1);
+          if (i + 1 == half) ASSERT_EQ(ludo__ws_holds_context(w[k].ws), 1);
+        }
+    } else if (pass == 1) { /* the fragment, then the rest */
+      for (k = 0; k < 2; k++) {
+        mem_feed(&m[k], script, half);
+        ASSERT_EQ(ludo__ws_holds_context(w[k].ws), 1);
+      }
+      for (k = 0; k < 2; k++) mem_feed(&m[k], script + half, n - half);
+    } else { /* all at once */
+      for (k = 0; k < 2; k++) mem_feed(&m[k], script, n);
+    }
+    for (k = 0; k < 2; k++) {
+      frame_t f[2];
+      ASSERT_EQ(w[k].messages, 5);
+      ASSERT_STR_EQ(w[k].last, "z");
+      ASSERT_EQ(ludo__ws_holds_context(w[k].ws), 0);
+      ASSERT_EQ(frames(&m[k], f, 2), 1); /* the pong */
+      ASSERT_EQ(f[0].opcode, 0xa);
+      ASSERT_STR_EQ(f[0].data, "p1");
+      /* A reply goes out without a context. */
+      ASSERT_OK(ludo__ws_send(w[k].ws, 0, "ok", 2));
+      ASSERT_EQ(ludo__ws_holds_context(w[k].ws), 0);
+      ASSERT_STR_EQ(mem_take(&m[k], NULL), "\x81\x02ok");
+      ludo__net_conn_eof(&m[k].conn);
+      mem_finish(&m[k]);
+      mem_free(&m[k]);
+    }
+  }
+  free(script);
+  free(big);
+  net_core_free(&core);
+}
+
 TEST_IMPL(ws_unmasked_frame) {
   ludo__core_t core;
   mem_t m;
