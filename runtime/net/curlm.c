@@ -44,8 +44,9 @@ struct ludo__curlm_s {
   sock_t *socks;               /* sockets with a poll handle */
   sock_t **byfd;               /* the same, by descriptor */
   size_t nbyfd;
-  CURL *idle[LUDO__CURLM_IDLE]; /* easy handles to reuse */
-  int nidle;
+  CURL **idle;                 /* easy handles to reuse */
+  size_t nidle, idle_cap;
+  size_t running, peak;        /* transfers running now, at most */
   int open_handles;            /* our uv handles not yet closed */
   int closing;
   void *slot;                  /* see ludo__curlm_slot */
@@ -69,6 +70,7 @@ static void free_if_done(ludo__curlm_t *m) {
   if (m->closing && m->open_handles == 0) {
     ludo__core_t *core = m->core;
     if (m->byfd) ludo__free(&core->heap, m->byfd, m->nbyfd * sizeof *m->byfd);
+    if (m->idle) ludo__free(&core->heap, m->idle, m->idle_cap * sizeof *m->idle);
     ludo__free(&core->heap, m, sizeof *m);
   }
 }
@@ -127,6 +129,7 @@ static void sock_drop(ludo__curlm_t *m, sock_t *s) {
 /* ---- finished transfers ------------------------------------------------ */
 
 static void unlink_xfer(ludo__curlm_t *m, ludo__curlm_xfer_t *x) {
+  m->running--;
   if (x->prev)
     x->prev->next = x->next;
   else
@@ -315,8 +318,28 @@ CURL *ludo__curlm_easy(ludo__curlm_t *m) {
   return m->nidle > 0 ? m->idle[--m->nidle] : curl_easy_init();
 }
 
+/* Room in the pool for one more handle: it keeps as many as the most
+ * transfers that ran at once. A smaller pool, under a thousand requests
+ * finishing before their sessions start the next ones, freed handles
+ * that curl_easy_init made again a moment later (with curl's 16 KiB
+ * buffer each time). */
+static int idle_room(ludo__curlm_t *m) {
+  size_t want;
+  CURL **t;
+  if (m->multi == NULL || m->nidle >= m->peak) return 0;
+  if (m->nidle < m->idle_cap) return 1;
+  want = m->idle_cap ? 2 * m->idle_cap : 16;
+  if (want > m->peak) want = m->peak;
+  t = ludo__realloc(&m->core->heap, m->idle, m->idle_cap * sizeof *t,
+                    want * sizeof *t);
+  if (t == NULL) return 0;
+  m->idle = t;
+  m->idle_cap = want;
+  return 1;
+}
+
 void ludo__curlm_easy_release(ludo__curlm_t *m, CURL *easy) {
-  if (m->nidle < LUDO__CURLM_IDLE && m->multi != NULL) {
+  if (idle_room(m)) {
     curl_easy_reset(easy);
     m->idle[m->nidle++] = easy;
   } else {
@@ -335,6 +358,10 @@ int ludo__curlm_add(ludo__curlm_t *m, ludo__curlm_xfer_t *x,
   curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, m);
   if (curl_multi_add_handle(m->multi, x->easy) != CURLM_OK)
     return LUDO_ENOMEM;
+  if (++m->running > m->peak) {
+    m->peak = m->running;
+    curl_multi_setopt(m->multi, CURLMOPT_MAXCONNECTS, (long)m->peak);
+  }
   x->prev = NULL;
   x->next = m->xfers;
   if (m->xfers) m->xfers->prev = x;

@@ -47,9 +47,8 @@ int ludo__curlm_add(ludo__curlm_t *m, ludo__curlm_xfer_t *x,
 /* Takes out a transfer that has not ended; `done` will not run. */
 void ludo__curlm_remove(ludo__curlm_t *m, ludo__curlm_xfer_t *x);
 
-/* Easy handles kept for reuse (curl_easy_reset) per multi handle. */
-#define LUDO__CURLM_IDLE 256
-
+/* Easy handles are kept for reuse (curl_easy_reset) per multi handle: as
+ * many as the most transfers that ran at once. */
 /* An easy handle: a reused one (options reset) or a new one; NULL when
  * out of memory. Give it back with ludo__curlm_easy_release, once out of
  * the multi handle. */

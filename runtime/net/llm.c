@@ -459,6 +459,16 @@ static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
     fail_attempt(call, rc);
 }
 
+/* The first size of the reply's buffer: its Content-Length when the
+ * server sent one (one allocation, no copying), else 1 KiB. */
+static size_t first_cap(ludo__llm_call_t *call) {
+  curl_off_t cl = -1;
+  curl_easy_getinfo(call->x.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+  if (cl > 0 && (uint64_t)cl < call->c->cfg.max_response_bytes)
+    return (size_t)cl + 1;
+  return 1024;
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   ludo__llm_call_t *call = ud;
   ludo__alloc_t *h = &call->c->core->heap;
@@ -469,7 +479,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   }
   if (want > call->resp_cap) {
     char *r;
-    cap = call->resp_cap ? call->resp_cap : 4096;
+    cap = call->resp_cap ? call->resp_cap : first_cap(call);
     while (cap < want) cap *= 2;
     r = ludo__realloc(h, call->resp, call->resp_cap, cap);
     if (r == NULL) return 0;
