@@ -28,6 +28,7 @@ typedef struct ludo__curlm_xfer_s {
   CURL *easy;
   ludo__curlm_done_fn done;
   void *ud;
+  struct ludo__curlm_lane_s *lane; /* the multi handle it runs on */
   struct ludo__curlm_xfer_s *next, *prev;
 } ludo__curlm_xfer_t;
 
