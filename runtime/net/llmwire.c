@@ -53,9 +53,19 @@ static int put_str(ludo__buf_t *b, const char *s, size_t len) {
   return ludo__buf_addc(b, '"');
 }
 
-/* Appends ",\"key\":" (no comma for the first member). */
+/* Appends ",\"key\":" (no comma for the first member; `key` needs no
+ * escaping). */
 static int put_key(ludo__buf_t *b, const char *key, int first) {
-  return ludo__buf_printf(b, "%s\"%s\":", first ? "" : ",", key);
+  size_t n = strlen(key);
+  if (ludo__buf_reserve(b, n + 4) != 0) return -1;
+  if (!first) b->p[b->len++] = ',';
+  b->p[b->len++] = '"';
+  memcpy(b->p + b->len, key, n);
+  b->len += n;
+  b->p[b->len++] = '"';
+  b->p[b->len++] = ':';
+  b->p[b->len] = '\0';
+  return 0;
 }
 
 /* A double as JSON: the shortest of %.15g / %.17g that reads back the
@@ -69,9 +79,10 @@ static int put_real(ludo__buf_t *b, double v) {
 }
 
 static int put_message(ludo__buf_t *b, const ludo__llm_msg_t *m, int first) {
-  if (ludo__buf_printf(b, "%s{\"role\":", first ? "" : ",") != 0 ||
+  if ((!first && ludo__buf_addc(b, ',') != 0) ||
+      ludo__buf_addc(b, '{') != 0 || put_key(b, "role", 1) != 0 ||
       put_str(b, m->role, strlen(m->role)) != 0 ||
-      ludo__buf_adds(b, ",\"content\":") != 0 ||
+      put_key(b, "content", 0) != 0 ||
       put_str(b, m->content, m->content_len) != 0)
     return -1;
   return ludo__buf_addc(b, '}');
