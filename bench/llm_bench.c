@@ -1,7 +1,8 @@
 /* llm_bench.c - the figure of ludo.llm: C concurrent LLM requests in
  * flight on one loop against a mock LLM server answering after a
- * scripted delay D. C sessions of bench/envs/llm each make R/C chat calls in a row (ludo_session_step_async on all of them,
- * then ludo_runtime_run), so C requests are in flight until the end.
+ * scripted delay D. C sessions of bench/envs/llm each make R/C chat
+ * calls in a row (ludo_session_step_async on all of them, then
+ * ludo_runtime_run), so C requests are in flight until the end.
  *
  *   wall / ideal    wall time over R / C x D, the time the requests take
  *                   if ludo added nothing (target <= 1.3)
