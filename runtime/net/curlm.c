@@ -95,7 +95,8 @@ static void free_if_done(ludo__curlm_t *m) {
   if (m->closing && m->open_handles == 0) {
     ludo__core_t *core = m->core;
     if (m->byfd) ludo__free(&core->heap, m->byfd, m->nbyfd * sizeof *m->byfd);
-    if (m->idle) ludo__free(&core->heap, m->idle, m->idle_cap * sizeof *m->idle);
+    if (m->idle)
+      ludo__free(&core->heap, m->idle, m->idle_cap * sizeof *m->idle);
     if (m->lanes)
       ludo__free(&core->heap, m->lanes, m->lanes_cap * sizeof *m->lanes);
     ludo__free(&core->heap, m, sizeof *m);
