@@ -1,8 +1,8 @@
 /* llm_bench.c - the figure of ludo.llm: C concurrent LLM requests in
- * flight on one loop against the mock LLM server (spec/llm/mock_llm.js)
- * answering after a scripted delay D. C sessions of bench/envs/llm each
- * make R/C chat calls in a row (ludo_session_step_async on all of them,
- * then ludo_runtime_run), so C requests are in flight until the end.
+ * flight on one loop against a mock LLM server answering after a
+ * scripted delay D. C sessions of bench/envs/llm each make R/C chat
+ * calls in a row (ludo_session_step_async on all of them, then
+ * ludo_runtime_run), so C requests are in flight until the end.
  *
  *   wall / ideal    wall time over R / C x D, the time the requests take
  *                   if ludo added nothing (target <= 1.3)
@@ -16,8 +16,14 @@
  * A first, untimed round (one call per session) opens the connections;
  * the timed round reuses them (keep-alive), as a long eval does.
  *
- * usage: build/ludo-llm-bench [requests [concurrency [delay_ms]]]
- *        (run from the repo root; default 10000 1000 50) */
+ * The mock is the Node one of the tests (spec/llm/mock_llm.js), or with
+ * "c" the bench-only C one (bench/llm_mock.c, build/ludo-llm-mock): Node
+ * needs 150-300 us of CPU per request, more than a core at 20,000
+ * requests/s, and on a 2-core machine the wall time then measures the
+ * mock as much as ludo.
+ *
+ * usage: build/ludo-llm-bench [requests [concurrency [delay_ms [c|node]]]]
+ *        (run from the repo root; default 10000 1000 50 node) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,9 +75,18 @@ static void report(int n, int c, int delay, double wall, double ideal,
   bench_print_table(r, 3);
 }
 
-/* Starts the mock with a script of `delay_ms`; reads its port. */
-static void mock_start(mock_t *m, int delay_ms) {
-  char script[128];
+/* Starts the mock answering "ok" after `delay_ms`: the C one (next to
+ * this executable: argv0's folder) or the Node one with that script. */
+static void mock_start(mock_t *m, int delay_ms, int use_c, const char *argv0) {
+  char script[128], exe[4096];
+  const char *slash = strrchr(argv0, '/');
+  if (use_c) {
+    snprintf(exe, sizeof exe, "%.*s/ludo-llm-mock",
+             slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
+    if (mockllm_start_c(m, exe, delay_ms) != 0)
+      die("the C mock LLM server did not start (make build/ludo-llm-mock)");
+    return;
+  }
   snprintf(script, sizeof script,
            "{\"delay_ms\": %d, \"record\": false, \"default\": \"ok\"}",
            delay_ms);
@@ -123,6 +138,7 @@ int main(int argc, char **argv) {
   int requests = argc > 1 ? atoi(argv[1]) : 10000;
   int c = argc > 2 ? atoi(argv[2]) : 1000;
   int delay = argc > 3 ? atoi(argv[3]) : 50;
+  int use_c = argc > 4 && strcmp(argv[4], "c") == 0;
   int i, per = requests / (c > 0 ? c : 1);
   ludo_options_t o;
   ludo_runtime_t *rt;
@@ -130,10 +146,11 @@ int main(int argc, char **argv) {
   ludo_session_t **ss;
   mock_t m;
   double wall, cpu0, ideal;
-  if (c < 1 || per < 1 || delay < 1) die("usage: [requests [concurrency "
-                                         "[delay_ms]]]");
+  if (c < 1 || per < 1 || delay < 1 ||
+      (argc > 4 && !use_c && strcmp(argv[4], "node") != 0))
+    die("usage: [requests [concurrency [delay_ms [c|node]]]]");
   raise_fd_limit();
-  mock_start(&m, delay);
+  mock_start(&m, delay, use_c, argv[0]);
   ludo_options_init(&o);
   o.lua_llm = LUDO_LUA_LLM_SESSIONS;
   o.prewarm = 0;
@@ -160,6 +177,8 @@ int main(int argc, char **argv) {
   free(ss);
   ludo_env_free(env);
   ludo_runtime_free(rt);
+  printf("mock: %s\n", use_c ? "C (bench/llm_mock.c)"
+                             : "Node (spec/llm/mock_llm.js)");
   report(per * c, c, delay, wall, ideal, cpu0, mockllm_stop(&m), failed);
   return failed ? 1 : 0;
 }

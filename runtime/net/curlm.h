@@ -1,8 +1,10 @@
-/* curlm.h - libcurl's multi interface on a core's libuv loop: one CURLM
- * per core (made on first use, closed with the core by a closer), its
- * sockets watched by uv_poll handles (CURLMOPT_SOCKETFUNCTION) and its
- * timeouts by one uv_timer (CURLMOPT_TIMERFUNCTION), driven with
- * curl_multi_socket_action. No thread, nothing blocks the loop.
+/* curlm.h - libcurl's multi interface on a core's libuv loop: one
+ * ludo__curlm_t per core (made on first use, closed with the core by a
+ * closer) running transfers on lanes of CURLM handles (at most 64
+ * transfers each, see curlm.c), their sockets watched by uv_poll handles
+ * (CURLMOPT_SOCKETFUNCTION) and timeouts by a uv_timer per lane
+ * (CURLMOPT_TIMERFUNCTION), driven with curl_multi_socket_action. No
+ * thread, nothing blocks the loop.
  *
  * A transfer is an easy handle the caller set up; ludo__curlm_add runs it
  * and calls `done` once from the loop when it ends (the easy handle is
@@ -28,6 +30,7 @@ typedef struct ludo__curlm_xfer_s {
   CURL *easy;
   ludo__curlm_done_fn done;
   void *ud;
+  struct ludo__curlm_lane_s *lane; /* the multi handle it runs on */
   struct ludo__curlm_xfer_s *next, *prev;
 } ludo__curlm_xfer_t;
 
@@ -40,16 +43,16 @@ int ludo__curl_global(void);
 int ludo__curlm_get(ludo__core_t *core, ludo__curlm_t **out);
 
 /* Runs the transfer `x` (x->easy set up by the caller; CURLOPT_PRIVATE
- * and the socket callbacks are ludo's). Returns 0 or LUDO_ENOMEM (then `done` never runs). */
+ * and the socket callbacks are ludo's) on the lowest lane with room.
+ * Returns 0 or LUDO_ENOMEM (then `done` never runs). */
 int ludo__curlm_add(ludo__curlm_t *m, ludo__curlm_xfer_t *x,
                     ludo__curlm_done_fn done, void *ud);
 
 /* Takes out a transfer that has not ended; `done` will not run. */
 void ludo__curlm_remove(ludo__curlm_t *m, ludo__curlm_xfer_t *x);
 
-/* Easy handles kept for reuse (curl_easy_reset) per multi handle. */
-#define LUDO__CURLM_IDLE 256
-
+/* Easy handles are kept for reuse (curl_easy_reset) per multi handle: as
+ * many as the most transfers that ran at once. */
 /* An easy handle: a reused one (options reset) or a new one; NULL when
  * out of memory. Give it back with ludo__curlm_easy_release, once out of
  * the multi handle. */

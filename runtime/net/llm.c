@@ -19,6 +19,8 @@ struct ludo__llm_client_s {
   ludo__llm_group_t *group;
   ludo__llm_config_t cfg;       /* strings below are owned copies */
   char *url;                    /* the endpoint */
+  CURLU *uh;                    /* the same, parsed once (NULL: curl
+                                   parses c->url per request) */
   char *key;                    /* NULL when none; wiped on free */
   struct curl_slist *headers;   /* carry the key: never logged */
   int refs;                     /* the owner's and one per live call */
@@ -179,6 +181,19 @@ static int join_group(ludo__llm_client_t *c) {
   return c->group ? 0 : -1;
 }
 
+/* The endpoint parsed once for all the client's requests
+ * (CURLOPT_CURLU): a URL given as a string curl parses again for each.
+ * NULL when curl refuses it: requests then give curl the string, and the
+ * call fails with curl's words, as without this. */
+static CURLU *parse_url(const char *url) {
+  CURLU *uh = curl_url();
+  if (uh != NULL && curl_url_set(uh, CURLUPART_URL, url, 0) != CURLUE_OK) {
+    curl_url_cleanup(uh);
+    uh = NULL;
+  }
+  return uh;
+}
+
 static void client_release(ludo__llm_client_t *c) {
   ludo__alloc_t *h = &c->core->heap;
   if (--c->refs > 0) return;
@@ -189,6 +204,7 @@ static void client_release(ludo__llm_client_t *c) {
     memset(c->key, 0, n);
     ludo__free(h, c->key, n + 1);
   }
+  if (c->uh) curl_url_cleanup(c->uh);
   free_str(h, c->url);
   free_str(h, (char *)c->cfg.base_url);
   free_str(h, (char *)c->cfg.model);
@@ -219,6 +235,7 @@ int ludo__llm_client_new(ludo__core_t *core, const ludo__llm_config_t *cfg,
     client_release(c);
     return LUDO_ENOMEM;
   }
+  c->uh = parse_url(c->url);
   *out = c;
   return 0;
 }
@@ -459,6 +476,16 @@ static void xfer_done(CURL *easy, CURLcode rc, void *ud) {
     fail_attempt(call, rc);
 }
 
+/* The first size of the reply's buffer: its Content-Length when the
+ * server sent one (one allocation, no copying), else 1 KiB. */
+static size_t first_cap(ludo__llm_call_t *call) {
+  curl_off_t cl = -1;
+  curl_easy_getinfo(call->x.easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+  if (cl > 0 && (uint64_t)cl < call->c->cfg.max_response_bytes)
+    return (size_t)cl + 1;
+  return 1024;
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   ludo__llm_call_t *call = ud;
   ludo__alloc_t *h = &call->c->core->heap;
@@ -469,7 +496,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   }
   if (want > call->resp_cap) {
     char *r;
-    cap = call->resp_cap ? call->resp_cap : 4096;
+    cap = call->resp_cap ? call->resp_cap : first_cap(call);
     while (cap < want) cap *= 2;
     r = ludo__realloc(h, call->resp, call->resp_cap, cap);
     if (r == NULL) return 0;
@@ -486,7 +513,10 @@ static int setup_easy(ludo__llm_call_t *call) {
   ludo__llm_client_t *c = call->c;
   CURL *e = call->x.easy = ludo__curlm_easy(c->m);
   if (e == NULL) return -1;
-  curl_easy_setopt(e, CURLOPT_URL, c->url);
+  if (c->uh)
+    curl_easy_setopt(e, CURLOPT_CURLU, c->uh);
+  else
+    curl_easy_setopt(e, CURLOPT_URL, c->url);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_POST, 1L);
   curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);

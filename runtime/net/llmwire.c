@@ -7,118 +7,190 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/jsonparse.h"
+#include "base/utf8.h"
+
 /* ---- requests ----------------------------------------------------------- */
 
-static int set_str(json_t *o, const char *k, const char *s, size_t len) {
-  json_t *v = json_stringn(s, len);
-  return v == NULL ? -1 : json_object_set_new(o, k, v);
-}
+/* The body is written straight into a buffer: a call's request is built
+ * once per call, and a jansson tree (an allocation per value, a hash
+ * table per object) cost several times the rest of the call's work. */
 
-static json_t *message(const char *role, const char *s, size_t len) {
-  json_t *m = json_object();
-  if (m == NULL || set_str(m, "role", role, strlen(role)) != 0 ||
-      set_str(m, "content", s, len) != 0) {
-    json_decref(m);
-    return NULL;
-  }
-  return m;
-}
+static const char HEX[] = "0123456789abcdef";
 
-static json_t *stop_list(const ludo__llm_params_t *p) {
-  json_t *a = json_array();
-  size_t i;
-  for (i = 0; a != NULL && i < p->nstop; i++)
-    if (json_array_append_new(a, json_string(p->stop[i])) != 0) {
-      json_decref(a);
-      return NULL;
+/* Appends `s` as a JSON string. -1: out of memory, or not UTF-8. */
+static int put_str(ludo__buf_t *b, const char *s, size_t len) {
+  size_t i, run = 0;
+  if (ludo__utf8_check(s, len) != len || ludo__buf_reserve(b, len + 2) != 0)
+    return -1;
+  b->p[b->len++] = '"';
+  for (i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)s[i];
+    char esc[6] = {'\\', 0, 0, 0, 0, 0};
+    size_t n = 2;
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (ludo__buf_add(b, s + run, i - run) != 0) return -1;
+    run = i + 1;
+    switch (c) {
+    case '"': esc[1] = '"'; break;
+    case '\\': esc[1] = '\\'; break;
+    case '\b': esc[1] = 'b'; break;
+    case '\f': esc[1] = 'f'; break;
+    case '\n': esc[1] = 'n'; break;
+    case '\r': esc[1] = 'r'; break;
+    case '\t': esc[1] = 't'; break;
+    default:
+      memcpy(esc + 1, "u00", 3);
+      esc[4] = HEX[c >> 4];
+      esc[5] = HEX[c & 15];
+      n = 6;
     }
-  return a;
+    if (ludo__buf_add(b, esc, n) != 0) return -1;
+  }
+  if (ludo__buf_add(b, s + run, len - run) != 0) return -1;
+  return ludo__buf_addc(b, '"');
 }
 
-/* Appends the system messages' text to *sys (Anthropic's top-level
- * "system"), joined by blank lines. */
-static int add_system(json_t **sys, const ludo__llm_msg_t *m) {
-  json_t *s;
-  if (*sys == NULL) {
-    *sys = json_stringn(m->content, m->content_len);
-    return *sys == NULL ? -1 : 0;
-  }
-  {
-    size_t a = json_string_length(*sys), n = a + 2 + m->content_len;
-    char *buf = malloc(n);
-    if (buf == NULL) return -1;
-    memcpy(buf, json_string_value(*sys), a);
-    memcpy(buf + a, "\n\n", 2);
-    memcpy(buf + a + 2, m->content, m->content_len);
-    s = json_stringn(buf, n);
-    free(buf);
-  }
-  if (s == NULL) return -1;
-  json_decref(*sys);
-  *sys = s;
+/* Appends ",\"key\":" (no comma for the first member; `key` needs no
+ * escaping). */
+static int put_key(ludo__buf_t *b, const char *key, int first) {
+  size_t n = strlen(key);
+  if (ludo__buf_reserve(b, n + 4) != 0) return -1;
+  if (!first) b->p[b->len++] = ',';
+  b->p[b->len++] = '"';
+  memcpy(b->p + b->len, key, n);
+  b->len += n;
+  b->p[b->len++] = '"';
+  b->p[b->len++] = ':';
+  b->p[b->len] = '\0';
   return 0;
 }
 
-static int add_messages(json_t *body, int api, const ludo__llm_msg_t *msgs,
-                        size_t n) {
-  json_t *a = json_array(), *sys = NULL;
-  size_t i;
-  if (a == NULL || json_object_set_new(body, "messages", a) != 0) return -1;
-  for (i = 0; i < n; i++) {
-    if (api == LUDO__LLM_ANTHROPIC && strcmp(msgs[i].role, "system") == 0) {
-      if (add_system(&sys, &msgs[i]) != 0) return -1;
-      continue;
-    }
-    if (json_array_append_new(a, message(msgs[i].role, msgs[i].content,
-                                         msgs[i].content_len)) != 0)
-      return -1;
-  }
-  return sys == NULL ? 0 : json_object_set_new(body, "system", sys);
+/* A double as JSON: the shortest of %.15g / %.17g that reads back the
+ * same, with ".0" when it would read as an integer. */
+static int put_real(ludo__buf_t *b, double v) {
+  char t[40];
+  snprintf(t, sizeof t, "%.15g", v);
+  if (strtod(t, NULL) != v) snprintf(t, sizeof t, "%.17g", v);
+  if (strpbrk(t, ".eE") == NULL) strcat(t, ".0");
+  return ludo__buf_adds(b, t);
 }
 
-static int add_params(json_t *body, int api, const ludo__llm_params_t *p) {
+static int put_message(ludo__buf_t *b, const ludo__llm_msg_t *m, int first) {
+  if ((!first && ludo__buf_addc(b, ',') != 0) ||
+      ludo__buf_addc(b, '{') != 0 || put_key(b, "role", 1) != 0 ||
+      put_str(b, m->role, strlen(m->role)) != 0 ||
+      put_key(b, "content", 0) != 0 ||
+      put_str(b, m->content, m->content_len) != 0)
+    return -1;
+  return ludo__buf_addc(b, '}');
+}
+
+/* Anthropic's top-level "system": the system messages' text, joined by
+ * blank lines (nothing when there is none). */
+static int put_system(ludo__buf_t *b, const ludo__llm_msg_t *msgs, size_t n) {
+  ludo__buf_t sys;
+  size_t i;
+  int rc = 0, any = 0;
+  ludo__buf_init(&sys, ludo__alloc_default, NULL);
+  for (i = 0; i < n && rc == 0; i++) {
+    if (strcmp(msgs[i].role, "system") != 0) continue;
+    if (any) rc = ludo__buf_add(&sys, "\n\n", 2);
+    if (rc == 0) rc = ludo__buf_add(&sys, msgs[i].content, msgs[i].content_len);
+    any = 1;
+  }
+  if (rc == 0 && any)
+    rc = put_key(b, "system", 0) != 0 || put_str(b, sys.p, sys.len) != 0;
+  ludo__buf_free(&sys);
+  return rc ? -1 : 0;
+}
+
+static int put_messages(ludo__buf_t *b, int api, const ludo__llm_msg_t *msgs,
+                        size_t n) {
+  size_t i;
+  int first = 1;
+  if (put_key(b, "messages", 0) != 0 || ludo__buf_addc(b, '[') != 0)
+    return -1;
+  for (i = 0; i < n; i++) {
+    if (api == LUDO__LLM_ANTHROPIC && strcmp(msgs[i].role, "system") == 0)
+      continue;
+    if (put_message(b, &msgs[i], first) != 0) return -1;
+    first = 0;
+  }
+  if (ludo__buf_addc(b, ']') != 0) return -1;
+  return api == LUDO__LLM_ANTHROPIC ? put_system(b, msgs, n) : 0;
+}
+
+static int put_params(ludo__buf_t *b, int api, const ludo__llm_params_t *p) {
   long max = p->max_tokens;
+  size_t i;
   if (max == 0 && api == LUDO__LLM_ANTHROPIC)
     max = LUDO__LLM_ANTHROPIC_MAX_TOKENS;
-  if (p->has_temperature &&
-      json_object_set_new(body, "temperature", json_real(p->temperature)))
+  if (p->has_temperature && (put_key(b, "temperature", 0) != 0 ||
+                             put_real(b, p->temperature) != 0))
     return -1;
-  if (max > 0 && json_object_set_new(body, "max_tokens", json_integer(max)))
+  if (max > 0 && ludo__buf_printf(b, ",\"max_tokens\":%ld", max) != 0)
     return -1;
-  if (p->nstop > 0 &&
-      json_object_set_new(body, api == LUDO__LLM_ANTHROPIC ? "stop_sequences"
-                                                           : "stop",
-                          stop_list(p)) != 0)
+  if (p->nstop == 0) return 0;
+  if (put_key(b, api == LUDO__LLM_ANTHROPIC ? "stop_sequences" : "stop",
+              0) != 0 || ludo__buf_addc(b, '[') != 0)
     return -1;
-  return 0;
+  for (i = 0; i < p->nstop; i++)
+    if ((i > 0 && ludo__buf_addc(b, ',') != 0) ||
+        put_str(b, p->stop[i], strlen(p->stop[i])) != 0)
+      return -1;
+  return ludo__buf_addc(b, ']');
 }
 
 char *ludo__llm_body(int api, const char *model, const ludo__llm_params_t *p,
                      const ludo__llm_msg_t *msgs, size_t n, size_t *len,
                      char *err, size_t errlen) {
-  json_t *body = json_object();
-  char *text = NULL;
-  if (body != NULL && set_str(body, "model", model, strlen(model)) == 0 &&
-      add_messages(body, api, msgs, n) == 0 && add_params(body, api, p) == 0)
-    text = json_dumps(body, JSON_COMPACT);
-  json_decref(body);
-  if (text == NULL) {
+  ludo__buf_t b;
+  ludo__buf_init(&b, ludo__alloc_default, NULL);
+  if (ludo__buf_reserve(&b, 256) != 0 || ludo__buf_addc(&b, '{') != 0 ||
+      put_key(&b, "model", 1) != 0 || put_str(&b, model, strlen(model)) != 0 ||
+      put_messages(&b, api, msgs, n) != 0 || put_params(&b, api, p) != 0 ||
+      ludo__buf_addc(&b, '}') != 0) {
+    ludo__buf_free(&b);
     snprintf(err, errlen, "cannot build the request (out of memory, or a "
              "message or stop sequence is not valid UTF-8)");
     return NULL;
   }
-  *len = strlen(text);
-  return text;
+  *len = b.len;
+  return b.p; /* malloc'd: ludo__alloc_default is realloc/free */
 }
 
 /* ---- replies ------------------------------------------------------------ */
 
-static uint64_t count(json_t *usage, const char *k) {
-  json_t *v = json_object_get(usage, k);
-  return json_is_integer(v) && json_integer_value(v) > 0
-             ? (uint64_t)json_integer_value(v)
-             : 0;
-}
+/* A reply is read with the strict SAX parser (base/jsonparse.h): no tree,
+ * only the few members wanted are kept, by where they are. As a decoder
+ * keeps the last of repeated keys, a key read again resets what its
+ * earlier value gave. */
+
+/* What the container at a depth is. */
+enum { C_OTHER, C_ROOT, C_CHOICES, C_CHOICE0, C_MESSAGE, C_USAGE, C_BLOCKS,
+       C_BLOCK };
+/* What the value after the last key (or an array's element) is. */
+enum { V_NONE, V_CHOICES, V_CHOICE0, V_MESSAGE, V_CONTENT, V_FINISH,
+       V_USAGE, V_PROMPT, V_COMPLETION, V_BLOCKS, V_BLOCK, V_TEXT, V_TYPE };
+
+#define RD_DEPTH 8
+
+typedef struct {
+  int api, depth;               /* containers open */
+  unsigned char ctx[RD_DEPTH];  /* of each open container (deeper: other) */
+  size_t index[RD_DEPTH];       /* elements of an open array so far */
+  int next;                     /* V_*: meaning of the coming value */
+  ludo__buf_t text, scratch;    /* the reply's text; unescaping */
+  int has_text;                 /* OpenAI: message.content read */
+  int has_blocks;               /* Anthropic: content[] read */
+  size_t block_at;              /* Anthropic: where this block's text went */
+  int block_text, block_type_ok;
+  char *finish;
+  uint64_t prompt, completion;
+} rd_t;
 
 static char *dup_n(const char *s, size_t n) {
   char *d = malloc(n + 1);
@@ -128,77 +200,222 @@ static char *dup_n(const char *s, size_t n) {
   return d;
 }
 
-static char *dup_str(json_t *v) {
-  return json_is_string(v)
-             ? dup_n(json_string_value(v), json_string_length(v))
-             : NULL;
+static int key_is(const char *k, size_t n, const char *want) {
+  return strlen(want) == n && memcmp(k, want, n) == 0;
 }
 
-/* OpenAI: choices[0].message.content (null reads as ""). */
-static int parse_openai(json_t *root, ludo__llm_reply_t *r) {
-  json_t *c0 = json_array_get(json_object_get(root, "choices"), 0);
-  json_t *msg = json_object_get(c0, "message");
-  json_t *content = json_object_get(msg, "content");
-  json_t *usage = json_object_get(root, "usage");
-  if (!json_is_object(msg) || !(json_is_string(content) ||
-                                json_is_null(content)))
-    return -1;
-  r->text = json_is_string(content) ? dup_str(content) : dup_n("", 0);
-  r->text_len = json_is_string(content) ? json_string_length(content) : 0;
-  r->finish = dup_str(json_object_get(c0, "finish_reason"));
-  r->prompt_tokens = count(usage, "prompt_tokens");
-  r->completion_tokens = count(usage, "completion_tokens");
-  return r->text == NULL ? -1 : 0;
+/* A key read again: what its earlier value gave goes (a decoder keeps the
+ * last of repeated keys). */
+static void forget(rd_t *r) {
+  switch (r->next) {
+  case V_CHOICES:
+    free(r->finish);
+    r->finish = NULL;
+    r->has_text = 0;
+    ludo__buf_reset(&r->text);
+    break;
+  case V_MESSAGE: case V_CONTENT:
+    r->has_text = 0;
+    ludo__buf_reset(&r->text);
+    break;
+  case V_BLOCKS:
+    r->has_blocks = 0;
+    ludo__buf_reset(&r->text);
+    break;
+  case V_FINISH:
+    free(r->finish);
+    r->finish = NULL;
+    break;
+  case V_USAGE: r->prompt = r->completion = 0; break;
+  case V_PROMPT: r->prompt = 0; break;
+  case V_COMPLETION: r->completion = 0; break;
+  case V_TEXT:
+    r->block_text = 0;
+    r->text.len = r->block_at;
+    break;
+  case V_TYPE: r->block_type_ok = 1; break;
+  default: break;
+  }
 }
 
-/* Anthropic: the text blocks of content[], joined. */
-static int parse_anthropic(json_t *root, ludo__llm_reply_t *r) {
-  json_t *content = json_object_get(root, "content"), *b;
-  json_t *usage = json_object_get(root, "usage");
-  size_t i, n = 0;
-  if (!json_is_array(content)) return -1;
-  json_array_foreach(content, i, b) {
-    json_t *t = json_object_get(b, "text");
-    if (json_is_string(t)) n += json_string_length(t);
+/* The meaning of the value after key `k` in the current object. */
+static int r_key(void *ud, const char *k, size_t n) {
+  rd_t *r = ud;
+  int c = r->depth > 0 && r->depth <= RD_DEPTH ? r->ctx[r->depth - 1]
+                                                : C_OTHER;
+  int anth = r->api == LUDO__LLM_ANTHROPIC;
+  r->next = V_NONE;
+  if (c == C_ROOT) {
+    if (key_is(k, n, "usage")) r->next = V_USAGE;
+    else if (!anth && key_is(k, n, "choices")) r->next = V_CHOICES;
+    else if (anth && key_is(k, n, "content")) r->next = V_BLOCKS;
+    else if (anth && key_is(k, n, "stop_reason")) r->next = V_FINISH;
+  } else if (c == C_CHOICE0) {
+    if (key_is(k, n, "message")) r->next = V_MESSAGE;
+    else if (key_is(k, n, "finish_reason")) r->next = V_FINISH;
+  } else if (c == C_MESSAGE) {
+    if (key_is(k, n, "content")) r->next = V_CONTENT;
+  } else if (c == C_USAGE) {
+    if (key_is(k, n, anth ? "input_tokens" : "prompt_tokens"))
+      r->next = V_PROMPT;
+    else if (key_is(k, n, anth ? "output_tokens" : "completion_tokens"))
+      r->next = V_COMPLETION;
+  } else if (c == C_BLOCK) {
+    if (key_is(k, n, "text")) r->next = V_TEXT;
+    else if (key_is(k, n, "type")) r->next = V_TYPE;
   }
-  if ((r->text = malloc(n + 1)) == NULL) return -1;
-  n = 0;
-  json_array_foreach(content, i, b) {
-    json_t *t = json_object_get(b, "text");
-    const char *type = json_string_value(json_object_get(b, "type"));
-    if (!json_is_string(t) || (type && strcmp(type, "text") != 0)) continue;
-    memcpy(r->text + n, json_string_value(t), json_string_length(t));
-    n += json_string_length(t);
+  forget(r);
+  return 0;
+}
+
+/* Every value starts here: an array's element gets its meaning. */
+static int value(rd_t *r) {
+  if (r->depth == 0 || r->depth > RD_DEPTH) return V_NONE;
+  switch (r->ctx[r->depth - 1]) {
+  case C_CHOICES:
+    return r->index[r->depth - 1]++ == 0 ? V_CHOICE0 : V_NONE;
+  case C_BLOCKS: return V_BLOCK;
+  case C_OTHER: case C_ROOT: case C_CHOICE0: case C_MESSAGE: case C_USAGE:
+  case C_BLOCK: break;
   }
-  r->text[n] = '\0';
-  r->text_len = n;
-  r->finish = dup_str(json_object_get(root, "stop_reason"));
-  r->prompt_tokens = count(usage, "input_tokens");
-  r->completion_tokens = count(usage, "output_tokens");
+  return r->next;
+}
+
+static int open_ctx(rd_t *r, int is_object) {
+  int v = value(r), c = C_OTHER;
+  r->next = V_NONE;
+  if (r->depth == 0 && is_object) c = C_ROOT;
+  else if (v == V_CHOICES && !is_object) c = C_CHOICES;
+  else if (v == V_CHOICE0 && is_object) c = C_CHOICE0;
+  else if (v == V_MESSAGE && is_object) c = C_MESSAGE;
+  else if (v == V_USAGE && is_object) c = C_USAGE;
+  else if (v == V_BLOCKS && !is_object) c = C_BLOCKS, r->has_blocks = 1;
+  else if (v == V_BLOCK && is_object) {
+    c = C_BLOCK;
+    r->block_at = r->text.len;
+    r->block_text = 0;
+    r->block_type_ok = 1;
+  }
+  if (r->depth < RD_DEPTH) {
+    r->ctx[r->depth] = (unsigned char)c;
+    r->index[r->depth] = 0;
+  }
+  r->depth++;
+  return 0;
+}
+
+static int r_begin_object(void *ud) { return open_ctx(ud, 1); }
+static int r_begin_array(void *ud) { return open_ctx(ud, 0); }
+
+static int r_end(void *ud) {
+  rd_t *r = ud;
+  r->depth--;
+  if (r->depth < RD_DEPTH && r->ctx[r->depth] == C_BLOCK &&
+      !(r->block_text && r->block_type_ok))
+    r->text.len = r->block_at; /* not a text block: its text goes */
+  r->next = V_NONE;
+  return 0;
+}
+
+static int r_string(void *ud, const char *s, size_t n) {
+  rd_t *r = ud;
+  int v = value(r);
+  r->next = V_NONE;
+  if (v == V_CONTENT || v == V_TEXT) {
+    if (ludo__buf_add(&r->text, s, n) != 0) return LUDO_ENOMEM;
+    if (v == V_CONTENT) r->has_text = 1;
+    else r->block_text = 1;
+  } else if (v == V_FINISH) {
+    if ((r->finish = dup_n(s, n)) == NULL) return LUDO_ENOMEM;
+  } else if (v == V_TYPE) {
+    r->block_type_ok = key_is(s, n, "text");
+  }
+  return 0;
+}
+
+static int r_null(void *ud) {
+  rd_t *r = ud;
+  if (value(r) == V_CONTENT) r->has_text = 1; /* null content reads as "" */
+  r->next = V_NONE;
+  return 0;
+}
+
+static int r_integer(void *ud, int64_t v) {
+  rd_t *r = ud;
+  int what = value(r);
+  r->next = V_NONE;
+  if (what == V_PROMPT) r->prompt = v > 0 ? (uint64_t)v : 0;
+  if (what == V_COMPLETION) r->completion = v > 0 ? (uint64_t)v : 0;
+  return 0;
+}
+
+static int r_other(rd_t *r) {
+  value(r); /* counts an array's element */
+  r->next = V_NONE;
+  return 0;
+}
+
+static int r_bool(void *ud, int v) {
+  (void)v;
+  return r_other(ud);
+}
+
+static int r_real(void *ud, double v) {
+  (void)v;
+  return r_other(ud);
+}
+
+static char *r_scratch(void *ud, size_t n) {
+  rd_t *r = ud;
+  ludo__buf_reset(&r->scratch);
+  return ludo__buf_reserve(&r->scratch, n) == 0 ? r->scratch.p : NULL;
+}
+
+static const ludo__jsonparse_cb_t READER = {
+    r_null, r_bool, r_integer, r_real, r_string, r_key, r_begin_object,
+    r_end, r_begin_array, r_end, r_scratch, NULL, NULL, NULL};
+
+/* Hands what `rd` read to *r (0), or -1 when the wanted member is
+ * missing. */
+static int take(rd_t *rd, ludo__llm_reply_t *r) {
+  int ok = rd->api == LUDO__LLM_ANTHROPIC ? rd->has_blocks : rd->has_text;
+  if (!ok) return -1;
+  if (ludo__buf_reserve(&rd->text, 0) != 0) return -1; /* p for "" */
+  r->text = rd->text.p;
+  r->text_len = rd->text.len;
+  r->finish = rd->finish;
+  r->prompt_tokens = rd->prompt;
+  r->completion_tokens = rd->completion;
+  ludo__buf_init(&rd->text, ludo__alloc_default, NULL);
+  rd->finish = NULL;
   return 0;
 }
 
 int ludo__llm_parse(int api, const char *body, size_t len,
                     ludo__llm_reply_t *r, char *err, size_t errlen) {
-  json_error_t je;
-  json_t *root = json_loadb(body, len, 0, &je);
+  rd_t rd;
+  ludo__jsonparse_err_t je;
   int rc;
   memset(r, 0, sizeof *r);
-  if (root == NULL) {
-    snprintf(err, errlen, "malformed reply (not JSON: %s at byte %d)",
-             je.text, je.position);
-    return -1;
-  }
-  rc = api == LUDO__LLM_ANTHROPIC ? parse_anthropic(root, r)
-                                  : parse_openai(root, r);
-  json_decref(root);
-  if (rc != 0) {
-    ludo__llm_reply_free(r);
+  memset(&rd, 0, sizeof rd);
+  rd.api = api;
+  ludo__buf_init(&rd.text, ludo__alloc_default, NULL);
+  ludo__buf_init(&rd.scratch, ludo__alloc_default, NULL);
+  rc = ludo__jsonparse_run(body, len, LUDO__JSONPARSE_MAXDEPTH, &READER, &rd,
+                           &je);
+  if (rc == LUDO_ENOMEM)
+    snprintf(err, errlen, "malformed reply (out of memory reading it)");
+  else if (rc != 0)
+    snprintf(err, errlen, "malformed reply (not JSON: %s at byte %zu)",
+             je.msg, je.offset);
+  else if ((rc = take(&rd, r)) != 0)
     snprintf(err, errlen, "malformed reply (no %s)",
              api == LUDO__LLM_ANTHROPIC ? "content[] array"
                                         : "choices[0].message.content");
-  }
-  return rc;
+  ludo__buf_free(&rd.text);
+  ludo__buf_free(&rd.scratch);
+  free(rd.finish);
+  return rc == 0 ? 0 : -1;
 }
 
 void ludo__llm_reply_free(ludo__llm_reply_t *r) {

@@ -20,19 +20,19 @@ static int write_script(char *path, const char *script) {
   return ok ? 0 : -1;
 }
 
-int mockllm_start(mockllm_t *m, const char *script) {
-  char path[] = "/tmp/ludo-mock-llm-XXXXXX", line[256];
+/* Runs argv with its stdout on a pipe and reads the port from the line
+ * the mock prints once it listens. */
+static int spawn(mockllm_t *m, char *const argv[]) {
+  char line[256];
   int pfd[2], rc = -1;
   FILE *out;
-  if (write_script(path, script) != 0) return -1;
-  if (pipe(pfd) != 0) goto done;
+  if (pipe(pfd) != 0) return -1;
   m->pid = fork();
   if (m->pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM); /* goes with us, even on a failure */
     dup2(pfd[1], 1);
     close(pfd[0]);
-    execlp("node", "node", "spec/llm/mock_llm.js", "--script", path,
-           (char *)NULL);
+    execvp(argv[0], argv);
     _exit(127);
   }
   close(pfd[1]);
@@ -42,9 +42,24 @@ int mockllm_start(mockllm_t *m, const char *script) {
           1)
     rc = 0;
   if (out != NULL) fclose(out);
-done:
+  return rc;
+}
+
+int mockllm_start(mockllm_t *m, const char *script) {
+  char path[] = "/tmp/ludo-mock-llm-XXXXXX";
+  char *argv[] = {"node", "spec/llm/mock_llm.js", "--script", path, NULL};
+  int rc;
+  if (write_script(path, script) != 0) return -1;
+  rc = spawn(m, argv);
   unlink(path);
   return rc;
+}
+
+int mockllm_start_c(mockllm_t *m, const char *exe, int delay_ms) {
+  char delay[32];
+  char *argv[] = {(char *)exe, "--delay-ms", delay, NULL};
+  snprintf(delay, sizeof delay, "%d", delay_ms);
+  return spawn(m, argv);
 }
 
 double mockllm_stop(mockllm_t *m) {

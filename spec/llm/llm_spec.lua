@@ -154,6 +154,59 @@ describe("ludo.llm", function()
         rt:close()
       end)
 
+    it("escapes any text into the request and reads it back", function()
+      local text = 'q " bs \\ tab \t nl \n cr \r ctl \1\31 del \127 / '
+        .. "\u{e9} \u{6f22} \u{1f600}"
+      mock.script({ rules = { { echo = true } } })
+      local s, rt = session()
+      local r = chat(s, client_opts({ stop = { '"\\', "\n" } }), {
+        { role = "system", content = text },
+        { role = "user", content = text } })
+      assert.are.equal(text, r.text)
+      local req = mock.ctl("GET", "/_mock/requests")[1]
+      assert.are.same({ { role = "system", content = text },
+        { role = "user", content = text } }, req.body.messages)
+      assert.are.same({ '"\\', "\n" }, req.body.stop)
+      s:close()
+      rt:close()
+    end)
+
+    it("reads replies as a JSON decoder does (the last of repeated keys)",
+      function()
+        mock.script({ rules = {
+          { match = "1", body = '{"choices":[{"message":{"content":"old"}}],'
+            .. '"choices":[{"message":{"role":"assistant","content":'
+            .. '"a\\"\\u00e9\\ud83d\\ude00"},"finish_reason":"length"},'
+            .. '{"message":{"content":"second"}}],"usage":{"prompt_tokens":'
+            .. '3,"completion_tokens":2.0}}' },
+          { match = "2", body = '{"choices":[{"message":{"content":null}}]}' },
+          { match = "3", api = "anthropic", body = '{"content":[{"type":'
+            .. '"text","text":"a"},{"type":"tool_use","text":"no"},{"text":'
+            .. '"b"},{"type":"text","text":5},"x",{"type":"text","text":"c",'
+            .. '"text":"d"}],"stop_reason":"end_turn","usage":'
+            .. '{"input_tokens":4,"output_tokens":5}}' },
+          { match = "4", body = '{"choices":[{"message":{"content":"x"}}],'
+            .. '"choices":5}' } } })
+        local s, rt = session()
+        local r = chat(s, client_opts(), user("1"))
+        assert.are.equal('a"\u{e9}\u{1f600}', r.text)
+        assert.are.equal("length", r.info.finish_reason)
+        assert.are.equal(3, r.info.prompt_tokens)
+        assert.are.equal(0, r.info.completion_tokens) -- 2.0: not an integer
+        r = chat(s, client_opts(), user("2"))
+        assert.are.equal("", r.text)
+        r = chat(s, client_opts({ api = "anthropic" }), user("3"))
+        assert.are.equal("abd", r.text)
+        assert.are.equal("end_turn", r.info.finish_reason)
+        assert.are.equal(4, r.info.prompt_tokens)
+        assert.are.equal(5, r.info.completion_tokens)
+        r = chat(s, client_opts(), user("4"))
+        assert.are.equal("ELLM: 200 malformed reply (no "
+          .. "choices[0].message.content)", r.err)
+        s:close()
+        rt:close()
+      end)
+
     it("complete(prompt) sends one user message", function()
       mock.script({ rules = { { echo = true } } })
       local s, rt = session()
