@@ -1,6 +1,6 @@
 /* eval_chain.c - the floor under `ludo eval`'s step rate: the two calls
  * an eval step is made of, chained with the public API and nothing else
- * (no records, no trajectories, no result reading): the policy's act
+ * (no records, no trajectories, no result reading): the policy's action
  * (ludo.eval.policy with bench/eval/echo_policy.lua, ludo_script_call_async)
  * then the echo step (ludo_session_step_async), 16 chains on one loop.
  * bench/eval_bench.sh prints `ludo eval`'s rate against it: what the
@@ -42,12 +42,12 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   chain_t *c = ud;
   (void)sc;
-  if (status != 0 || len < 2 || len - 2 >= sizeof c->action) {
+  if (status != 0 || len >= sizeof c->action) {
     fprintf(stderr, "act: %.*s\n", (int)len, out);
     exit(1);
   }
-  memcpy(c->action, out + 1, len - 2);
-  c->alen = len - 2;
+  memcpy(c->action, out, len); /* `action` answers the action itself */
+  c->alen = len;
   if (ludo_session_step_async(c->s, c->action, c->alen, on_step, c) != 0)
     exit(1);
 }
@@ -55,7 +55,7 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
 static void act(chain_t *c, const char *result, size_t len) {
   int n = snprintf(c->args, sizeof c->args,
                    "[%.*s,{\"step\":1,\"done\":false}]", (int)len, result);
-  if (ludo_script_call_async(c->p, "act", c->args, (size_t)n, on_act, c))
+  if (ludo_script_call_async(c->p, "action", c->args, (size_t)n, on_act, c))
     exit(1);
 }
 
