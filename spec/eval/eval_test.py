@@ -264,7 +264,6 @@ def invalid_actions_are_recorded_not_fatal():
         assert bad[0]["action"] == {"message": 5}
 
 
-@test
 def lua_tostring(r):
     """What Lua's tostring says of the number %.17g writes for r."""
     if r == int(r) and abs(r) < 1e17:
