@@ -75,7 +75,8 @@ static int skip(cur_t *c) {
   return depth == 0;
 }
 
-/* A short decimal, d[.d][e[+-]d], read exactly without strtod: at most
+/* A short decimal, d[.d][e[+-]d] in JSON's grammar, read exactly without
+ * strtod (its text is then valid JSON for the same number): at most
  * 15 digits (the whole of them below 2^53) scaled by a power of ten up
  * to 22, both exact as doubles, so the one product or quotient is
  * correctly rounded, as strtod's answer is (Clinger's fast path). Returns
@@ -90,6 +91,8 @@ static int short_decimal(const char *p, const char *end, double *v,
   int digits = 0, scale = 0, neg = 0, x = 0, xneg = 0, xd = 0;
   if (p < end && *p == '-') neg = 1, p++;
   if (p >= end || *p < '0' || *p > '9') return 0;
+  if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9')
+    return 0; /* not JSON's grammar ("07"): its text is not passed on */
   for (; p < end && *p >= '0' && *p <= '9'; p++)
     if ((m = m * 10 + (*p - '0')) != 0 && ++digits > 15) return 0;
   if (p < end && *p == '.') {
@@ -126,6 +129,7 @@ static int number(cur_t *c, double *v, int *is_num, const char **text,
     c->p = f;
     return 1;
   }
+  if (text != NULL) *text = NULL;
   *v = strtod(c->p, &e);
   c->p = e;
   return 1;
