@@ -11,6 +11,14 @@
 #                       calls an eval step makes (the policy's act, the
 #                       step; bench/eval_chain.c), best of 3 each,
 #                       interleaved: what the runner itself adds
+#   eval.echo CPU/step  the same by CPU time (user + sys) per step, 3
+#                       interleaved rounds: the eval, the bare chain, the
+#                       chain with one policy state answering all 16
+#                       actions in one call per round (what batching the
+#                       slots' policy calls would give at best), against
+#                       the echo steps alone chained the same way (the
+#                       baseline): CPU time is less disturbed than wall
+#                       time by other work on a shared machine
 #   eval.resume         re-reading 100,000 results (bench/eval_resume.c);
 #                       target <= 1 s
 # usage: bench/eval_bench.sh   (make bench-eval; run from anywhere)
@@ -60,5 +68,27 @@ python3 -c "
 ev, ch = $ev, $ch
 print('eval.echo (Lua policy, @16)   %8.1fk steps/s   baseline act+step '
       'chain @16 %8.1fk/s   ratio %.2fx' % (ev / 1e3, ch / 1e3, ev / ch))"
+echo "== CPU time per step (user + sys; eval: 100,000 steps, setup and report included)"
+cpu() { # CPU seconds of one run of the command
+  python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime)' "$@"
+}
+for i in 1 2 3; do
+  st=$(cpu "$BUILD/ludo-eval-chain" 400000 steps)
+  ch=$(cpu "$BUILD/ludo-eval-chain" 400000)
+  ba=$(cpu "$BUILD/ludo-eval-chain" 400000 batch)
+  rm -rf "$tmp/out"
+  ev=$(cpu "$BUILD/ludo" eval examples/echo \
+    --policy bench/eval/echo_policy.lua --episodes 200 --max-steps 500 \
+    --seed 1 --concurrency 16 --no-trajectories --quiet --out "$tmp/out")
+  python3 -c "
+st, ch, ba, ev = $st / 4e5, $ch / 4e5, $ba / 4e5, $ev / 1e5
+print('round $i: us/step: steps %.2f  chain %.2f  batched chain %.2f  '
+      'eval %.2f   rate vs the steps alone: chain %.2fx  batched %.2fx  '
+      'eval %.2fx'
+      % (st * 1e6, ch * 1e6, ba * 1e6, ev * 1e6, st / ch, st / ba, st / ev))"
+done
 echo "== eval.resume (bench/eval_resume.c)"
 "$BUILD/ludo-eval-resume-bench" 100000

@@ -1,12 +1,25 @@
 /* eval_chain.c - the floor under `ludo eval`'s step rate: the two calls
  * an eval step is made of, chained with the public API and nothing else
- * (no records, no trajectories, no result reading): the policy's act
+ * (no records, no trajectories, no result reading): the policy's action
  * (ludo.eval.policy with bench/eval/echo_policy.lua, ludo_script_call_async)
  * then the echo step (ludo_session_step_async), 16 chains on one loop.
  * bench/eval_bench.sh prints `ludo eval`'s rate against it: what the
  * runner itself costs.
  *
- * usage: build/ludo-eval-chain [steps]   (default 2,000,000; prints steps/s) */
+ * With "batch": the chains step in rounds, and ONE policy state
+ * (bench/eval/batch_policy.lua) answers all 16 actions of a round in one
+ * call: what batching the slots' policy calls would give at best (one
+ * state, one call, one JSON framing per round), measured beside the
+ * plain chain (docs/eval.md, Figures).
+ *
+ * With "steps": the echo steps alone, each chain stepping again from its
+ * step's callback with the policy's constant action ({"message":
+ * "hello"}): ludo-bench's step.echo async @16 as a chain, the baseline
+ * eval_bench.sh times by CPU (less disturbed than wall time by other
+ * work on the machine).
+ *
+ * usage: build/ludo-eval-chain [steps [batch|steps]]
+ *        (default 2,000,000 steps; prints steps/s) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +38,14 @@ typedef struct {
 } chain_t;
 
 static long left;
+static chain_t *all;          /* batch: the chains, */
+static ludo_script_t *batch;  /* the one policy state, */
+static int stepped;           /* the steps of the round that answered */
+
+static int steps_only;        /* steps: no policy */
+static const char ECHO[] = "{\"message\":\"hello\"}";
+
+static void batch_round(void);
 
 static void act(chain_t *c, const char *result, size_t len);
 
@@ -35,19 +56,94 @@ static void on_step(ludo_session_t *s, int status, const char *data,
     fprintf(stderr, "step: %.*s\n", (int)len, data);
     exit(1);
   }
+  if (batch != NULL) {
+    chain_t *c = ud;
+    int n = snprintf(c->args, sizeof c->args, "[%.*s,{\"step\":1,"
+                     "\"done\":false}]", (int)len, data);
+    if (n < 0 || (size_t)n >= sizeof c->args) exit(1);
+    if (++stepped == CHAINS) {
+      stepped = 0;
+      if ((left -= CHAINS) > 0) batch_round();
+    }
+    return;
+  }
+  if (steps_only) {
+    chain_t *c = ud;
+    if (--left > 0 &&
+        ludo_session_step_async(c->s, ECHO, sizeof ECHO - 1, on_step, c))
+      exit(1);
+    return;
+  }
   if (--left > 0) act(ud, data, len);
+}
+
+/* The end of the JSON value at p (an action: object, array or scalar). */
+static const char *value_end(const char *p, const char *end) {
+  int depth = 0;
+  for (; p < end; p++) {
+    if (*p == '"') {
+      for (p++; p < end && *p != '"'; p++)
+        if (*p == '\\') p++;
+    } else if (*p == '{' || *p == '[') {
+      depth++;
+    } else if (*p == '}' || *p == ']') {
+      if (depth-- == 0) return p;
+    } else if (*p == ',' && depth == 0) {
+      return p;
+    }
+    if (depth == 0 && (*p == '"' || *p == '}' || *p == ']')) return p + 1;
+  }
+  return end;
+}
+
+/* A round's actions, [a1, a2, ...]: each chain steps with its own. */
+static void on_actions(ludo_script_t *sc, int status, const char *out,
+                       size_t len, void *ud) {
+  const char *p = out + 1, *end = out + len - 1, *e;
+  int i;
+  (void)sc;
+  (void)ud;
+  if (status != 0 || len < 2) {
+    fprintf(stderr, "actions: %.*s\n", (int)len, out);
+    exit(1);
+  }
+  for (i = 0; i < CHAINS; i++, p = e + 1) {
+    e = value_end(p, end);
+    if (ludo_session_step_async(all[i].s, p, (size_t)(e - p), on_step,
+                                &all[i]) != 0)
+      exit(1);
+  }
+}
+
+/* One call for the round: [[[result, context], ...]]. */
+static void batch_round(void) {
+  static char args[CHAINS * 4096 + 8];
+  size_t k = 0, n;
+  int i;
+  args[k++] = '[';
+  args[k++] = '[';
+  for (i = 0; i < CHAINS; i++) {
+    if (i > 0) args[k++] = ',';
+    n = strlen(all[i].args);
+    memcpy(args + k, all[i].args, n);
+    k += n;
+  }
+  args[k++] = ']';
+  args[k++] = ']';
+  if (ludo_script_call_async(batch, "actions", args, k, on_actions, NULL))
+    exit(1);
 }
 
 static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   chain_t *c = ud;
   (void)sc;
-  if (status != 0 || len < 2 || len - 2 >= sizeof c->action) {
+  if (status != 0 || len >= sizeof c->action) {
     fprintf(stderr, "act: %.*s\n", (int)len, out);
     exit(1);
   }
-  memcpy(c->action, out + 1, len - 2);
-  c->alen = len - 2;
+  memcpy(c->action, out, len); /* `action` answers the action itself */
+  c->alen = len;
   if (ludo_session_step_async(c->s, c->action, c->alen, on_step, c) != 0)
     exit(1);
 }
@@ -55,7 +151,7 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
 static void act(chain_t *c, const char *result, size_t len) {
   int n = snprintf(c->args, sizeof c->args,
                    "[%.*s,{\"step\":1,\"done\":false}]", (int)len, result);
-  if (ludo_script_call_async(c->p, "act", c->args, (size_t)n, on_act, c))
+  if (ludo_script_call_async(c->p, "action", c->args, (size_t)n, on_act, c))
     exit(1);
 }
 
@@ -63,6 +159,7 @@ int main(int argc, char **argv) {
   static const char init[] = "[{\"kind\":\"lua\",\"module\":\"echo_policy\"},"
                              "{\"action\":{}}]";
   long steps = argc > 1 ? atol(argv[1]) : 2000000;
+  int batched = argc > 2 && strcmp(argv[2], "batch") == 0;
   ludo_runtime_t *rt;
   ludo_env_t *env;
   chain_t c[CHAINS];
@@ -80,9 +177,27 @@ int main(int argc, char **argv) {
         ludo_script_call(c[i].p, "init", init, sizeof init - 1, &out, &n))
       return 1;
   }
+  if (batched &&
+      (ludo_script_open(rt, "batch_policy", "bench/eval", &batch) ||
+       ludo_script_call(batch, "init", init, sizeof init - 1, &out, &n)))
+    return 1;
+  all = c;
   left = steps;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (i = 0; i < CHAINS; i++) {
+  for (i = 0; i < CHAINS && batch != NULL; i++) {
+    static const char first[] = "[{\"observation\":{\"echoed_message\":"
+                                "\"\",\"message_length\":0},\"reward\":"
+                                "0.0,\"done\":false},{\"step\":1,"
+                                "\"done\":false}]";
+    memcpy(c[i].args, first, sizeof first);
+  }
+  steps_only = argc > 2 && strcmp(argv[2], "steps") == 0;
+  for (i = 0; i < CHAINS && steps_only; i++)
+    if (ludo_session_step_async(c[i].s, ECHO, sizeof ECHO - 1, on_step,
+                                &c[i]))
+      return 1;
+  if (batch != NULL) batch_round();
+  for (i = 0; i < CHAINS && batch == NULL && !steps_only; i++) {
     static const char first[] = "{\"observation\":{\"echoed_message\":"
                                 "\"\",\"message_length\":0},\"reward\":"
                                 "0.0,\"done\":false}";
@@ -93,6 +208,7 @@ int main(int argc, char **argv) {
   printf("%.0f\n", (double)(steps + CHAINS - 1) /
                        ((double)(t1.tv_sec - t0.tv_sec) +
                         (double)(t1.tv_nsec - t0.tv_nsec) / 1e9));
+  ludo_script_free(batch);
   for (i = 0; i < CHAINS; i++) {
     ludo_script_free(c[i].p);
     ludo_session_close(c[i].s);

@@ -205,6 +205,9 @@ int eval_write_file(const char *dir, const char *name, const char *text,
 typedef struct {
   double reward;
   int has_reward, done;
+  const char *reward_text;  /* the reward's text, when it is a short
+                               decimal read exactly (else NULL) */
+  size_t reward_len;
 } eval_step_t;
 
 /* Called for each rubric score: its path (not NUL-terminated) and value. */
@@ -286,6 +289,8 @@ struct eval_slot_s {
   int done, truncated, has_reward;
   int nonfinite;           /* a rubric score's sum overflowed */
   double last_reward;
+  char reward_arg[32];     /* last_reward as the policy gets it */
+  size_t reward_arg_len;
   json_t *rubrics;         /* per rubric path: the sum of its scores */
   char err_class[32];      /* "" while no error */
   ludo__cli_buf_t err, args, last, action, refusal;

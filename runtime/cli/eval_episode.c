@@ -134,9 +134,50 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
 static void stepped(eval_slot_t *sl, int status, const char *data,
                     size_t len);
 
-/* Asks the policy for the next action, or ends a long enough episode. */
+/* Writes v in decimal at the end of t[24]; returns where it starts (the
+ * step counter and integral rewards: no printf per step). */
+static char *fmt_int(char t[24], long long v) {
+  char *p = t + 24;
+  unsigned long long u = v < 0 ? 0 - (unsigned long long)v
+                               : (unsigned long long)v;
+  do *--p = (char)('0' + u % 10); while ((u /= 10) != 0);
+  if (v < 0) *--p = '-';
+  return p;
+}
+
+/* The step's reward as the policy's context gets it (sl->reward_arg):
+ * the value "%.17g" prints, which the policy's JSON reads back as the
+ * same number of the same kind (integer or float), made without printf
+ * when it can be: an integral value below 2^53 as an integer, another
+ * value read exactly from a short decimal (st->reward_text: it reads back
+ * as the same float) as that text. Empty when the reward is not a finite
+ * number (the context then has none). */
+static void reward_arg(eval_slot_t *sl, const eval_step_t *st) {
+  double v = st->reward;
+  char t[24], *p;
+  sl->reward_arg_len = 0;
+  if (!(v == v && v - v == 0)) return;
+  if (v > -9007199254740992.0 && v < 9007199254740992.0 &&
+      v == (double)(long long)v) {
+    p = fmt_int(t, (long long)v);
+    sl->reward_arg_len = (size_t)(t + sizeof t - p);
+    memcpy(sl->reward_arg, p, sl->reward_arg_len);
+    return;
+  }
+  if (st->reward_text != NULL && st->reward_len < sizeof sl->reward_arg) {
+    memcpy(sl->reward_arg, st->reward_text, st->reward_len);
+    sl->reward_arg_len = st->reward_len;
+    return;
+  }
+  sl->reward_arg_len =
+      (size_t)snprintf(sl->reward_arg, sizeof sl->reward_arg, "%.17g", v);
+}
+
+/* Asks the policy for the next action, or ends a long enough episode:
+ * [last result, {"step", "done", "reward", "error"}] to the policy's
+ * `action` (a Lua policy) or `act` (an LLM policy). */
 static void ask_policy(eval_slot_t *sl) {
-  char r[40];
+  char t[24], *p;
   int rc;
   if (eval_interrupted) { /* Ctrl-C, before the loop has heard of it */
     sl->cancelled = 1;
@@ -151,20 +192,24 @@ static void ask_policy(eval_slot_t *sl) {
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_add(&sl->args, "[", 1);
   ludo__cli_buf_add(&sl->args, sl->last.p, sl->last.len);
-  ludo__cli_buf_printf(&sl->args, ",{\"step\":%lld,\"done\":false",
-                       sl->steps);
-  if (sl->has_reward && sl->last_reward == sl->last_reward &&
-      sl->last_reward - sl->last_reward == 0) {
-    snprintf(r, sizeof r, "%.17g", sl->last_reward);
-    ludo__cli_buf_printf(&sl->args, ",\"reward\":%s", r);
+  ludo__cli_buf_add(&sl->args, ",{\"step\":", 9);
+  p = fmt_int(t, sl->steps);
+  ludo__cli_buf_add(&sl->args, p, (size_t)(t + sizeof t - p));
+  ludo__cli_buf_add(&sl->args, ",\"done\":false", 13);
+  if (sl->has_reward && sl->reward_arg_len > 0) {
+    ludo__cli_buf_add(&sl->args, ",\"reward\":", 10);
+    ludo__cli_buf_add(&sl->args, sl->reward_arg, sl->reward_arg_len);
   }
-  if (sl->refusal.len > 0)
-    ludo__cli_buf_printf(&sl->args, ",\"error\":%s", sl->refusal.p);
-  ludo__cli_buf_printf(&sl->args, "}]");
+  if (sl->refusal.len > 0) {
+    ludo__cli_buf_add(&sl->args, ",\"error\":", 9);
+    ludo__cli_buf_add(&sl->args, sl->refusal.p, sl->refusal.len);
+  }
+  ludo__cli_buf_add(&sl->args, "}]", 2);
   ludo__cli_buf_reset(&sl->refusal);
   sl->pending = P_POLICY;
-  rc = ludo_script_call_async(sl->policy, "act", sl->args.p, sl->args.len,
-                              on_act, sl);
+  rc = ludo_script_call_async(sl->policy,
+                              sl->run->cfg->policy_llm ? "act" : "action",
+                              sl->args.p, sl->args.len, on_act, sl);
   if (rc != 0) {
     const char *m = ludo_script_errmsg(sl->policy);
     finish_error(sl, rc, m, strlen(m));
@@ -194,9 +239,9 @@ static int llm_reply(eval_slot_t *sl, json_t *reply) {
   return 0;
 }
 
-/* The policy's reply: [action] (a Lua policy: the action's text is used
- * as it is), {"action", "text"} (an LLM policy), or {"invalid": true,
- * "text", "error"}. */
+/* The policy's reply: the action (a Lua policy's `action`: its text is
+ * used as it is), or an LLM policy's {"action", "text"} or {"invalid":
+ * true, "text", "error"}. */
 static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   eval_slot_t *sl = ud;
@@ -210,9 +255,8 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
   ludo__cli_buf_reset(&sl->action);
   json_decref(sl->text);
   sl->text = NULL;
-  if (len >= 2 && out[0] == '[' && out[len - 1] == ']') {
-    ludo__cli_buf_add(&sl->action, out + 1, len - 2);
-    if (sl->action.len == 0) ludo__cli_buf_add(&sl->action, "null", 4);
+  if (!sl->run->cfg->policy_llm) {
+    ludo__cli_buf_add(&sl->action, out, len);
   } else if ((reply = json_loadb(out, len, 0, NULL)) == NULL ||
              json_is_true(json_object_get(reply, "invalid")) ||
              llm_reply(sl, reply) != 0) {
@@ -280,6 +324,7 @@ static void read_step(eval_slot_t *sl, const char *data, size_t len,
     return;
   }
   res = json_loadb(data, len, 0, NULL);
+  st->reward_text = NULL;
   v = json_object_get(res, "reward");
   st->has_reward = json_is_number(v);
   st->reward = st->has_reward ? json_number_value(v) : 0.0;
@@ -320,6 +365,7 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   }
   sl->has_reward = st.has_reward;
   sl->last_reward = st.reward;
+  if (st.has_reward) reward_arg(sl, &st);
   sl->reward += st.reward;
   sl->done = st.done;
   ludo__cli_buf_reset(&sl->last);

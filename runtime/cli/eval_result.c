@@ -34,12 +34,18 @@ static int string(cur_t *c, const char **s, size_t *n, int *esc) {
   if (c->p >= c->end || *c->p != '"') return 0;
   *s = ++c->p;
   *esc = 0;
-  while (c->p < c->end && *c->p != '"') {
-    if (*c->p == '\\') {
-      *esc = 1;
-      c->p++;
+  for (;;) { /* to the next quote (memchr), then over escaped ones */
+    const char *q = memchr(c->p, '"', (size_t)(c->end - c->p));
+    const char *b;
+    if (q == NULL) return 0;
+    b = memchr(c->p, '\\', (size_t)(q - c->p));
+    if (b == NULL) {
+      c->p = q;
+      break;
     }
-    c->p++;
+    *esc = 1;
+    c->p = b + 2; /* the escape and the byte it escapes */
+    if (c->p > c->end) return 0;
   }
   if (c->p >= c->end) return 0;
   *n = (size_t)(c->p++ - *s);
@@ -69,11 +75,61 @@ static int skip(cur_t *c) {
   return depth == 0;
 }
 
-static int number(cur_t *c, double *v, int *is_num) {
+/* A short decimal, d[.d][e[+-]d] in JSON's grammar, read exactly without
+ * strtod (its text is then valid JSON for the same number): at most
+ * 15 digits (the whole of them below 2^53) scaled by a power of ten up
+ * to 22, both exact as doubles, so the one product or quotient is
+ * correctly rounded, as strtod's answer is (Clinger's fast path). Returns
+ * 0 when the number is not such a one (strtod reads it then). */
+static int short_decimal(const char *p, const char *end, double *v,
+                         const char **e) {
+  static const double tens[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,
+                                1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+                                1e18, 1e19, 1e20, 1e21, 1e22};
+  long long m = 0;
+  int digits = 0, scale = 0, neg = 0, x = 0, xneg = 0, xd = 0;
+  if (p < end && *p == '-') neg = 1, p++;
+  if (p >= end || *p < '0' || *p > '9') return 0;
+  if (*p == '0' && p + 1 < end && p[1] >= '0' && p[1] <= '9')
+    return 0; /* not JSON's grammar ("07"): its text is not passed on */
+  for (; p < end && *p >= '0' && *p <= '9'; p++)
+    if ((m = m * 10 + (*p - '0')) != 0 && ++digits > 15) return 0;
+  if (p < end && *p == '.') {
+    if (++p >= end || *p < '0' || *p > '9') return 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++, scale--)
+      if ((m = m * 10 + (*p - '0')) != 0 && ++digits > 15) return 0;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    if (++p < end && (*p == '+' || *p == '-')) xneg = *p++ == '-';
+    for (; p < end && *p >= '0' && *p <= '9' && xd < 3; p++, xd++)
+      x = x * 10 + (*p - '0');
+    if (xd == 0 || xd == 3) return 0;
+    scale += xneg ? -x : x;
+  }
+  if (p < end && !strchr(",}] \n\r\t", *p)) return 0;
+  if (scale < -22 || scale > 22) return 0;
+  *v = scale < 0 ? (double)m / tens[-scale] : (double)m * tens[scale];
+  if (neg) *v = -*v;
+  *e = p;
+  return 1;
+}
+
+/* A number (*is_num), or skips another value; *text and *len its text
+ * when short_decimal read it (text may be NULL). */
+static int number(cur_t *c, double *v, int *is_num, const char **text,
+                  size_t *len) {
+  const char *f;
   char *e;
   ws(c);
   *is_num = c->p < c->end && (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'));
   if (!*is_num) return skip(c);
+  if (short_decimal(c->p, c->end, v, &f)) {
+    if (text != NULL) *text = c->p, *len = (size_t)(f - c->p);
+    c->p = f;
+    return 1;
+  }
+  if (text != NULL) *text = NULL;
   *v = strtod(c->p, &e);
   c->p = e;
   return 1;
@@ -90,7 +146,7 @@ static int each_number(cur_t *c, eval_score_fn fn, void *ud) {
   if (eat(c, '}')) return 1;
   do {
     if (!string(c, &k, &n, &esc) || esc || !eat(c, ':') ||
-        !number(c, &v, &is_num))
+        !number(c, &v, &is_num, NULL, NULL))
       return 0;
     fn(ud, k, n, is_num ? v : 0.0);
   } while (eat(c, ','));
@@ -121,7 +177,8 @@ static int metadata(cur_t *c, eval_score_fn fn, void *ud) {
 static int field(cur_t *c, const char *k, size_t n, eval_step_t *r,
                  eval_score_fn fn, void *ud) {
   if (n == 6 && memcmp(k, "reward", 6) == 0)
-    return number(c, &r->reward, &r->has_reward);
+    return number(c, &r->reward, &r->has_reward, &r->reward_text,
+                  &r->reward_len);
   if (n == 4 && memcmp(k, "done", 4) == 0) {
     ws(c);
     r->done = c->end - c->p >= 4 && memcmp(c->p, "true", 4) == 0;

@@ -264,6 +264,36 @@ def invalid_actions_are_recorded_not_fatal():
         assert bad[0]["action"] == {"message": 5}
 
 
+def lua_tostring(r):
+    """What Lua's tostring says of the number %.17g writes for r."""
+    if r == int(r) and abs(r) < 1e17:
+        return "%d|integer" % int(r)
+    s = "%.14g" % r
+    return (s + ".0" if re.fullmatch(r"-?\d+", s) else s) + "|float"
+
+
+@test
+def the_policy_gets_the_reward_and_its_first_value_is_the_action():
+    """context.reward is the last step's reward as %.17g writes it (an
+    integer when integral: the runner makes it without printf when it
+    can), and a policy's second return value is not part of its action."""
+    d = out("reward-context")
+    run_ok("eval", "examples/echo", "--policy",
+           FIX + "/reward_policy.lua", "--episodes", "2", "--max-steps",
+           "9", "--out", d, "--quiet")
+    kinds = set()
+    for rec in results(d):
+        assert rec["invalid_actions"] == 0 and rec["error"] is None, rec
+        with open(os.path.join(d, rec["trajectory"])) as f:
+            lines = [json.loads(x) for x in f][1:]
+        said = [x["action"]["message"].rstrip("x") for x in lines]
+        assert said[0] == "nil|nil|", said
+        for prev, now in zip(lines, said[1:]):
+            assert now == lua_tostring(prev["reward"]) + "|", (prev, now)
+            kinds.add(now.split("|")[1])
+    assert kinds == {"integer", "float"}, kinds
+
+
 @test
 def a_failing_policy_fails_its_episode_only():
     d = out("raising")

@@ -3,11 +3,12 @@
 -- ludo.policy, as `ludo run` takes it; no module: random actions drawn
 -- from the action schema) or the run file's LLM policy: prompt(observation,
 -- history) -> messages, a chat with a ludo.llm client, parse(text) ->
--- action. act() answers a list of one value, {action}, for a Lua policy
--- (the runner takes the action's JSON text as it is), {action = ...,
--- text = model text} for an LLM policy, or, when parse raised, {invalid
--- = true, text = ..., error = ...} (also when parse returned nil; a
--- raised value that is not a string is given as its JSON text): an
+-- action. For a Lua policy the runner calls action(), which answers the
+-- action itself (its JSON text is passed to the step as it is: no
+-- wrapping, one Lua call less per step). For an LLM policy it calls act(),
+-- which answers {action = ..., text = model text}, or, when parse raised,
+-- {invalid = true, text = ..., error = ...} (also when parse returned nil;
+-- a raised value that is not a string is given as its JSON text): an
 -- invalid action is recorded by the runner, not fatal. A failed LLM call
 -- raises ("ELLM: ...") and fails the episode.
 local json = require("ludo.json")
@@ -21,6 +22,9 @@ local runfile     -- the run file's table (LLM policy)
 local function lua_policy(module, info)
   local P = require("ludo.policy")
   P.init(module, info)
+  -- The runner calls action() for each step: ludo.policy's own act, so a
+  -- step costs one Lua call into the policy and no wrapping table.
+  M.action = P.act
   return {
     reset = P.reset,
     act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
@@ -90,8 +94,11 @@ function M.reset(seed, result)
   impl.reset(seed, result)
 end
 
--- The next action for the last result. ctx = {step, reward, done, seed,
--- error: why the environment refused the last action, if it did}.
+-- The next action for the last result, as the list {action} for a Lua
+-- policy (the runner calls M.action instead, which answers the action
+-- itself: set by init for a Lua policy) or the reply object of an LLM
+-- policy. ctx = {step, reward, done, seed, error: why the environment
+-- refused the last action, if it did}.
 function M.act(result, ctx)
   return impl.act(result, ctx)
 end
