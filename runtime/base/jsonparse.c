@@ -145,6 +145,18 @@ static uint64_t special8(uint64_t w) {
          HIGHS;
 }
 
+/* Index of the first byte special8 flagged. The lowest flag is always a
+ * true one (a borrow only reaches the bytes above a flagged byte); on a
+ * big-endian machine, 0: the bytes are then looked at one by one. */
+static size_t first_flagged(uint64_t m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return (size_t)__builtin_ctzll(m) >> 3;
+#else
+  (void)m;
+  return 0;
+#endif
+}
+
 /* Length of the valid UTF-8 sequence at p (2-4), or 0 (RFC 3629: no
  * overlong forms, no surrogates, nothing above U+10FFFF). */
 static size_t utf8_seq(pos_t p, pos_t end) {
@@ -173,8 +185,12 @@ static int scan_string(parser_t *ps, pos_t *q, int *esc) {
     uint64_t w;
     unsigned c;
     while (end - p >= 8) {
+      uint64_t m;
       memcpy(&w, p, 8);
-      if (special8(w)) break;
+      if ((m = special8(w)) != 0) {
+        p += first_flagged(m); /* straight to the byte to look at */
+        break;
+      }
       p += 8;
     }
     if (p >= end)
