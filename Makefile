@@ -216,6 +216,15 @@ fuzz-smoke:
 $(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
+$(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+# Reads Lua's internal structures: built against the headers of the Lua
+# that build-lua compiled (scripts/lua-build.sh).
+$(BUILD)/ludo-heap-map: bench/heap_map.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -I$(firstword $(wildcard $(LUA_DIR)/src/lua5.4-*/src)) \
+	  -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
@@ -226,6 +235,7 @@ $(BUILD)/ludo-serve-bench: bench/serve_bench.c bench/table.c bench/table.h
 	  $(shell pkg-config --libs libuv) -lwslay -lm
 
 bench: all $(BUILD)/ludo-bench $(BUILD)/ludo-memory $(BUILD)/ludo-json-bench \
+  $(BUILD)/ludo-step-count $(BUILD)/ludo-heap-map \
   $(BUILD)/ludo-serve-bench
 	@BUILD=$(BUILD) scripts/bench.sh
 

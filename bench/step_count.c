@@ -1,0 +1,88 @@
+/* step_count.c - runs one kind of call many times, for instruction counts
+ * that the host's load does not move (docs/performance.md):
+ *
+ *   valgrind --tool=callgrind --toggle-collect=ludo_session_step \
+ *     build/ludo-step-count examples/echo '{"message":"hello"}' 20000
+ *   valgrind --tool=callgrind build/ludo-step-count --cold examples/echo 200
+ *
+ * Step mode: opens and resets one session of ENV, then STEPS blocking
+ * steps with ACTION (divide callgrind's total by STEPS; run it twice with
+ * different counts to take the warm-up out). --cold: opens, resets and
+ * closes N sessions with no pool (prewarm 0), as `open.cold` does.
+ * Prints the last result (step mode), so a wrong action shows. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ludo.h"
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "step_count: %s: %s\n", what, ludo_err_name(rc));
+  exit(1);
+}
+
+static ludo_env_t *load(ludo_runtime_t *rt, const char *path) {
+  ludo_env_t *env;
+  int rc = ludo_env_load(rt, path, NULL, &env);
+  if (rc != 0) {
+    fprintf(stderr, "step_count: %s: %s\n", path, ludo_runtime_errmsg(rt));
+    exit(1);
+  }
+  return env;
+}
+
+static void cold(const char *path, long n) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  long i;
+  int rc;
+  ludo_options_init(&o);
+  o.prewarm = 0;
+  if ((rc = ludo_runtime_new(&rt, &o)) != 0) die("runtime", rc);
+  env = load(rt, path);
+  ludo_env_prewarm(env, 0);
+  for (i = 0; i < n; i++) {
+    if ((rc = ludo_session_open(env, &s)) != 0) die("open", rc);
+    if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
+      die("reset", rc);
+    ludo_session_close(s);
+    ludo_runtime_poll(rt, 0);
+  }
+  ludo_runtime_free(rt);
+}
+
+static void steps(const char *path, const char *action, long n) {
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out = "";
+  size_t len = 0, alen = strlen(action);
+  long i;
+  int rc;
+  if ((rc = ludo_runtime_new(&rt, NULL)) != 0) die("runtime", rc);
+  if ((rc = ludo_session_open(load(rt, path), &s)) != 0) die("open", rc);
+  if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
+    die("reset", rc);
+  for (i = 0; i < n; i++)
+    if ((rc = ludo_session_step(s, action, alen, &out, &len)) != 0)
+      die("step", rc);
+  printf("%.*s\n", (int)len, out);
+  ludo_runtime_free(rt);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--cold") == 0) {
+    cold(argv[2], atol(argv[3]));
+    return 0;
+  }
+  if (argc != 4) {
+    fprintf(stderr, "usage: ludo-step-count ENV ACTION STEPS\n"
+                    "       ludo-step-count --cold ENV N\n");
+    return 2;
+  }
+  steps(argv[1], argv[2], atol(argv[3]));
+  return 0;
+}
