@@ -150,21 +150,25 @@ static char *fmt_int(char t[24], long long v) {
  * same number of the same kind (integer or float), made without printf
  * when it can be: an integral value below 2^53 as an integer, another
  * value read exactly from a short decimal (st->reward_text: it reads back
- * as the same float) as that text. Empty when the reward is not a finite
- * number (the context then has none). */
+ * as the same float) as that text. Integral values from 2^53 to 1e17 go
+ * to printf: "%.17g" writes them as integers, while the step's text
+ * (1e+16) would read back as a float. Empty when the reward is not a
+ * finite number (the context then has none). */
 static void reward_arg(eval_slot_t *sl, const eval_step_t *st) {
   double v = st->reward;
   char t[24], *p;
+  int whole;
   sl->reward_arg_len = 0;
   if (!(v == v && v - v == 0)) return;
-  if (v > -9007199254740992.0 && v < 9007199254740992.0 &&
-      v == (double)(long long)v) {
+  whole = v > -1e17 && v < 1e17 && v == (double)(long long)v;
+  if (whole && v > -9007199254740992.0 && v < 9007199254740992.0) {
     p = fmt_int(t, (long long)v);
     sl->reward_arg_len = (size_t)(t + sizeof t - p);
     memcpy(sl->reward_arg, p, sl->reward_arg_len);
     return;
   }
-  if (st->reward_text != NULL && st->reward_len < sizeof sl->reward_arg) {
+  if (!whole && st->reward_text != NULL &&
+      st->reward_len < sizeof sl->reward_arg) {
     memcpy(sl->reward_arg, st->reward_text, st->reward_len);
     sl->reward_arg_len = st->reward_len;
     return;

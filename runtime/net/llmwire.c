@@ -391,6 +391,15 @@ static int take(rd_t *rd, ludo__llm_reply_t *r) {
   return 0;
 }
 
+/* The length of the parser's message without its " near '...'" part: the
+ * quoted token is a piece of the reply, which may hold part of the API key
+ * (a proxy echoing the header) that no redaction can recognise once cut.
+ * The byte offset says where the reply went wrong. */
+static int what_failed(const char *msg) {
+  const char *near = strstr(msg, " near '");
+  return (int)(near ? (size_t)(near - msg) : strlen(msg));
+}
+
 int ludo__llm_parse(int api, const char *body, size_t len,
                     ludo__llm_reply_t *r, char *err, size_t errlen) {
   rd_t rd;
@@ -406,8 +415,8 @@ int ludo__llm_parse(int api, const char *body, size_t len,
   if (rc == LUDO_ENOMEM)
     snprintf(err, errlen, "malformed reply (out of memory reading it)");
   else if (rc != 0)
-    snprintf(err, errlen, "malformed reply (not JSON: %s at byte %zu)",
-             je.msg, je.offset);
+    snprintf(err, errlen, "malformed reply (not JSON: %.*s at byte %zu)",
+             what_failed(je.msg), je.msg, je.offset);
   else if ((rc = take(&rd, r)) != 0)
     snprintf(err, errlen, "malformed reply (no %s)",
              api == LUDO__LLM_ANTHROPIC ? "content[] array"

@@ -295,6 +295,26 @@ def the_policy_gets_the_reward_and_its_first_value_is_the_action():
 
 
 @test
+def whole_rewards_past_2_53_reach_the_policy_as_integers():
+    """From 2^53 to 1e17 a whole reward is written by ludo with an
+    exponent (1e+16) but %.17g writes it as an integer: the policy's
+    context.reward is an integer there, a float from 1e17 on."""
+    d = out("big-rewards")
+    run_ok("eval", FIX + "/big_rewards", "--policy",
+           FIX + "/reward_policy.lua", "--episodes", "1", "--max-steps",
+           "12", "--out", d, "--quiet")
+    rec = results(d)[0]
+    assert rec["error"] is None and rec["steps"] == 12, rec
+    with open(os.path.join(d, rec["trajectory"])) as f:
+        lines = [json.loads(x) for x in f][1:]
+    said = [x["action"]["message"].rstrip("x") for x in lines]
+    for prev, now in zip(lines, said[1:]):
+        assert now == lua_tostring(prev["reward"]) + "|", (prev, now)
+    assert said[1] == "10000000000000000|integer|", said
+    assert said[5] == "1e+17|float|", said
+
+
+@test
 def a_failing_policy_fails_its_episode_only():
     d = out("raising")
     run_ok("eval", "examples/echo", "--policy", FIX + "/raising_policy.lua",

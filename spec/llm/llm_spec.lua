@@ -540,6 +540,22 @@ describe("ludo.llm", function()
       rt:close()
     end)
 
+    it("leaves no part of it in a parse error of a reply", function()
+      -- A reply that is not JSON where it holds the key (a proxy echoing
+      -- the header): the parse error does not quote the reply.
+      assert(key and #key >= 8, KEY_ENV .. " must be set (see the header)")
+      local s, rt = session()
+      mock.script({ rules = { { body = '{"choices":[{"message":{"content":ab'
+        .. key .. '}}]}' } } })
+      local r = chat(s, client_opts({ api_key_env = KEY_ENV }), user("x"))
+      assert.is_nil(r.text)
+      assert.matches("^ELLM: 200 malformed reply %(not JSON: invalid token "
+        .. "at byte %d+%)$", r.err)
+      assert.is_nil(r.err:find(key:sub(1, 2), 1, true), r.err)
+      s:close()
+      rt:close()
+    end)
+
     it("names a missing variable, not a value", function()
       local s, rt = session()
       local r = run(s, { op = "bad", client = client_opts({
