@@ -111,8 +111,11 @@ $(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
 	@mkdir -p $(dir $@)
 	ln -sf ../../libludo.so $@
 
-$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/libludo.a $(LUA_A)
-	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
+# test-evalresult.c tests a part of the CLI (eval_result.c, no I/O).
+$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/obj/runtime/cli/eval_result.o \
+    $(BUILD)/libludo.a $(LUA_A)
+	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/obj/runtime/cli/eval_result.o \
+	  $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Examples with C parts. A host library (gridworld-host.so) is a shared
 # object without libludo or Lua in it: it uses those of the program that

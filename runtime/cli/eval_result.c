@@ -115,6 +115,31 @@ static int short_decimal(const char *p, const char *end, double *v,
   return 1;
 }
 
+/* The end of the JSON number at p (RFC 8259's grammar: no leading zeros,
+ * no '+', no hex, inf or nan, digits after '.' and 'e'), followed by a
+ * delimiter or the end; NULL when the text is not one: the walk then
+ * gives up and jansson reads the result (and refuses it). */
+static const char *json_number_end(const char *p, const char *end) {
+  const char *d;
+  if (p < end && *p == '-') p++;
+  if (p >= end || *p < '0' || *p > '9') return NULL;
+  if (*p == '0')
+    p++;
+  else
+    while (p < end && *p >= '0' && *p <= '9') p++;
+  if (p < end && *p == '.') {
+    for (d = ++p; p < end && *p >= '0' && *p <= '9'; p++) {}
+    if (p == d) return NULL;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    if (++p < end && (*p == '+' || *p == '-')) p++;
+    for (d = p; p < end && *p >= '0' && *p <= '9'; p++) {}
+    if (p == d) return NULL;
+  }
+  if (p < end && (*p == 0 || !strchr(",}] \n\r\t", *p))) return NULL;
+  return p;
+}
+
 /* A number (*is_num), or skips another value; *text and *len its text
  * when short_decimal read it (text may be NULL). */
 static int number(cur_t *c, double *v, int *is_num, const char **text,
@@ -130,7 +155,9 @@ static int number(cur_t *c, double *v, int *is_num, const char **text,
     return 1;
   }
   if (text != NULL) *text = NULL;
+  if ((f = json_number_end(c->p, c->end)) == NULL) return 0;
   *v = strtod(c->p, &e);
+  if (e != f || *v - *v != 0) return 0; /* 1e400: jansson says why */
   c->p = e;
   return 1;
 }

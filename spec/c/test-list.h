@@ -178,6 +178,8 @@
   /* test-wsscan.c: parser offsets and the /ws fast path (runtime/serve) */ \
   X(jsonparse_offsets)                                                       \
   X(serve_wsscan)                                                            \
+  /* test-evalresult.c: the step-result walk of ludo eval (runtime/cli) */  \
+  X(eval_result_numbers)                                                     \
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \

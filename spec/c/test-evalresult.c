@@ -1,0 +1,48 @@
+/* test-evalresult.c - the walk `ludo eval` reads a step's result with
+ * (runtime/cli/eval_result.c): numbers in JSON's grammar are read as
+ * strtod reads them, and any other number text (leading zeros, hex, inf,
+ * nan, a bare '.', an overflow) makes the walk give up, so the result goes
+ * to jansson, which refuses it, instead of a wrong reward. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/eval.h"
+#include "helpers.h"
+
+static void no_score(void *ud, const char *path, size_t n, double score) {
+  (void)ud, (void)path, (void)n, (void)score;
+}
+
+/* Reads {"reward":<text>,"done":false}: 0 and *v, or -1. */
+static int read_reward(const char *text, double *v) {
+  char json[128];
+  eval_step_t st;
+  int n = snprintf(json, sizeof json, "{\"reward\":%s,\"done\":false}", text);
+  int rc = eval_step_read(json, (size_t)n, &st, no_score, NULL);
+  if (rc == 0) {
+    if (!st.has_reward) return -2;
+    *v = st.reward;
+  }
+  return rc;
+}
+
+TEST_IMPL(eval_result_numbers) {
+  static const char *const good[] = {
+      "0", "-0", "7", "0.5", "-2.25", "1e-7", "1E+3", "9.9e16",
+      "12345678901234567890", "0.1000000000000000055511151231257827",
+      "2.2250738585072014e-308", "1.7976931348623157e308"};
+  static const char *const bad[] = {
+      "07", "-07", "0x10", "1.", ".5", "-", "+1", "1e", "1e+", "-inf",
+      "inf", "nan", "-nan", "Infinity", "1e400", "-1e400", "1.5x"};
+  size_t i;
+  for (i = 0; i < sizeof good / sizeof *good; i++) {
+    double v = -1;
+    if (read_reward(good[i], &v) != 0) FAIL("refused %s", good[i]);
+    if (v != strtod(good[i], NULL)) FAIL("%s read as %.17g", good[i], v);
+  }
+  for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+    double v = 0;
+    if (read_reward(bad[i], &v) == 0) FAIL("accepted %s as %.17g", bad[i], v);
+  }
+}
