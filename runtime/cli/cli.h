@@ -41,6 +41,16 @@ typedef struct ludo__cli_opt_s {
 #define LUDO__CLI_HELP_ENTRY \
   {LUDO__CLI_OPT_HELP, "--help", "-h", NULL, "show this help and exit"}
 
+/* Entries that mean the same in `ludo run` and `ludo eval`. */
+#define LUDO__CLI_CPU_BUDGET_ENTRY(id)                                    \
+  {(id), "--cpu-budget", NULL, "MS",                                      \
+   "CPU time each call (and the policy's) may run,\n"                     \
+   "in milliseconds (default 10000)"}
+#define LUDO__CLI_TOKEN_ENTRY(id)                                         \
+  {(id), "--token", NULL, "T",                                            \
+   "with a server's URL: send 'Authorization: Bearer\n"                   \
+   "T' (default: $LUDO_TOKEN, else none)"}
+
 typedef struct ludo__cli_cmd_s {
   const char *name;           /* "run" */
   const char *args;           /* the usage line after the name */

@@ -43,15 +43,11 @@ const ludo__cli_opt_t ludo__cli_eval_opts[] = {
     {OPT_NO_TRAJ, "--no-trajectories", NULL, NULL,
      "do not write trajectories/"},
     {OPT_QUIET, "--quiet", "-q", NULL, "no progress line"},
-    {OPT_CPU_BUDGET, "--cpu-budget", NULL, "MS",
-     "CPU time each call (and the policy's) may run,\n"
-     "in milliseconds (default 10000)"},
+    LUDO__CLI_CPU_BUDGET_ENTRY(OPT_CPU_BUDGET),
     {OPT_MEMORY_CAP, "--memory-cap", NULL, "MB",
      "memory cap of each session's and policy's Lua\n"
      "state, in MiB (default 64)"},
-    {OPT_TOKEN, "--token", NULL, "T",
-     "with a server's URL: send 'Authorization: Bearer\n"
-     "T' (default: $LUDO_TOKEN, else none)"},
+    LUDO__CLI_TOKEN_ENTRY(OPT_TOKEN),
     LUDO__CLI_HELP_ENTRY,
     {0, NULL, NULL, NULL, NULL}};
 

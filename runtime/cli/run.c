@@ -128,9 +128,7 @@ static const ludo__cli_opt_t run_opts[] = {
      "actions drawn from the action schema"},
     {OPT_MAX_STEPS, "--max-steps", NULL, "N",
      "stop an episode after N steps (default 100)"},
-    {OPT_CPU_BUDGET, "--cpu-budget", NULL, "MS",
-     "CPU time each call (and the policy's) may run,\n"
-     "in milliseconds (default 10000)"},
+    LUDO__CLI_CPU_BUDGET_ENTRY(OPT_CPU_BUDGET),
     {OPT_MEMORY_CAP, "--memory-cap", NULL, "MB",
      "memory cap of each session's Lua state, and of\n"
      "the policy's, in MiB (default 64)"},
@@ -149,9 +147,7 @@ static const ludo__cli_opt_t run_opts[] = {
     {OPT_NO_HOST_LIB, "--no-host-lib", NULL, NULL,
      "never load native code: fail when the\n"
      "environment's manifest.json names a host library"},
-    {OPT_TOKEN, "--token", NULL, "T",
-     "with a server's URL: send 'Authorization: Bearer\n"
-     "T' (default: $LUDO_TOKEN, else none)"},
+    LUDO__CLI_TOKEN_ENTRY(OPT_TOKEN),
     {OPT_ALLOW_CLIENT, "--allow-client", NULL, NULL,
      "let the policy require(\"ludo.client\") and reach\n"
      "OpenEnv servers over the network (off: the\n"
