@@ -8,8 +8,13 @@
 #include "base/buf.h"
 #include "core/bytecode.h"
 #include "core/error.h"
+#include "core/luashare.h"
 
-static const char cache_key = 'c';  /* registry of C: key -> {bc, chunk} */
+static const char cache_key = 'c';  /* registry of C: key -> entry */
+
+/* An entry: {bytecode, chunk name[, shared prototype, generation]}. */
+enum { E_BC = 1, E_CHUNK = 2, E_PROTO = 3, E_GEN = 4 };
+
 
 static int cc_setup(lua_State *C) {
   lua_newtable(C);
@@ -26,6 +31,16 @@ int ludo__codecache_debug_level(const char *env) {
   return LUDO__DEBUG_LINES;
 }
 
+int ludo__codecache_env_off(const char *env) {
+  return env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "off") == 0);
+}
+
+lua_State *ludo__codecache_newstate(ludo__codecache_t *cc, lua_Alloc f,
+                                    void *ud) {
+  if (cc == NULL || !cc->share) return lua_newstate(f, ud);
+  return lua_newstateshared(f, ud, cc->C);
+}
+
 int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
                          const char *path) {
   const char *p, *q;
@@ -33,6 +48,8 @@ int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
   cc->roots = NULL;
   cc->nroots = 0;
   cc->debug = ludo__codecache_debug_level(getenv("LUDO_DEBUG"));
+  cc->share = lua_newstateshared != NULL &&
+              !ludo__codecache_env_off(getenv("LUDO_SHARE_CODE"));
   cc->C = lua_newstate(ludo__alloc_fn, heap);
   if (cc->C == NULL) return LUDO_ENOMEM;
   lua_pushcfunction(cc->C, cc_setup);
@@ -79,6 +96,7 @@ typedef struct {
   size_t keylen, srclen;
   ludo__buf_t *bc, *tmp;
   int debug;            /* LUDO__DEBUG_* */
+  int share;            /* share the prototypes too */
 } compile_req_t;
 
 /* Writes the compiled function on top of C into r->bc with the debug
@@ -112,9 +130,23 @@ static int cc_compile(lua_State *C) {
   lua_pushlstring(C, r->key, r->keylen);
   lua_createtable(C, 2, 0);
   lua_pushlstring(C, r->bc->p, r->bc->len);
-  lua_rawseti(C, -2, 1);
+  lua_rawseti(C, -2, E_BC);
   lua_pushstring(C, r->chunk);
-  lua_rawseti(C, -2, 2);
+  lua_rawseti(C, -2, E_CHUNK);
+  if (r->share) {
+    /* The prototypes states clone: loaded from the bytecode they would
+     * load, so they keep the same debug information. */
+    unsigned int gen = 0;
+    const void *proto;
+    if (luaL_loadbufferx(C, r->bc->p, r->bc->len, r->chunk, "b") != LUA_OK)
+      return lua_error(C);
+    proto = lua_sharefunction(C, -1, &gen);
+    lua_pop(C, 1);
+    lua_pushlightuserdata(C, (void *)proto);
+    lua_rawseti(C, -2, E_PROTO);
+    lua_pushinteger(C, (lua_Integer)gen);
+    lua_rawseti(C, -2, E_GEN);
+  }
   lua_rawset(C, -3);
   lua_pop(C, 1);
   lua_pushnil(C);
@@ -126,6 +158,8 @@ typedef struct {
   size_t keylen;
   const char *bc, *chunk;
   size_t bclen;
+  const void *proto;    /* shared prototype, or NULL */
+  unsigned int gen;     /* the generation it needs */
 } find_req_t;
 
 /* In C (protected): finds key's entry; the strings stay valid because the
@@ -135,10 +169,14 @@ static int cc_find(lua_State *C) {
   lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
   lua_pushlstring(C, r->key, r->keylen);
   if (lua_rawget(C, -2) == LUA_TTABLE) {
-    lua_rawgeti(C, -1, 1);
-    lua_rawgeti(C, -2, 2);
-    r->bc = lua_tolstring(C, -2, &r->bclen);
-    r->chunk = lua_tostring(C, -1);
+    lua_rawgeti(C, -1, E_BC);
+    lua_rawgeti(C, -2, E_CHUNK);
+    lua_rawgeti(C, -3, E_PROTO);
+    lua_rawgeti(C, -4, E_GEN);
+    r->bc = lua_tolstring(C, -4, &r->bclen);
+    r->chunk = lua_tostring(C, -3);
+    r->proto = lua_touserdata(C, -2);
+    r->gen = (unsigned int)lua_tointeger(C, -1);
   }
   return 0;
 }
@@ -161,6 +199,12 @@ int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
   }
   lua_settop(C, top);
   if (r.bc == NULL) return 0;
+  /* A state opened before the function was shared loads the bytecode: it
+   * may hold its own copies of the strings shared since. */
+  if (r.proto != NULL && lua_sharedgen(L, C) >= r.gen) {
+    lua_clonefunction(L, r.proto);
+    return 1;
+  }
   if (luaL_loadbufferx(L, r.bc, r.bclen, r.chunk, "b") != LUA_OK)
     lua_error(L);
   return 1;
@@ -184,6 +228,7 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   r.bc = &bc;
   r.tmp = &tmp;
   r.debug = lib ? cc->debug : LUDO__DEBUG_FULL;
+  r.share = cc->share;
   lua_pushcfunction(cc->C, cc_compile);
   lua_pushlightuserdata(cc->C, &r);
   rc = lua_pcall(cc->C, 1, 1, 0);

@@ -20,6 +20,7 @@ typedef struct ludo__codecache_s {
   size_t nroots;
   int debug;           /* debug information kept in library modules:
                           LUDO__DEBUG_* */
+  int share;           /* prototypes shared with the states it opens */
 } ludo__codecache_t;
 
 /* How much debug information library modules keep (LUDO_DEBUG). */
@@ -33,6 +34,19 @@ enum {
  * LINES; "0" or "none": NONE; "1" or "full": FULL; anything else:
  * LINES. */
 int ludo__codecache_debug_level(const char *env);
+
+/* Whether an on/off environment variable says off ("0" or "off"). */
+int ludo__codecache_env_off(const char *env);
+
+/* Opens a Lua state (lua_newstate's contract) that clones the cache's
+ * compiled functions instead of loading their bytecode: their prototypes,
+ * constants and names then exist once per runtime instead of once per
+ * state (docs/performance.md, "Shared prototypes"). Plain lua_newstate
+ * when cc is NULL, when the Lua linked lacks ludo's patch (libludo.so on
+ * the system's liblua5.4), or when LUDO_SHARE_CODE is "0" or "off". The
+ * state must be closed before the cache is freed. */
+lua_State *ludo__codecache_newstate(ludo__codecache_t *cc, lua_Alloc f,
+                                    void *ud);
 
 /* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
  * Returns 0 or LUDO_ENOMEM. */

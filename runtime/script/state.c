@@ -448,7 +448,8 @@ int ludo__state_open(ludo__state_t *st) {
   memset(&st->llm, 0, sizeof st->llm);
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
   ludo__arena_init(&st->arena, st->heap);
-  L = lua_newstate(ludo__state_alloc, st);
+  L = ludo__codecache_newstate(st->modules ? st->modules->cache : NULL,
+                               ludo__state_alloc, st);
   if (L == NULL) {
     ludo__arena_release(&st->arena);
     return LUDO_ENOMEM;

@@ -222,7 +222,12 @@
   X(llm_script_and_gate)                                                     \
   X(llm_host_loop_keeps_connection)                                          \
   X(llm_host_loop_idle_client)                                               \
-  X(llm_host_loop_free_in_flight)
+  X(llm_host_loop_free_in_flight)                                            \
+  /* test-shared.c: shared prototypes (patched Lua, code cache) */          \
+  X(shared_strings_identity)                                                 \
+  X(shared_generation)                                                       \
+  X(shared_env_late_module)                                                  \
+  X(shared_code_smaller_sessions)
 
 TEST_LIST(TEST_DECLARE)
 

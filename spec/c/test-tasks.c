@@ -511,7 +511,7 @@ TEST_IMPL(tasks_alloc_faults) {
     ASSERT_STR_EQ(out, "5");
     ludo_session_close(s);
   }
-  ASSERT_GE(faults, 5);
+  ASSERT_GE(faults, 3); /* chunks and buffers: fewer with shared code */
   test_rt_free(rt);
 }
 

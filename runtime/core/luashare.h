@@ -1,0 +1,32 @@
+/* luashare.h - the shared-prototype API of ludo's patched Lua
+ * (scripts/patches/lua-5.4.4-shared-protos.patch; each function is
+ * documented at its definition in lapi.c and lstate.c there).
+ *
+ * The programs link that Lua statically. libludo.so links the system's
+ * liblua5.4, which lacks these functions: the references are weak, so
+ * there they are NULL and callers fall back to loading bytecode. Test
+ * `lua_newstateshared != NULL` before using any of them. */
+#ifndef LUDO_CORE_LUASHARE_H
+#define LUDO_CORE_LUASHARE_H
+
+#include <lua.h>
+
+/* A state that clones `owner`'s shared prototypes (see lua_sharedgen). */
+LUA_API lua_State *lua_newstateshared(lua_Alloc f, void *ud,
+                                      lua_State *owner)
+    __attribute__((weak));
+/* Shares the prototypes of the Lua function at idx of L; returns the
+ * handle lua_clonefunction takes (NULL: not a Lua function) and in *gen
+ * the generation a sharing state needs. Raises a memory error. */
+LUA_API const void *lua_sharefunction(lua_State *L, int idx,
+                                      unsigned int *gen)
+    __attribute__((weak));
+/* The generation L sees of owner's shared strings (0: L is not owner's). */
+LUA_API unsigned int lua_sharedgen(lua_State *L, lua_State *owner)
+    __attribute__((weak));
+/* Pushes a closure of a shared prototype onto L, _ENV set as lua_load
+ * sets it. [-0, +1, m] */
+LUA_API void lua_clonefunction(lua_State *L, const void *shared)
+    __attribute__((weak));
+
+#endif

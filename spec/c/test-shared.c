@@ -1,0 +1,241 @@
+/* test-shared.c - shared prototypes (scripts/patches/lua-5.4.4-shared-
+ * protos.patch, runtime/core/codecache.c): states that clone an owner's
+ * prototypes see one string per name whether it came from shared code or
+ * was made at run time (table keys, long strings, reserved words); a state
+ * opened before a function was shared never uses it; collections in the
+ * owner and in sharing states leave shared objects alone (ASan sees every
+ * byte); through ludo, a module required late works in sessions opened
+ * before and after it was shared, and sharing makes sessions smaller. */
+#include "helpers.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/luashare.h"
+
+static void *plain_alloc(void *ud, void *p, size_t osize, size_t nsize) {
+  (void)ud;
+  (void)osize;
+  if (nsize == 0) {
+    free(p);
+    return NULL;
+  }
+  return realloc(p, nsize);
+}
+
+/* Compiles src in the owner and shares it; returns the handle. */
+static const void *share(lua_State *owner, const char *src,
+                         unsigned int *gen) {
+  const void *h;
+  ASSERT_EQ(luaL_loadstring(owner, src), LUA_OK);
+  h = lua_sharefunction(owner, -1, gen);
+  ASSERT_NOT_NULL(h);
+  lua_pop(owner, 1);
+  return h;
+}
+
+static lua_State *sharing_state(lua_State *owner) {
+  lua_State *L = lua_newstateshared(plain_alloc, NULL, owner);
+  ASSERT_NOT_NULL(L);
+  luaL_openlibs(L);
+  return L;
+}
+
+/* Runs `check` (a chunk taking the module) in L against a clone of h. */
+static void run_check(lua_State *L, const void *h, const char *check) {
+  lua_clonefunction(L, h);
+  ASSERT_EQ(lua_pcall(L, 0, 1, 0), LUA_OK);
+  ASSERT_EQ(luaL_loadstring(L, check), LUA_OK);
+  lua_insert(L, -2);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+    test__fail(__FILE__, __LINE__, "check failed: %s", lua_tostring(L, -1));
+}
+
+static const char module_src[] =
+    "local M = { keys = { alpha = 1, beta_key = 2 } }\n"
+    "M.long = 'a long constant of more than forty bytes, used as a key'\n"
+    "M.words = { 'end', 'function', 'local', 'and', 'while' }\n"
+    "function M.get(t, k) return t[k] end\n"
+    "function M.byconst(t) return t.alpha, t.beta_key end\n"
+    "function M.counter() local n = 0; return function() n = n + 1;"
+    " return n end end\n"
+    "return M\n";
+
+/* Made at run time, each string must be the shared one (short) or equal
+ * to it (long); keywords stay keywords; closures of shared prototypes
+ * survive many collections of the sharing state. */
+static const char identity_check[] =
+    "local M = ...\n"
+    "assert(M.keys[('alp') .. 'ha'] == 1, 'short key made at run time')\n"
+    "local t = { [('beta_') .. 'key'] = 7, [('al') .. 'pha'] = 3 }\n"
+    "local a, b = M.byconst(t)\n"
+    "assert(a == 3 and b == 7, 'constant keys on run-time keys')\n"
+    "assert(M.get(t, 'beta_key') == 7)\n"
+    "local lk = 'a long constant of more than forty bytes, ' .. 'used as a key'\n"
+    "local lt = { [M.long] = 5 }\n"
+    "assert(lt[lk] == 5, 'long key made at run time')\n"
+    "local f = assert(load('local x = 1 while x < 3 do x = x + 1 end '"
+    "  .. 'if x == 3 and true then return \"end\" end'))\n"
+    "assert(f() == 'end', 'keywords after shared strings')\n"
+    "local weak = setmetatable({}, { __mode = 'k' })\n"
+    "for i = 1, 3000 do\n"
+    "  local c = M.counter(); c(); weak[c] = M.words[i % 5 + 1]\n"
+    "  local s = M.words[i % 5 + 1] .. i\n"
+    "  if i % 500 == 0 then collectgarbage() end\n"
+    "end\n"
+    "collectgarbage(); collectgarbage()\n"
+    "assert(next(weak) == nil, 'closures collected')\n"
+    "local c = M.counter(); c(); assert(c() == 2)\n";
+
+TEST_IMPL(shared_strings_identity) {
+  lua_State *owner, *a, *b;
+  const void *h;
+  unsigned int gen = 0;
+  if (lua_newstateshared == NULL) return; /* not the patched Lua */
+  owner = luaL_newstate();
+  luaL_openlibs(owner);
+  h = share(owner, module_src, &gen);
+  ASSERT_UINT_GT(gen, 0);
+  a = sharing_state(owner);
+  b = sharing_state(owner);
+  ASSERT_GE(lua_sharedgen(a, owner), gen);
+  ASSERT_EQ(lua_sharedgen(owner, a), 0);
+  run_check(a, h, identity_check);
+  /* The owner collects and compiles on: its shared objects stay. */
+  lua_gc(owner, LUA_GCCOLLECT);
+  ASSERT_EQ(luaL_dostring(owner, "local t = {alpha = 1} collectgarbage() "
+                                 "return t[('alp')..'ha']"), LUA_OK);
+  ASSERT_EQ(lua_tointeger(owner, -1), 1);
+  lua_pop(owner, 1);
+  run_check(b, h, identity_check);
+  lua_close(a); /* in any order, before the owner */
+  run_check(b, h, identity_check);
+  lua_close(b);
+  lua_close(owner);
+}
+
+/* A state opened before a function was shared sees neither it nor its
+ * strings: its own "late_name" stays the one it finds; a state opened
+ * after sees both. Sharing what is shared already changes nothing. */
+TEST_IMPL(shared_generation) {
+  lua_State *owner, *early, *late;
+  const void *h1, *h2;
+  unsigned int gen1 = 0, gen2 = 0, again = 0;
+  if (lua_newstateshared == NULL) return;
+  owner = luaL_newstate();
+  luaL_openlibs(owner);
+  h1 = share(owner, module_src, &gen1);
+  early = sharing_state(owner);
+  ASSERT_EQ(luaL_dostring(early, "T = { [('late_') .. 'name'] = 9 }"),
+            LUA_OK);
+  h2 = share(owner, "return function(t) return t.late_name end", &gen2);
+  ASSERT_UINT_GT(gen2, gen1);
+  ASSERT_LT(lua_sharedgen(early, owner), gen2);
+  ASSERT_GE(lua_sharedgen(early, owner), gen1);
+  /* early's own string is the one it gets back. */
+  ASSERT_EQ(luaL_dostring(early, "return T.late_name"), LUA_OK);
+  ASSERT_EQ(lua_tointeger(early, -1), 9);
+  lua_pop(early, 1);
+  run_check(early, h1, identity_check);
+
+  late = sharing_state(owner);
+  ASSERT_GE(lua_sharedgen(late, owner), gen2);
+  lua_clonefunction(late, h2);
+  ASSERT_EQ(lua_pcall(late, 0, 1, 0), LUA_OK);
+  ASSERT_EQ(luaL_dostring(late, "return { [('late_') .. 'name'] = 11 }"),
+            LUA_OK);
+  ASSERT_EQ(lua_pcall(late, 1, 1, 0), LUA_OK);
+  ASSERT_EQ(lua_tointeger(late, -1), 11);
+  lua_pop(late, 1);
+
+  ASSERT_EQ(luaL_loadstring(owner, "return 1"), LUA_OK);
+  lua_pushvalue(owner, -1);
+  ASSERT_NOT_NULL(lua_sharefunction(owner, -1, &again));
+  ASSERT_NOT_NULL(lua_sharefunction(owner, -2, &gen1));
+  ASSERT_EQ(gen1, again);
+  lua_pop(owner, 2);
+  lua_pushinteger(owner, 1);
+  ASSERT_EQ(lua_sharefunction(owner, -1, &again), NULL);
+  lua_pop(owner, 1);
+  lua_close(early);
+  lua_close(late);
+  lua_close(owner);
+}
+
+/* Through ludo: a module required after some sessions opened (they load
+ * their own copy) and before others (they clone it) reads a key those
+ * sessions made at run time. */
+TEST_IMPL(shared_env_late_module) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *early[3], *late[3];
+  const char *out;
+  size_t len;
+  int i;
+  test_options(&o);
+  o.prewarm = 0;
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, "spec/fixtures/c/shared_late", NULL);
+  for (i = 0; i < 3; i++) {
+    early[i] = test_open(env);
+    ASSERT_OK(ludo_session_reset(early[i], NULL, 0, &out, &len));
+  }
+  for (i = 0; i < 3; i++) {
+    ASSERT_OK(ludo_session_step(early[i], J("{\"load\":true}"), &out, &len));
+    ASSERT_EQ(JINT(JPARSE(out, len), "observation/value"), 42);
+  }
+  for (i = 0; i < 3; i++) {
+    late[i] = test_open(env);
+    ASSERT_OK(ludo_session_reset(late[i], NULL, 0, &out, &len));
+    ASSERT_OK(ludo_session_step(late[i], J("{\"load\":true}"), &out, &len));
+    ASSERT_EQ(JINT(JPARSE(out, len), "observation/value"), 42);
+  }
+  for (i = 0; i < 3; i++) {
+    ludo_session_close(early[i]);
+    ASSERT_OK(ludo_session_step(late[i], J("{\"load\":true}"), &out, &len));
+    ASSERT_EQ(JINT(JPARSE(out, len), "observation/value"), 42);
+    ludo_session_close(late[i]);
+  }
+  ASSERT_OK(ludo_env_free(env));
+  test_rt_free(rt);
+}
+
+/* Lua bytes of an idle echo session, sharing or not (LUDO_SHARE_CODE). */
+static size_t echo_session_bytes(const char *share) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  const char *out;
+  size_t len, bytes;
+  setenv("LUDO_SHARE_CODE", share, 1);
+  test_options(&o);
+  o.prewarm = 0;
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, "examples/echo", NULL);
+  ludo_session_close(test_open(env)); /* compiles every module */
+  s = test_open(env);
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_step(s, J("{\"message\":\"hi\"}"), &out, &len));
+  ASSERT_EQ(JNUM(JPARSE(out, len), "reward"), 0.2 * 0.6 + 0.2 + 0.2);
+  bytes = ludo_session_memory(s);
+  ludo_session_close(s);
+  ASSERT_OK(ludo_env_free(env));
+  test_rt_free(rt);
+  unsetenv("LUDO_SHARE_CODE");
+  return bytes;
+}
+
+/* Sharing takes the code out of every session: an echo session holds
+ * well under three quarters of the Lua memory it holds without. */
+TEST_IMPL(shared_code_smaller_sessions) {
+  size_t on, off;
+  if (lua_newstateshared == NULL) return;
+  off = echo_session_bytes("0");
+  on = echo_session_bytes("1");
+  fprintf(stderr, "echo session Lua bytes: %zu shared, %zu not\n", on, off);
+  ASSERT_LT(on * 4, off * 3);
+}
