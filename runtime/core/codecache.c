@@ -41,10 +41,15 @@ lua_State *ludo__codecache_newstate(ludo__codecache_t *cc, lua_Alloc f,
   return lua_newstateshared(f, ud, cc->C);
 }
 
+int ludo__codecache_current(const ludo__codecache_t *cc, lua_State *L) {
+  return !cc->share || cc->gen == 0 || lua_sharedgen(L, cc->C) >= cc->gen;
+}
+
 int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
                          const char *path) {
   const char *p, *q;
   cc->heap = heap;
+  cc->gen = 0;
   cc->roots = NULL;
   cc->nroots = 0;
   cc->debug = ludo__codecache_debug_level(getenv("LUDO_DEBUG"));
@@ -97,6 +102,7 @@ typedef struct {
   ludo__buf_t *bc, *tmp;
   int debug;            /* LUDO__DEBUG_* */
   int share;            /* share the prototypes too */
+  unsigned int gen;     /* out: their generation */
 } compile_req_t;
 
 /* Writes the compiled function on top of C into r->bc with the debug
@@ -141,6 +147,7 @@ static int cc_compile(lua_State *C) {
     if (luaL_loadbufferx(C, r->bc->p, r->bc->len, r->chunk, "b") != LUA_OK)
       return lua_error(C);
     proto = lua_sharefunction(C, -1, &gen);
+    r->gen = gen;
     lua_pop(C, 1);
     lua_pushlightuserdata(C, (void *)proto);
     lua_rawseti(C, -2, E_PROTO);
@@ -229,6 +236,7 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   r.tmp = &tmp;
   r.debug = lib ? cc->debug : LUDO__DEBUG_FULL;
   r.share = cc->share;
+  r.gen = 0;
   lua_pushcfunction(cc->C, cc_compile);
   lua_pushlightuserdata(cc->C, &r);
   rc = lua_pcall(cc->C, 1, 1, 0);
@@ -246,6 +254,7 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
     lua_error(L);
   }
   lua_pop(cc->C, 1);
+  if (r.gen > cc->gen) cc->gen = r.gen;
   if (!ludo__codecache_lookup(L, cc, key, keylen))
     ludo__error_raise(L, LUDO_ELOAD, "compiled code left the cache");
 }

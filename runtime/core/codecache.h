@@ -21,6 +21,7 @@ typedef struct ludo__codecache_s {
   int debug;           /* debug information kept in library modules:
                           LUDO__DEBUG_* */
   int share;           /* prototypes shared with the states it opens */
+  unsigned int gen;    /* generation of the last function shared */
 } ludo__codecache_t;
 
 /* How much debug information library modules keep (LUDO_DEBUG). */
@@ -47,6 +48,11 @@ int ludo__codecache_env_off(const char *env);
  * state must be closed before the cache is freed. */
 lua_State *ludo__codecache_newstate(ludo__codecache_t *cc, lua_Alloc f,
                                     void *ud);
+
+/* Whether L (opened by ludo__codecache_newstate) clones every function
+ * the cache holds: 0 when L opened before some of them were compiled (it
+ * loads its own copies of those), 1 otherwise and when nothing is shared. */
+int ludo__codecache_current(const ludo__codecache_t *cc, lua_State *L);
 
 /* Creates the cache; `path` is a ';'-separated list of roots (may be NULL).
  * Returns 0 or LUDO_ENOMEM. */

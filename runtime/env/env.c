@@ -399,8 +399,15 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
   env->target = rt->opts.prewarm;
   env->refill.fn = refill_task;
   /* The probe state reads the declaration and becomes the first ready
-   * state of the pool. */
+   * state of the pool, unless it compiled modules after it opened: then
+   * it holds its own copies of them, and a state built now clones the
+   * shared ones (runtime/core/codecache.h), which costs less than the
+   * copies weigh for the session's life. */
   rc = ludo__env_build(env, &ps);
+  if (rc == 0 && !ludo__codecache_current(env->modules.cache, ps->st.L)) {
+    ludo__pstate_free(rt, ps);
+    rc = ludo__env_build(env, &ps);
+  }
   if (rc != 0) {
     ludo__env_destroy(env);
     return rc;

@@ -227,7 +227,8 @@
   X(shared_strings_identity)                                                 \
   X(shared_generation)                                                       \
   X(shared_env_late_module)                                                  \
-  X(shared_code_smaller_sessions)
+  X(shared_code_smaller_sessions)                                            \
+  X(shared_first_session)
 
 TEST_LIST(TEST_DECLARE)
 

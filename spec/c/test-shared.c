@@ -239,3 +239,30 @@ TEST_IMPL(shared_code_smaller_sessions) {
   fprintf(stderr, "echo session Lua bytes: %zu shared, %zu not\n", on, off);
   ASSERT_LT(on * 4, off * 3);
 }
+
+/* The probe state that read the environment compiled its modules after it
+ * opened, so it holds its own copies: the environment builds a sharing
+ * state in its place, and the first session is as small as the next. */
+TEST_IMPL(shared_first_session) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  size_t first, second;
+  if (lua_newstateshared == NULL) return;
+  test_options(&o);
+  o.prewarm = 0;
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, "examples/echo", NULL);
+  s = test_open(env);
+  first = ludo_session_memory(s);
+  ludo_session_close(s);
+  s = test_open(env);
+  second = ludo_session_memory(s);
+  ludo_session_close(s);
+  fprintf(stderr, "echo sessions' Lua bytes: first %zu, second %zu\n",
+          first, second);
+  ASSERT_LT(first * 10, second * 11);
+  ASSERT_OK(ludo_env_free(env));
+  test_rt_free(rt);
+}
