@@ -5,9 +5,12 @@
  *     build/ludo-step-count examples/echo '{"message":"hello"}' 20000
  *   valgrind --tool=callgrind build/ludo-step-count --cold examples/echo 200
  *
- * Step mode: opens and resets one session of ENV, then STEPS blocking
- * steps with ACTION (divide callgrind's total by STEPS; run it twice with
- * different counts to take the warm-up out). --cold: opens, resets and
+ * Step mode: opens and resets SESSIONS sessions of ENV (default 1), then
+ * STEPS blocking steps with ACTION, round-robin over them (divide
+ * callgrind's total by STEPS; run it twice with different counts to take
+ * the warm-up out). With many sessions, cachegrind gives the cache misses
+ * a step costs once sessions no longer fit in the caches:
+ *   valgrind --tool=cachegrind --cache-sim=yes ... ENV ACTION STEPS 4096 --cold: opens, resets and
  * closes N sessions with no pool (prewarm 0), as `open.cold` does.
  * Prints the last result (step mode), so a wrong action shows. */
 #include <stdio.h>
@@ -55,22 +58,28 @@ static void cold(const char *path, long n) {
   ludo_runtime_free(rt);
 }
 
-static void steps(const char *path, const char *action, long n) {
+static void steps(const char *path, const char *action, long n, long k) {
   ludo_runtime_t *rt;
-  ludo_session_t *s;
+  ludo_env_t *env;
+  ludo_session_t **ss = calloc((size_t)k, sizeof *ss);
   const char *out = "";
   size_t len = 0, alen = strlen(action);
   long i;
   int rc;
+  if (ss == NULL) die("sessions", LUDO_ENOMEM);
   if ((rc = ludo_runtime_new(&rt, NULL)) != 0) die("runtime", rc);
-  if ((rc = ludo_session_open(load(rt, path), &s)) != 0) die("open", rc);
-  if ((rc = ludo_session_reset(s, "{}", 2, &out, &len)) != 0)
-    die("reset", rc);
+  env = load(rt, path);
+  for (i = 0; i < k; i++) {
+    if ((rc = ludo_session_open(env, &ss[i])) != 0) die("open", rc);
+    if ((rc = ludo_session_reset(ss[i], "{}", 2, &out, &len)) != 0)
+      die("reset", rc);
+  }
   for (i = 0; i < n; i++)
-    if ((rc = ludo_session_step(s, action, alen, &out, &len)) != 0)
+    if ((rc = ludo_session_step(ss[i % k], action, alen, &out, &len)) != 0)
       die("step", rc);
   printf("%.*s\n", (int)len, out);
   ludo_runtime_free(rt);
+  free(ss);
 }
 
 int main(int argc, char **argv) {
@@ -78,11 +87,11 @@ int main(int argc, char **argv) {
     cold(argv[2], atol(argv[3]));
     return 0;
   }
-  if (argc != 4) {
-    fprintf(stderr, "usage: ludo-step-count ENV ACTION STEPS\n"
+  if (argc != 4 && argc != 5) {
+    fprintf(stderr, "usage: ludo-step-count ENV ACTION STEPS [SESSIONS]\n"
                     "       ludo-step-count --cold ENV N\n");
     return 2;
   }
-  steps(argv[1], argv[2], atol(argv[3]));
+  steps(argv[1], argv[2], atol(argv[3]), argc == 5 ? atol(argv[4]) : 1);
   return 0;
 }
