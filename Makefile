@@ -37,7 +37,8 @@ LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
 # Programs (ludo, tests, bench, examples) link Lua statically: Debian's
 # lua5.4 source with ludo's patches (scripts/lua-build.sh and
 # scripts/patches/: Debian's 5.4.4 lets a __concat metamethod corrupt the
-# heap). libludo.so links the system's liblua5.4 (stock lua5.4 loads it).
+# heap; and shared prototypes, docs/performance.md). libludo.so links the
+# system's liblua5.4 (stock lua5.4 loads it; no shared prototypes there).
 LUA_DIR  := build-lua
 LUA_A    := $(LUA_DIR)/liblua.a
 PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl
@@ -70,7 +71,7 @@ HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   fuzz fuzz-smoke fuzz-build
 all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
      $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples \
-     $(HOSTLIB_FIX)
+     $(HOSTLIB_FIX) $(BUILD)/lua
 
 deps:
 	@scripts/deps.sh
@@ -103,6 +104,16 @@ $(BUILD)/libludo.so: $(LIB_OBJ)
 $(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
 	@rm -f $(LUA_A)
 	scripts/lua-build.sh $(LUA_DIR)
+
+# The busted specs' interpreter: lua.c of the same patched source, its
+# symbols exported, so the C modules it loads (libludo.so's, busted's own)
+# bind to the patched Lua: specs driving ludo.host then run on what the
+# programs run, shared prototypes included (scripts/test.sh).
+$(BUILD)/lua: $(LUA_A)
+	@mkdir -p $(dir $@)
+	src=$$(ls -d $(LUA_DIR)/src/lua5.4-*/src | head -n 1) && \
+	$(CC) -std=gnu99 -O2 -g -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -I$$src \
+	  -o $@ $$src/lua.c $(LUA_A) -Wl,-E -lm -ldl
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E

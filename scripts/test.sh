@@ -18,28 +18,41 @@ if [ "${LUDO_ASAN:-0}" = 1 ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 
-# 1. busted (Lua 5.4): unit, rubrics, functional and ludo.llm specs.
+# 1. busted (Lua 5.4): unit, rubrics, functional and ludo.llm specs, on
+# $BUILD/lua (the patched Lua the programs link, so the sessions the specs
+# open share prototypes as the programs' do); then the specs of ludo.host
+# once more on the stock lua5.4, where libludo.so loads bytecode instead.
+# run_busted LUA SPEC...: runs busted, adds its counts.
+run_busted() {
+  local lua=$1 out rc line s f e
+  shift
+  out=$(mktemp)
+  # spec/llm runs ludo.llm against the mock LLM server (node); the API key
+  # its specs check for leaks comes from LUDO_TEST_LLM_KEY.
+  LUDO_BUILD=$BUILD LD_PRELOAD="$preload" LUDO_LUA="$lua" \
+    LUDO_TEST_LLM_KEY=sk-test-key-7f3a9c01 \
+    busted --lua="$lua" --cpath="$BUILD/cmod/?.so" -o utfTerminal "$@" \
+    >"$out" 2>&1
+  rc=$?
+  tail -n 40 "$out"
+  line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out" | tail -n 1)
+  if [ -n "$line" ]; then
+    s=$(echo "$line" | grep -oE '[0-9]+ success' | grep -oE '[0-9]+')
+    f=$(echo "$line" | grep -oE '[0-9]+ failure' | grep -oE '[0-9]+')
+    e=$(echo "$line" | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
+    add "$s" $((f + e))
+  else
+    echo "busted produced no summary (exit $rc)"
+    add 0 1
+  fi
+  [ $rc -eq 0 ] || status=1
+  rm -f "$out"
+}
 echo "== busted"
-out=$(mktemp)
-# spec/llm runs ludo.llm against the mock LLM server (node); the API key
-# its specs check for leaks comes from LUDO_TEST_LLM_KEY.
-LUDO_BUILD=$BUILD LD_PRELOAD="$preload" LUDO_TEST_LLM_KEY=sk-test-key-7f3a9c01 \
-  busted --lua=lua5.4 --cpath="$BUILD/cmod/?.so" -o utfTerminal \
-  spec/unit spec/rubrics spec/functional spec/llm >"$out" 2>&1
-rc=$?
-tail -n 40 "$out"
-line=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$out" | tail -n 1)
-if [ -n "$line" ]; then
-  s=$(echo "$line" | grep -oE '[0-9]+ success' | grep -oE '[0-9]+')
-  f=$(echo "$line" | grep -oE '[0-9]+ failure' | grep -oE '[0-9]+')
-  e=$(echo "$line" | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
-  add "$s" $((f + e))
-else
-  echo "busted produced no summary (exit $rc)"
-  add 0 1
-fi
-[ $rc -eq 0 ] || status=1
-rm -f "$out"
+run_busted "$BUILD/lua" spec/unit spec/rubrics spec/functional spec/llm
+echo "== busted on the stock lua5.4 (ludo.host without shared prototypes)"
+run_busted lua5.4 spec/functional/env_api_spec.lua \
+  spec/functional/sandbox_spec.lua
 
 # 2. C API tests (with leak checking under ASan).
 echo "== C tests"

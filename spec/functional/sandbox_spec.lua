@@ -55,15 +55,17 @@ local function assert_refused(s, witness, name, code, text)
   assert_healthy(witness)
 end
 
--- Runs `body` in a child lua5.4 with the spec's module paths, under
--- `timeout`; returns the exit status and the output.
+-- Runs `body` in a child Lua (the interpreter scripts/test.sh runs the
+-- specs on, LUDO_LUA; lua5.4 by default) with the spec's module paths,
+-- under `timeout`; returns the exit status and the output.
 local function run_child(body)
   local path = os.tmpname()
   local f = assert(io.open(path, "w"))
   f:write(string.format("package.path = %q\npackage.cpath = %q\n",
     package.path, package.cpath), body)
   f:close()
-  local p = assert(io.popen("timeout 30 lua5.4 " .. path
+  local p = assert(io.popen("timeout 30 " .. (os.getenv("LUDO_LUA") or
+    "lua5.4") .. " " .. path
     .. " 2>&1; echo \"exit=$?\""))
   local out = p:read("a")
   p:close()
