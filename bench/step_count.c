@@ -1,16 +1,17 @@
 /* step_count.c - runs one kind of call many times, for instruction counts
  * that the host's load does not move (docs/performance.md):
  *
- *   valgrind --tool=callgrind --toggle-collect=ludo_session_step \
- *     build/ludo-step-count examples/echo '{"message":"hello"}' 20000
+ *   valgrind --tool=callgrind build/ludo-step-count examples/echo \
+ *     '{"message":"hello"}' 20000     (and 60000: subtract the totals;
+ *     with LTO, ludo_session_step is inlined, so --toggle-collect misses)
  *   valgrind --tool=callgrind build/ludo-step-count --cold examples/echo 200
  *
  * Step mode: opens and resets SESSIONS sessions of ENV (default 1), then
- * STEPS blocking steps with ACTION, round-robin over them (divide
- * callgrind's total by STEPS; run it twice with different counts to take
- * the warm-up out). With many sessions, cachegrind gives the cache misses
+ * STEPS blocking steps with ACTION, round-robin over them (run it twice
+ * with different counts and divide the difference of the totals by the
+ * difference of the counts: that takes the setup out). With many sessions, cachegrind gives the cache misses
  * a step costs once sessions no longer fit in the caches:
- *   valgrind --tool=cachegrind --cache-sim=yes ... ENV ACTION STEPS 4096 --cold: opens, resets and
+ *   valgrind --tool=callgrind --cache-sim=yes ... ENV ACTION STEPS 4096 --cold: opens, resets and
  * closes N sessions with no pool (prewarm 0), as `open.cold` does.
  * Prints the last result (step mode), so a wrong action shows. */
 #include <stdio.h>

@@ -25,7 +25,10 @@ objs=()
 for c in "$src"/src/l*.c; do
   case "$(basename "$c")" in lua.c|luac.c) continue ;; esac
   o="$work/$(basename "${c%.c}").o"
-  ${CC:-cc} -std=gnu99 -O2 -g -fPIC -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
+  # Fat LTO objects (Makefile, LTO): programs linked with -flto optimise
+  # across Lua and ludo; other links use the code as it is.
+  ${CC:-cc} -std=gnu99 -O2 -g -fPIC -flto=auto -ffat-lto-objects \
+    -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
     -c "$c" -o "$o"
   objs+=("$o")
 done
