@@ -228,7 +228,9 @@
   X(shared_generation)                                                       \
   X(shared_env_late_module)                                                  \
   X(shared_code_smaller_sessions)                                            \
-  X(shared_first_session)
+  X(shared_first_session)                                                    \
+  X(shared_alloc_faults)                                                     \
+  X(shared_gc_modes)
 
 TEST_LIST(TEST_DECLARE)
 

@@ -266,3 +266,172 @@ TEST_IMPL(shared_first_session) {
   ASSERT_OK(ludo_env_free(env));
   test_rt_free(rt);
 }
+
+/* ---- review: failures and collector modes --------------------------- */
+
+/* An allocator that refuses every growing call once `fail` counted down
+ * to 0 (-1: never). */
+typedef struct {
+  long fail;
+} fault_t;
+
+static void *fault_alloc(void *ud, void *p, size_t osize, size_t nsize) {
+  fault_t *f = ud;
+  if (nsize == 0) {
+    free(p);
+    return NULL;
+  }
+  if (nsize > (p == NULL ? 0 : osize) && f->fail >= 0) {
+    if (f->fail == 0) return NULL;
+    f->fail--;
+  }
+  return realloc(p, nsize);
+}
+
+/* In the owner, protected: shares the function at 1 into *(2) (gen *(3)). */
+static int share_protected(lua_State *O) {
+  const void **h = lua_touserdata(O, 2);
+  *h = lua_sharefunction(O, 1, lua_touserdata(O, 3));
+  return 0;
+}
+
+static int clone_protected(lua_State *L) {
+  lua_clonefunction(L, lua_touserdata(L, 1));
+  lua_call(L, 0, 1);
+  return 1;
+}
+
+/* Shares src under a refusing allocator until it goes through: a failed
+ * share raises a memory error and changes nothing. */
+static const void *share_faulty(lua_State *owner, fault_t *fo,
+                                const char *src, unsigned int *gen) {
+  const void *h = NULL;
+  long k;
+  for (k = 0;; k++) {
+    int rc;
+    ASSERT_EQ(luaL_loadstring(owner, src), LUA_OK);
+    lua_pushcfunction(owner, share_protected);
+    lua_insert(owner, -2);
+    lua_pushlightuserdata(owner, &h);
+    lua_pushlightuserdata(owner, gen);
+    fo->fail = k;
+    rc = lua_pcall(owner, 3, 0, 0);
+    fo->fail = -1;
+    if (rc == LUA_OK) return h;
+    ASSERT_EQ(rc, LUA_ERRMEM);
+    lua_pop(owner, 1);
+  }
+}
+
+/* Opening a sharing state, cloning into it and sharing in the owner, each
+ * failing at every allocation in turn: the states stay usable, short
+ * strings stay one per name, and (under ASan) nothing leaks or is read
+ * after it was freed. */
+TEST_IMPL(shared_alloc_faults) {
+  fault_t fo = {-1}, fs = {-1};
+  lua_State *owner;
+  int i;
+  if (lua_newstateshared == NULL) return;
+  owner = lua_newstate(fault_alloc, &fo);
+  ASSERT_NOT_NULL(owner);
+  luaL_openlibs(owner);
+  for (i = 0; i < 40; i++) { /* enough to grow the owner's table */
+    char src[256], check[512];
+    unsigned int gen = 0;
+    const void *h;
+    lua_State *L = NULL;
+    long k;
+    snprintf(src, sizeof src,
+             "local t = { 'fault_key_%d', 'alpha', 'end' }\n"
+             "return function() return t[1], 'beta_%d', t end", i, i);
+    h = share_faulty(owner, &fo, src, &gen);
+    ASSERT_NOT_NULL(h);
+    for (k = 0; L == NULL; k++) { /* NULL while the allocator refuses */
+      fs.fail = k;
+      L = lua_newstateshared(fault_alloc, &fs, owner);
+      fs.fail = -1;
+    }
+    luaL_openlibs(L);
+    ASSERT_GE(lua_sharedgen(L, owner), gen);
+    for (k = 0;; k++) {
+      int rc;
+      lua_pushcfunction(L, clone_protected);
+      lua_pushlightuserdata(L, (void *)h);
+      fs.fail = k;
+      rc = lua_pcall(L, 1, 1, 0);
+      fs.fail = -1;
+      if (rc == LUA_OK) break;
+      ASSERT_EQ(rc, LUA_ERRMEM);
+      lua_pop(L, 1);
+    }
+    lua_setglobal(L, "F");
+    snprintf(check, sizeof check,
+             "local a, b, t = F()\n"
+             "local k = { [('fault_key_') .. %d] = 1, [('beta_') .. %d] = 2,"
+             " [('al') .. 'pha'] = 3 }\n"
+             "assert(k[a] == 1 and k[b] == 2 and k[t[2]] == 3)\n"
+             "assert(load('if true then return 1 end'))\n"
+             "collectgarbage()\n", i, i);
+    if (luaL_dostring(L, check) != LUA_OK)
+      test__fail(__FILE__, __LINE__, "check %d: %s", i, lua_tostring(L, -1));
+    lua_close(L);
+  }
+  lua_close(owner);
+}
+
+static const char gc_check[] =
+    "local M = ...\n"
+    "local wk = setmetatable({}, { __mode = 'k' })\n"
+    "local wv = setmetatable({}, { __mode = 'v' })\n"
+    "local eph = setmetatable({}, { __mode = 'k' })\n"
+    "for i, w in ipairs(M.words) do wk[w] = i; wv[i] = w end\n"
+    "wk[M.long] = 0; wv[0] = M.long\n"
+    "for i = 1, 2000 do\n"
+    "  local c = M.counter(); c()\n"
+    "  eph[c] = { c, M.words[i % 5 + 1] }\n"
+    "  local co = coroutine.wrap(function() local d = M.counter()\n"
+    "    while true do coroutine.yield(d()) end end)\n"
+    "  co(); co()\n"
+    "  if i % 400 == 0 then collectgarbage() end\n"
+    "end\n"
+    "collectgarbage(); collectgarbage()\n"
+    "assert(next(eph) == nil, 'ephemerons cleared')\n"
+    "for i, w in ipairs(M.words) do\n"
+    "  assert(wk[w] == i and wv[i] == w, 'strings are never weak')\n"
+    "end\n"
+    "assert(wk[M.long] == 0 and wv[0] == M.long)\n"
+    "assert(M.keys[('alp') .. 'ha'] == 1)\n";
+
+/* Shared objects are gray and old forever: a generational collector
+ * (owner or sharing state) leaves them alone as the incremental one does,
+ * weak tables never clear shared strings, and ephemerons keyed by closures
+ * of shared prototypes clear. */
+TEST_IMPL(shared_gc_modes) {
+  lua_State *owner, *a, *b;
+  const void *h;
+  unsigned int gen = 0;
+  if (lua_newstateshared == NULL) return;
+  owner = luaL_newstate();
+  luaL_openlibs(owner);
+  lua_gc(owner, LUA_GCGEN, 0, 0); /* sharing goes back to incremental */
+  h = share(owner, module_src, &gen);
+  a = sharing_state(owner);
+  b = sharing_state(owner);
+  lua_gc(a, LUA_GCGEN, 0, 0);
+  run_check(a, h, gc_check);
+  run_check(b, h, gc_check);
+  lua_gc(owner, LUA_GCGEN, 0, 0);
+  ASSERT_EQ(luaL_dostring(owner, "local t = {} for i = 1, 5000 do "
+                                 "t[i] = { 'alpha', ('beta_') .. 'key' } "
+                                 "end collectgarbage() return #t"), LUA_OK);
+  lua_pop(owner, 1);
+  lua_gc(owner, LUA_GCCOLLECT);
+  run_check(a, h, gc_check);
+  lua_gc(a, LUA_GCINC, 0, 0, 0);
+  lua_gc(b, LUA_GCGEN, 0, 0);
+  run_check(a, h, identity_check);
+  run_check(b, h, identity_check);
+  lua_close(a);
+  lua_close(b);
+  lua_close(owner);
+}
