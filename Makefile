@@ -111,7 +111,7 @@ $(BUILD)/libludo.so: $(LIB_OBJ)
 
 $(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
 	@rm -f $(LUA_A)
-	scripts/lua-build.sh $(LUA_DIR)
+	LUA_CFLAGS="$(LUA_CFLAGS)" scripts/lua-build.sh $(LUA_DIR)
 
 # The busted specs' interpreter: lua.c of the same patched source, its
 # symbols exported, so the C modules it loads (libludo.so's, busted's own)
@@ -121,7 +121,7 @@ $(BUILD)/lua: $(LUA_A)
 	@mkdir -p $(dir $@)
 	src=$$(ls -d $(LUA_DIR)/src/lua5.4-*/src | head -n 1) && \
 	$(CC) -std=gnu99 -O2 -g -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -I$$src \
-	  -o $@ $$src/lua.c $(LUA_A) -Wl,-E -lm -ldl
+	  $(SAN) -o $@ $$src/lua.c $(LUA_A) -Wl,-E -lm -ldl
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
@@ -179,10 +179,13 @@ test: deps
 test-only: all
 	@BUILD=$(BUILD) scripts/test.sh
 
+# Lua is built with the sanitizers too (build-lua-asan/), so ASan sees the
+# interpreter's own reads and writes, not only the libc calls it makes.
+ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=undefined
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 LTO= \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -fno-sanitize-recover=undefined" all
+	  LUA_DIR=build-lua-asan LUA_CFLAGS="$(ASAN_SAN)" SAN="$(ASAN_SAN)" all
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
 $(BUILD)/ludo-bench: bench/core_bench.c bench/table.c bench/table.h \
@@ -320,7 +323,7 @@ lint:
 	luacheck lua rubrics examples spec
 
 clean:
-	rm -rf build build-asan build-fuzz build-lua
+	rm -rf build build-asan build-fuzz build-lua build-lua-asan
 
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d \
   $(BUILD)/obj/*/*/*/*.d)

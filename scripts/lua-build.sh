@@ -3,6 +3,8 @@
 # source package (the same 5.4.4 with Debian's patches as liblua5.4-dev)
 # plus ludo's patches in scripts/patches/ (each file says why). Usage:
 #   scripts/lua-build.sh OUTDIR      -> OUTDIR/liblua.a
+# LUA_CFLAGS adds compiler flags (make asan: the sanitizers, so ASan sees
+# Lua's own reads and writes too).
 # Needs deb-src in apt's sources (scripts/deps.sh sets that up) and
 # dpkg-dev. Does nothing when OUTDIR/liblua.a exists.
 set -eu
@@ -28,7 +30,7 @@ for c in "$src"/src/l*.c; do
   # Fat LTO objects (Makefile, LTO): programs linked with -flto optimise
   # across Lua and ludo; other links use the code as it is.
   ${CC:-cc} -std=gnu99 -O2 -g -fPIC -flto=auto -ffat-lto-objects \
-    -DLUA_COMPAT_5_3 -DLUA_USE_LINUX \
+    -DLUA_COMPAT_5_3 -DLUA_USE_LINUX ${LUA_CFLAGS:-} \
     -c "$c" -o "$o"
   objs+=("$o")
 done

@@ -2,6 +2,7 @@
 #include "core/codecache.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,14 +244,14 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   ludo__buf_free(&bc);
   ludo__buf_free(&tmp);
   if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
-    size_t len = 0;
-    const char *msg = lua_tolstring(cc->C, -1, &len);
-    if (msg == NULL) msg = "cannot compile";
-    lua_pushlstring(L, msg, msg == NULL ? 0 : strlen(msg)); /* copy out */
+    /* Copied out and popped before L can raise (L may be at its memory
+     * cap): the cache's stack stays balanced. A message longer than the
+     * copy (a syntax error near a long token) is cut. */
+    char msg[1024];
+    const char *m = lua_tostring(cc->C, -1);
+    snprintf(msg, sizeof msg, "%s", m != NULL ? m : "cannot compile");
     lua_pop(cc->C, 1);
-    ludo__error_push(L, LUDO_ELOAD, lua_tostring(L, -1),
-                     lua_rawlen(L, -1), 0);
-    (void)len;
+    ludo__error_push(L, LUDO_ELOAD, msg, strlen(msg), 0);
     lua_error(L);
   }
   lua_pop(cc->C, 1);
@@ -260,16 +261,31 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
 }
 
 
+typedef struct {
+  const char *alias, *key;
+  size_t alen;
+} alias_req_t;
+
+/* In C (protected): cache[alias] = cache[key]. [-0, +0, m] */
+static int cc_alias(lua_State *C) {
+  alias_req_t *r = lua_touserdata(C, 1);
+  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
+  lua_pushlstring(C, r->alias, r->alen);
+  lua_pushstring(C, r->key);
+  lua_rawget(C, -3);
+  lua_rawset(C, -3);
+  return 0;
+}
+
 void ludo__codecache_alias(ludo__codecache_t *cc, const char *alias,
                            size_t alen, const char *key) {
-  lua_State *C = cc->C;
-  int top = lua_gettop(C);
-  if (!lua_checkstack(C, 4)) return;
-  lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
-  lua_pushstring(C, key);
-  lua_rawget(C, -2);
-  lua_pushlstring(C, alias, alen);
-  lua_insert(C, -2);
-  lua_rawset(C, -3);
-  lua_settop(C, top);
+  alias_req_t r;
+  int top = lua_gettop(cc->C);
+  r.alias = alias;
+  r.alen = alen;
+  r.key = key;
+  lua_pushcfunction(cc->C, cc_alias);
+  lua_pushlightuserdata(cc->C, &r);
+  (void)lua_pcall(cc->C, 1, 0, 0); /* no memory: no alias, a later miss */
+  lua_settop(cc->C, top);
 }

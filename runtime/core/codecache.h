@@ -73,7 +73,8 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc,
                          const char *key, size_t keylen, const char *chunk,
                          const char *src, size_t srclen, int lib);
 
-/* Makes `alias` name the entry of `key` too (no-op when key is absent). */
+/* Makes `alias` name the entry of `key` too (no-op when key is absent,
+ * or when the cache has no memory left: the alias then misses later). */
 void ludo__codecache_alias(ludo__codecache_t *cc, const char *alias,
                            size_t alen, const char *key);
 

@@ -142,6 +142,10 @@ TEST_IMPL(shared_generation) {
 
   late = sharing_state(owner);
   ASSERT_GE(lua_sharedgen(late, owner), gen2);
+  /* A clone is the owner's to share, not the sharing state's. */
+  lua_clonefunction(late, h2);
+  ASSERT_NULL(lua_sharefunction(late, -1, &again));
+  lua_pop(late, 1);
   lua_clonefunction(late, h2);
   ASSERT_EQ(lua_pcall(late, 0, 1, 0), LUA_OK);
   ASSERT_EQ(luaL_dostring(late, "return { [('late_') .. 'name'] = 11 }"),
