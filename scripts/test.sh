@@ -16,6 +16,8 @@ if [ "${LUDO_ASAN:-0}" = 1 ]; then
   preload="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
   export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  # Lua runs instrumented too: the fault-injection sweeps take ~20 s alone.
+  export LUDO_CTEST_TIMEOUT=${LUDO_CTEST_TIMEOUT:-90}
 fi
 
 # 1. busted (Lua 5.4): unit, rubrics, functional and ludo.llm specs, on
