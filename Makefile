@@ -49,6 +49,9 @@ LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
 # system's liblua5.4 (stock lua5.4 loads it; no shared prototypes there).
 LUA_DIR  := build-lua
 LUA_A    := $(LUA_DIR)/liblua.a
+# The patched source (its headers, lua.c): expanded when a recipe runs,
+# after $(LUA_A) has unpacked it.
+LUA_SRCDIR = $(firstword $(wildcard $(LUA_DIR)/src/lua5.4-*/src))
 PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl $(LTO)
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
@@ -119,9 +122,8 @@ $(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
 # programs run, shared prototypes included (scripts/test.sh).
 $(BUILD)/lua: $(LUA_A)
 	@mkdir -p $(dir $@)
-	src=$$(ls -d $(LUA_DIR)/src/lua5.4-*/src | head -n 1) && \
-	$(CC) -std=gnu99 -O2 -g -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -I$$src \
-	  $(SAN) -o $@ $$src/lua.c $(LUA_A) -Wl,-E -lm -ldl
+	$(CC) -std=gnu99 -O2 -g -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -I$(LUA_SRCDIR) \
+	  $(SAN) -o $@ $(LUA_SRCDIR)/lua.c $(LUA_A) -Wl,-E -lm -ldl
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
@@ -247,7 +249,7 @@ $(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
 # Reads Lua's internal structures: built against the headers of the Lua
 # that build-lua compiled (scripts/lua-build.sh).
 $(BUILD)/ludo-heap-map: bench/heap_map.c $(BUILD)/libludo.a $(LUA_A)
-	$(CC) $(CFLAGS_ALL) -I$(firstword $(wildcard $(LUA_DIR)/src/lua5.4-*/src)) \
+	$(CC) $(CFLAGS_ALL) -I$(LUA_SRCDIR) \
 	  -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 $(BUILD)/ludo-memory: bench/session_memory.c $(BUILD)/libludo.a $(LUA_A)

@@ -32,7 +32,8 @@ int ludo__codecache_debug_level(const char *env) {
   return LUDO__DEBUG_LINES;
 }
 
-int ludo__codecache_env_off(const char *env) {
+/* Whether an on/off environment variable says off ("0" or "off"). */
+static int env_off(const char *env) {
   return env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "off") == 0);
 }
 
@@ -55,7 +56,7 @@ int ludo__codecache_init(ludo__codecache_t *cc, ludo__alloc_t *heap,
   cc->nroots = 0;
   cc->debug = ludo__codecache_debug_level(getenv("LUDO_DEBUG"));
   cc->share = lua_newstateshared != NULL &&
-              !ludo__codecache_env_off(getenv("LUDO_SHARE_CODE"));
+              !env_off(getenv("LUDO_SHARE_CODE"));
   cc->C = lua_newstate(ludo__alloc_fn, heap);
   if (cc->C == NULL) return LUDO_ENOMEM;
   lua_pushcfunction(cc->C, cc_setup);
@@ -135,7 +136,7 @@ static int cc_compile(lua_State *C) {
   lua_pop(C, 1);
   lua_rawgetp(C, LUA_REGISTRYINDEX, &cache_key);
   lua_pushlstring(C, r->key, r->keylen);
-  lua_createtable(C, 2, 0);
+  lua_createtable(C, 4, 0);
   lua_pushlstring(C, r->bc->p, r->bc->len);
   lua_rawseti(C, -2, E_BC);
   lua_pushstring(C, r->chunk);

@@ -36,9 +36,6 @@ enum {
  * LINES. */
 int ludo__codecache_debug_level(const char *env);
 
-/* Whether an on/off environment variable says off ("0" or "off"). */
-int ludo__codecache_env_off(const char *env);
-
 /* Opens a Lua state (lua_newstate's contract) that clones the cache's
  * compiled functions instead of loading their bytecode: their prototypes,
  * constants and names then exist once per runtime instead of once per

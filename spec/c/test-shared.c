@@ -13,17 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "core/luashare.h"
-
-static void *plain_alloc(void *ud, void *p, size_t osize, size_t nsize) {
-  (void)ud;
-  (void)osize;
-  if (nsize == 0) {
-    free(p);
-    return NULL;
-  }
-  return realloc(p, nsize);
-}
 
 /* Compiles src in the owner and shares it; returns the handle. */
 static const void *share(lua_State *owner, const char *src,
@@ -37,7 +28,7 @@ static const void *share(lua_State *owner, const char *src,
 }
 
 static lua_State *sharing_state(lua_State *owner) {
-  lua_State *L = lua_newstateshared(plain_alloc, NULL, owner);
+  lua_State *L = lua_newstateshared(ludo__alloc_default, NULL, owner);
   ASSERT_NOT_NULL(L);
   luaL_openlibs(L);
   return L;
@@ -273,23 +264,12 @@ TEST_IMPL(shared_first_session) {
 
 /* ---- review: failures and collector modes --------------------------- */
 
-/* An allocator that refuses every growing call once `fail` counted down
- * to 0 (-1: never). */
-typedef struct {
-  long fail;
-} fault_t;
-
-static void *fault_alloc(void *ud, void *p, size_t osize, size_t nsize) {
-  fault_t *f = ud;
-  if (nsize == 0) {
-    free(p);
-    return NULL;
-  }
-  if (nsize > (p == NULL ? 0 : osize) && f->fail >= 0) {
-    if (f->fail == 0) return NULL;
-    f->fail--;
-  }
-  return realloc(p, nsize);
+/* The helpers' counting allocator (test_alloc_fn, one test_alloc_t per
+ * state): refuse_from(a, k) makes it refuse the k-th growing call from
+ * now and every one after it; refuse_from(a, -1) refuses none. */
+static void refuse_from(test_alloc_t *a, long k) {
+  a->fail_sticky = 1;
+  a->fail_at = k < 0 ? -1 : (long)a->grows + k;
 }
 
 /* In the owner, protected: shares the function at 1 into *(2) (gen *(3)). */
@@ -307,7 +287,7 @@ static int clone_protected(lua_State *L) {
 
 /* Shares src under a refusing allocator until it goes through: a failed
  * share raises a memory error and changes nothing. */
-static const void *share_faulty(lua_State *owner, fault_t *fo,
+static const void *share_faulty(lua_State *owner, test_alloc_t *fo,
                                 const char *src, unsigned int *gen) {
   const void *h = NULL;
   long k;
@@ -318,9 +298,9 @@ static const void *share_faulty(lua_State *owner, fault_t *fo,
     lua_insert(owner, -2);
     lua_pushlightuserdata(owner, &h);
     lua_pushlightuserdata(owner, gen);
-    fo->fail = k;
+    refuse_from(fo, k);
     rc = lua_pcall(owner, 3, 0, 0);
-    fo->fail = -1;
+    refuse_from(fo, -1);
     if (rc == LUA_OK) return h;
     ASSERT_EQ(rc, LUA_ERRMEM);
     lua_pop(owner, 1);
@@ -332,11 +312,11 @@ static const void *share_faulty(lua_State *owner, fault_t *fo,
  * strings stay one per name, and (under ASan) nothing leaks or is read
  * after it was freed. */
 TEST_IMPL(shared_alloc_faults) {
-  fault_t fo = {-1}, fs = {-1};
+  test_alloc_t fo = {0, 0, 0, 0, -1, 0, 0, 0}, fs = fo;
   lua_State *owner;
   int i;
   if (lua_newstateshared == NULL) return;
-  owner = lua_newstate(fault_alloc, &fo);
+  owner = lua_newstate(test_alloc_fn, &fo);
   ASSERT_NOT_NULL(owner);
   luaL_openlibs(owner);
   for (i = 0; i < 40; i++) { /* enough to grow the owner's table */
@@ -351,9 +331,9 @@ TEST_IMPL(shared_alloc_faults) {
     h = share_faulty(owner, &fo, src, &gen);
     ASSERT_NOT_NULL(h);
     for (k = 0; L == NULL; k++) { /* NULL while the allocator refuses */
-      fs.fail = k;
-      L = lua_newstateshared(fault_alloc, &fs, owner);
-      fs.fail = -1;
+      refuse_from(&fs, k);
+      L = lua_newstateshared(test_alloc_fn, &fs, owner);
+      refuse_from(&fs, -1);
     }
     luaL_openlibs(L);
     ASSERT_GE(lua_sharedgen(L, owner), gen);
@@ -361,9 +341,9 @@ TEST_IMPL(shared_alloc_faults) {
       int rc;
       lua_pushcfunction(L, clone_protected);
       lua_pushlightuserdata(L, (void *)h);
-      fs.fail = k;
+      refuse_from(&fs, k);
       rc = lua_pcall(L, 1, 1, 0);
-      fs.fail = -1;
+      refuse_from(&fs, -1);
       if (rc == LUA_OK) break;
       ASSERT_EQ(rc, LUA_ERRMEM);
       lua_pop(L, 1);
@@ -379,8 +359,11 @@ TEST_IMPL(shared_alloc_faults) {
     if (luaL_dostring(L, check) != LUA_OK)
       test__fail(__FILE__, __LINE__, "check %d: %s", i, lua_tostring(L, -1));
     lua_close(L);
+    ASSERT_UINT_EQ(fs.live, 0);
   }
   lua_close(owner);
+  ASSERT_UINT_EQ(fo.live, 0);
+  ASSERT_UINT_EQ(fo.osize_mismatch + fs.osize_mismatch, 0);
 }
 
 static const char gc_check[] =
