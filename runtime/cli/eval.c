@@ -35,6 +35,7 @@ static uv_async_t *wake_handle;
 
 static void on_raw_signal(int signum) {
   (void)signum;
+  eval_workers_signal(); /* with --workers: passed on to each */
   if (eval_interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
   eval_interrupted = 1;
   if (wake_handle != NULL) uv_async_send(wake_handle); /* signal-safe */
@@ -152,6 +153,7 @@ static void one_at_a_time(eval_t *e) {
       fprintf(stderr, "ludo eval: %s is not concurrent: one episode at a "
               "time\n", e->cfg->env);
     e->cfg->concurrency = 1;
+    e->cfg->workers = 1;
   }
   json_decref(info);
 }
@@ -216,25 +218,58 @@ static int report(eval_t *e, double wall_s, const char *started_at) {
   return rc;
 }
 
-static int run(eval_t *e) {
-  long long already = 0;
-  char started_at[32];
-  double t0 = eval_now();
-  now_iso(started_at, sizeof started_at);
-  signals_start(e); /* until the summary and the report are written */
-  if (runtime_open(e) != 0 || env_open(e) != 0) return 1;
-  e->run_json = eval_run_json(e->cfg, e->plan.total);
-  if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
-    return 1;
+/* Runs the episodes left in this process: the slots, the loop. Returns
+ * 0, or -1 when the slots could not be opened (said). */
+static int run_here(eval_t *e, long long already) {
   e->r.cfg = e->cfg;
   e->r.loop = &e->loop;
   e->r.plan = &e->plan;
   e->r.out = &e->out;
-  if (eval_slots_open(&e->r) != 0) return 1;
+  if (eval_slots_open(&e->r) != 0) return -1;
   run_loop(e, already);
   eval_out_close(&e->out);
-  if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
+  return 0;
+}
+
+static int interrupted_status(const eval_t *e) {
   return e->interrupted || eval_interrupted ? EXIT_INTERRUPTED : 0;
+}
+
+/* A worker process (eval_workers.c): its share of the episodes, no
+ * summary or report (the parent writes them). */
+static int run_worker(eval_t *e) {
+  if (eval_worker_episodes(&e->plan) != 0 ||
+      eval_out_open_worker(&e->out, e->cfg) != 0 || run_here(e, 0) != 0)
+    return 1;
+  return e->r.failed ? 1 : interrupted_status(e);
+}
+
+static int run(eval_t *e, int argc, char **argv) {
+  long long already = 0, workers;
+  char started_at[32];
+  double t0 = eval_now();
+  int rc = 0;
+  now_iso(started_at, sizeof started_at);
+  signals_start(e); /* until the summary and the report are written */
+  if (runtime_open(e) != 0 || env_open(e) != 0) return 1;
+  if (e->cfg->worker) return run_worker(e);
+  e->run_json = eval_run_json(e->cfg, e->plan.total);
+  if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
+    return 1;
+  workers = eval_workers_count(e->cfg, &e->plan);
+  if (workers > 1) {
+    eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,
+                        (long long)e->plan.n, already);
+    eval_progress_prior(&e->r.progress, &e->plan);
+    rc = eval_workers_run(e->cfg, &e->loop, &e->plan, workers, argc, argv,
+                          e->out.lock, &e->r.progress);
+    eval_progress_stop(&e->r.progress);
+    eval_out_close(&e->out);
+  } else if (run_here(e, already) != 0) {
+    return 1;
+  }
+  if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
+  return rc != 0 ? rc : interrupted_status(e);
 }
 
 static void teardown(eval_t *e) {
@@ -265,7 +300,7 @@ static int cmd_eval(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
   memset(&e, 0, sizeof e);
   e.cfg = &cfg;
   uv_loop_init(&e.loop);
-  rc = run(&e);
+  rc = run(&e, argc, argv);
   teardown(&e);
   eval_config_free(&cfg);
   return rc;
@@ -286,6 +321,8 @@ const ludo__cli_cmd_t ludo__cli_cmd_eval = {
     "and i alone, so results do not depend on --concurrency, --shard or\n"
     "--resume. An episode that fails (its error class and message are in\n"
     "its record) or takes an invalid action does not stop the run.\n"
+    "--workers N runs the episodes in N processes (a loop is one core);\n"
+    "the records are the same as with one.\n"
     "Ctrl-C (SIGINT, SIGTERM) cancels the episodes in flight (recorded as\n"
     "ECANCELED, run again by --resume), writes the summary and the report\n"
     "of what finished, and exits 130; a second Ctrl-C exits at once.\n"

@@ -15,6 +15,7 @@
  *   eval_output.c   the output folder: run.json, results.jsonl, resume,
  *                   trajectories
  *   eval_progress.c the progress line
+ *   eval_workers.c  --workers: the episodes spread over worker processes
  *   eval_report.c   summary.json and report.html (ludo.eval.report)
  *   eval_merge.c    `ludo eval merge`: shard folders -> one */
 #ifndef LUDO_CLI_EVAL_H
@@ -60,6 +61,9 @@ typedef struct eval_cfg_s {
   double success_threshold;
   int resume, trajectories, quiet;
   long long shard_index, shard_count; /* count 0: no shard */
+  long long workers;       /* worker processes (1: this one runs all) */
+  int worker;              /* this process is a worker: its episodes come
+                              on stdin, the lock as fd 3 (eval_workers.c) */
   const char *token;
   json_t *policy_desc;     /* what run.json says of the policy */
 } eval_cfg_t;
@@ -119,7 +123,7 @@ eval_ep_t *eval_plan_find(eval_plan_t *plan, long long index);
 
 typedef struct eval_out_s {
   char dir[4096];
-  FILE *results;           /* results.jsonl, appended */
+  int results;             /* results.jsonl, O_APPEND (-1: closed) */
   int lock;                /* OUT/.lock, held for the run (> 0) */
 } eval_out_t;
 
@@ -146,6 +150,10 @@ int eval_out_fresh(const char *dir);
 
 /* Appends one record (a JSON object; steals nothing) and flushes. */
 int eval_out_append(eval_out_t *o, json_t *record);
+/* Opens cfg->out for a worker (eval_workers.c): the parent took the lock,
+ * wrote run.json and read the records; results.jsonl is opened to append.
+ * Returns 0 or -1 after saying why. */
+int eval_out_open_worker(eval_out_t *o, const eval_cfg_t *cfg);
 /* Closes results.jsonl; eval_out_unlock then lets the lock go. */
 void eval_out_close(eval_out_t *o);
 void eval_out_unlock(eval_out_t *o);
@@ -185,6 +193,11 @@ int eval_class_rerun(const char *cls);
 typedef const char *(*eval_scan_fn)(void *ud, const eval_line_t *l);
 int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
                       void *ud);
+/* Calls fn for each complete line of results.jsonl from byte *offset on,
+ * and moves *offset past the last one (a line being written is read on
+ * the next call). Returns 0, or -1 after saying what was wrong. */
+int eval_results_follow(const char *dir, long long *offset, eval_scan_fn fn,
+                        void *ud);
 
 /* The folder's records as the text of one JSON array (the last record of
  * each episode, ordered by episode) appended to `text`, without parsing
@@ -345,6 +358,28 @@ void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
 int eval_report_write(const char *dir, json_t *run, const char *results,
                       size_t results_len, double wall_s,
                       const char *started_at);
+
+/* ---- worker processes (eval_workers.c) ------------------------------- */
+
+/* How many worker processes the run gets: cfg->workers, at most one per
+ * episode left to run; 1 (no workers) in a worker itself. */
+long long eval_workers_count(const eval_cfg_t *cfg, const eval_plan_t *plan);
+/* Runs the episodes of `plan` not done on `n` worker processes (this
+ * program, `ludo eval` with the same arguments, `argv` from "eval" on)
+ * and shows their progress from results.jsonl until every one exited.
+ * `lock` is the output folder's lock, which they inherit. Returns 0 when
+ * all ended with status 0, 130 when interrupted, 1 when one failed (or
+ * could not be started: said). */
+int eval_workers_run(const eval_cfg_t *cfg, uv_loop_t *loop,
+                     const eval_plan_t *plan, long long n, int argc,
+                     char **argv, int lock, eval_progress_t *progress);
+/* Ctrl-C in the parent: asks every worker to stop (SIGINT; they record
+ * their episodes in flight as cancelled). Async-signal-safe. */
+void eval_workers_signal(void);
+/* A worker's episodes: reads their indices (stdin, one per line) and
+ * marks every other episode of the plan done. Returns 0 or -1 after
+ * saying why. */
+int eval_worker_episodes(eval_plan_t *plan);
 
 /* ---- time ------------------------------------------------------------- */
 

@@ -13,7 +13,7 @@
 enum {
   OPT_POLICY = 2, OPT_EPISODES, OPT_SEED, OPT_CONCURRENCY, OPT_OUT,
   OPT_MAX_STEPS, OPT_NO_TRAJ, OPT_QUIET, OPT_SHARD, OPT_CPU_BUDGET,
-  OPT_MEMORY_CAP, OPT_TOKEN, OPT_RESUME, OPT_REPEATS
+  OPT_MEMORY_CAP, OPT_TOKEN, OPT_RESUME, OPT_REPEATS, OPT_WORKERS
 };
 
 const ludo__cli_opt_t ludo__cli_eval_opts[] = {
@@ -30,6 +30,9 @@ const ludo__cli_opt_t ludo__cli_eval_opts[] = {
     {OPT_CONCURRENCY, "--concurrency", NULL, "C",
      "episodes in flight at once (default 8 per CPU,\n"
      "at most 256)"},
+    {OPT_WORKERS, "--workers", NULL, "N",
+     "spread the episodes over N worker processes, each\n"
+     "with C/N of the concurrency: N cores (default 1)"},
     {OPT_OUT, "--out", NULL, "DIR",
      "the output folder (default eval-out)"},
     {OPT_MAX_STEPS, "--max-steps", NULL, "N",
@@ -55,6 +58,7 @@ const ludo__cli_opt_t ludo__cli_eval_opts[] = {
 typedef struct {
   const char *policy, *out, *token;
   long long episodes, repeats, seed, concurrency, max_steps, budget, cap;
+  long long workers;
   long long shard_i, shard_n;
   int resume, no_traj, quiet;
 } flags_t;
@@ -87,6 +91,8 @@ static int apply_number(int id, const char *v, flags_t *f) {
     case OPT_CONCURRENCY:
       return ludo__cli_number("--concurrency", v, 1, 100000,
                               &f->concurrency);
+    case OPT_WORKERS:
+      return ludo__cli_number("--workers", v, 1, 256, &f->workers);
     case OPT_MAX_STEPS:
       return ludo__cli_number("--max-steps", v, 1, 1000000000,
                               &f->max_steps);
@@ -305,6 +311,15 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   cfg->max_steps = num_or(rf, "max_steps", f->max_steps, 100);
   cfg->concurrency = num_or(rf, "concurrency", f->concurrency,
                             default_concurrency());
+  cfg->workers = num_or(rf, "workers", f->workers, 1);
+  if (cfg->workers < 1 || cfg->workers > 256) {
+    ludo__cli_error("the run file's workers must be 1 to 256 (got %lld)",
+                    cfg->workers);
+    return LUDO__CLI_USAGE;
+  }
+  /* A worker process of a run (eval_workers.c): not a flag, so that no
+   * user gives it by mistake. */
+  cfg->worker = getenv("LUDO_EVAL_WORKER") != NULL;
   cfg->budget_ms = f->budget >= 0 ? f->budget : 10000;
   cfg->cap_mb = f->cap >= 0 ? f->cap : 64;
   cfg->pass_k = json_is_array(json_object_get(rf, "pass_k"))
@@ -329,6 +344,7 @@ int eval_config(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   memset(cfg, 0, sizeof *cfg);
   memset(&f, 0, sizeof f);
   f.episodes = f.repeats = f.seed = f.concurrency = f.max_steps = -1;
+  f.workers = -1;
   f.budget = f.cap = -1;
   rc = ludo__cli_parse(cmd, argc, argv, apply, &f, &arg, "RUN.lua or ENV",
                        "a run file or an environment");
@@ -404,7 +420,8 @@ json_t *eval_run_json(const eval_cfg_t *cfg, long long episodes_total) {
           : json_null());
   json_object_set_new(
       run, "execution",
-      json_pack("{sIsb}", "concurrency", (json_int_t)cfg->concurrency,
-                "trajectories", cfg->trajectories));
+      json_pack("{sIsIsb}", "concurrency", (json_int_t)cfg->concurrency,
+                "workers", (json_int_t)cfg->workers, "trajectories",
+                cfg->trajectories));
   return run;
 }

@@ -212,12 +212,12 @@ static int write_results(const merge_args_t *m, json_t *all,
   snprintf(path, sizeof path, "%s/trajectories", m->out);
   mkdir(path, 0777);
   snprintf(path, sizeof path, "%s/results.jsonl", m->out);
-  o.results = fopen(path, "w");
+  o.results = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   for (k = 0; rc == 0 && k < json_array_size(all); k++) {
     json_t *rec = json_array_get(all, k);
     const char *t = json_string_value(json_object_get(rec, "trajectory"));
     long long ep = json_integer_value(json_object_get(rec, "episode"));
-    rc = o.results ? eval_out_append(&o, rec) : -1;
+    rc = o.results >= 0 ? eval_out_append(&o, rec) : -1;
     if (t != NULL) copy_traj(m->dirs[from[ep]], m->out, t);
   }
   eval_out_close(&o);

@@ -220,19 +220,22 @@ static int scan_slow(const char *p, size_t n, eval_line_t *l) {
   return 0;
 }
 
-/* Calls fn for each complete line of buf[0..n) (the file at `path`);
- * see eval_results_scan. */
-static int scan_buf(const char *path, const char *buf, size_t n, int repair,
-                    eval_scan_fn fn, void *ud) {
-  size_t at = 0, line = 0;
-  while (at < n) {
-    const char *nl = memchr(buf + at, '\n', n - at), *why;
+/* Calls fn for each complete line of buf[0..n) (the file at `path`, its
+ * first line numbered first_line + 1); *at is where the lines it read
+ * end. Returns 0 or -1 after saying what was wrong. */
+static int scan_lines(const char *path, const char *buf, size_t n,
+                      size_t first_line, eval_scan_fn fn, void *ud,
+                      size_t *at) {
+  size_t line = first_line;
+  *at = 0;
+  while (*at < n) {
+    const char *nl = memchr(buf + *at, '\n', n - *at), *why;
     eval_line_t l;
     line++;
     if (nl == NULL) break;
     memset(&l, 0, sizeof l);
-    l.line = buf + at;
-    l.len = (size_t)(nl - buf) - at;
+    l.line = buf + *at;
+    l.len = (size_t)(nl - buf) - *at;
     if (scan_fast(l.line, l.len, &l) != 0 &&
         scan_slow(l.line, l.len, &l) != 0) {
       ludo__cli_error("%s:%zu: not a result record", path, line);
@@ -242,8 +245,17 @@ static int scan_buf(const char *path, const char *buf, size_t n, int repair,
       ludo__cli_error("%s:%zu: %s", path, line, why);
       return -1;
     }
-    at = (size_t)(nl - buf) + 1;
+    *at = (size_t)(nl - buf) + 1;
   }
+  return 0;
+}
+
+/* Calls fn for each complete line of buf[0..n) (the file at `path`);
+ * see eval_results_scan. */
+static int scan_buf(const char *path, const char *buf, size_t n, int repair,
+                    eval_scan_fn fn, void *ud) {
+  size_t at;
+  if (scan_lines(path, buf, n, 0, fn, ud, &at) != 0) return -1;
   return torn_line(path, at, n, repair);
 }
 
@@ -257,6 +269,27 @@ int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
   buf = slurp(path, &n);
   rc = buf ? scan_buf(path, buf, n, repair, fn, ud) : 0;
   free(buf);
+  return rc;
+}
+
+int eval_results_follow(const char *dir, long long *offset, eval_scan_fn fn,
+                        void *ud) {
+  char path[4400];
+  ludo__cli_buf_t b = {0};
+  char chunk[65536];
+  size_t at = 0;
+  ssize_t got;
+  int fd, rc;
+  snprintf(path, sizeof path, "%s/results.jsonl", dir);
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return 0; /* none yet */
+  while ((got = pread(fd, chunk, sizeof chunk, (off_t)(*offset + (long long)
+                                                       b.len))) > 0)
+    ludo__cli_buf_add(&b, chunk, (size_t)got);
+  close(fd);
+  /* Line numbers are not known here: the records are counted from 0. */
+  rc = b.len > 0 ? scan_lines(path, b.p, b.len, 0, fn, ud, &at) : 0;
+  *offset += (long long)at;
+  ludo__cli_buf_free(&b);
   return rc;
 }
 
@@ -478,8 +511,8 @@ static int open_results(eval_out_t *o, const eval_cfg_t *cfg) {
     return -1;
   }
   snprintf(path, sizeof path, "%s/results.jsonl", cfg->out);
-  o->results = fopen(path, "a");
-  if (o->results == NULL) {
+  o->results = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (o->results < 0) {
     ludo__cli_error("cannot write %s: %s", path, strerror(errno));
     return -1;
   }
@@ -503,13 +536,22 @@ static int open_how(const eval_cfg_t *cfg) {
   return eval_out_fresh(cfg->out);
 }
 
+static void out_init(eval_out_t *o, const eval_cfg_t *cfg) {
+  memset(o, 0, sizeof *o);
+  o->lock = o->results = -1;
+  snprintf(o->dir, sizeof o->dir, "%s", cfg->out);
+}
+
+int eval_out_open_worker(eval_out_t *o, const eval_cfg_t *cfg) {
+  out_init(o, cfg);
+  return open_results(o, cfg);
+}
+
 int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
                   eval_plan_t *plan, long long *already) {
   char *text;
   int rc;
-  memset(o, 0, sizeof *o);
-  o->lock = -1;
-  snprintf(o->dir, sizeof o->dir, "%s", cfg->out);
+  out_init(o, cfg);
   *already = 0;
   if (eval_out_lock(cfg->out, &o->lock) != 0) return -1;
   rc = open_how(cfg);
@@ -522,22 +564,30 @@ int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
   return open_results(o, cfg);
 }
 
+/* A record is one write(): with O_APPEND the kernel puts it whole at the
+ * end, so the worker processes of a run (eval_workers.c) append to the
+ * same file without mixing their lines. */
 int eval_out_append(eval_out_t *o, json_t *record) {
   char *line = json_dumps(record, EVAL_JSON_LINE);
-  int rc = 0;
-  if (line == NULL || fputs(line, o->results) < 0 ||
-      fputc('\n', o->results) < 0 || fflush(o->results) != 0) {
-    ludo__cli_error("cannot write %s/results.jsonl: %s", o->dir,
-                    strerror(errno));
-    rc = -1;
+  size_t n = line ? strlen(line) + 1 : 0, done = 0;
+  int rc = line ? 0 : -1;
+  if (line != NULL) line[n - 1] = '\n'; /* its NUL: the line's end */
+  while (rc == 0 && done < n) {
+    ssize_t w = write(o->results, line + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) rc = -1;
+    else done += (size_t)w;
   }
+  if (rc != 0)
+    ludo__cli_error("cannot write %s/results.jsonl: %s", o->dir,
+                    line ? strerror(errno) : "out of memory");
   free(line);
   return rc;
 }
 
 void eval_out_close(eval_out_t *o) {
-  if (o->results != NULL) fclose(o->results);
-  o->results = NULL;
+  if (o->results >= 0) close(o->results);
+  o->results = -1;
 }
 
 void eval_out_unlock(eval_out_t *o) {

@@ -960,6 +960,153 @@ def example_llm_policy_and_judge():
     assert untimed(results(one)) == untimed(results(d))
 
 
+# ---- --workers: the episodes spread over worker processes --------------
+
+
+def pids_writing(d):
+    """Pids of processes (but this one) with a file of folder d open."""
+    real, found = os.path.realpath(d), []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            fds = os.listdir("/proc/%s/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+            except OSError:
+                continue
+            if target.startswith(real + "/"):
+                found.append(int(pid))
+                break
+    return found
+
+
+@test
+def workers_give_the_records_of_one_process():
+    args = ["eval", "examples/echo", "--policy", SLOW, "--episodes", "40",
+            "--max-steps", "5", "--seed", "9", "--quiet"]
+    one, many = out("w-one"), out("w-many")
+    run_ok(*args, "--out", one, "--concurrency", "4")
+    run_ok(*args, "--out", many, "--concurrency", "4", "--workers", "3")
+    assert untimed(results(many)) == untimed(results(one))
+    assert summary(many) == summary(one), (summary(many), summary(one))
+    for r in results(many):  # every trajectory written, by its worker
+        with open(os.path.join(many, r["trajectory"])) as f:
+            assert f.read() == open(os.path.join(one, r["trajectory"])).read()
+    run = json.load(open(os.path.join(many, "run.json")))
+    assert run["execution"]["workers"] == 3, run
+    # More workers than episodes: one each; a second run resumes nothing.
+    few = out("w-few")
+    run_ok("eval", "examples/echo", "--episodes", "2", "--out", few,
+           "--quiet", "--workers", "8")
+    assert sorted(r["episode"] for r in results(few)) == [0, 1]
+    run_ok("eval", "examples/echo", "--episodes", "2", "--out", few,
+           "--quiet", "--workers", "8", "--resume")
+    assert len(results(few)) == 2
+
+
+@test
+def workers_flag_and_run_file_field():
+    r = ludo("eval", "examples/echo", "--workers", "0", "--out",
+             out("w-zero"))
+    assert r.returncode == 2 and "--workers" in r.stderr, r.stderr
+    rf = write("workers_run.lua", 'return { env = "%s/examples/echo", '
+               'episodes = 6, max_steps = 3, workers = 2 }\n' % ROOT)
+    d = out("w-runfile")
+    run_ok("eval", rf, "--out", d, "--quiet")
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["execution"]["workers"] == 2, run
+    assert len(results(d)) == 6
+    bad = write("workers_bad_run.lua", 'return { env = "%s/examples/echo",'
+                ' workers = 999 }\n' % ROOT)
+    r = ludo("eval", bad, "--out", out("w-bad"))
+    assert r.returncode == 2 and "workers must be 1 to 256" in r.stderr, \
+        r.stderr
+
+
+@test
+def workers_show_one_progress_line():
+    d = out("w-progress")
+    r = ludo("eval", "examples/echo", "--policy", SLOW, "--episodes", "30",
+             "--max-steps", "4", "--out", d, "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    lines = [x for x in r.stderr.splitlines() if "episodes" in x]
+    assert lines and "30/30 episodes" in lines[-1], r.stderr
+
+
+@test
+def a_worker_that_fails_fails_the_run():
+    d = out("w-fail")
+    pol = write("broken_policy.lua", "error('broken at load')\n")
+    r = ludo("eval", "examples/echo", "--policy", pol, "--episodes", "4",
+             "--out", d, "--quiet", "--workers", "2")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "broken at load" in r.stderr, r.stderr
+    assert re.search(r"worker [01] failed \(exit status 1\)", r.stderr), \
+        r.stderr
+
+
+@test
+def ctrl_c_with_workers_cancels_then_resume_completes():
+    args = ["eval", "examples/echo", "--policy", SLOW, "--episodes", "300",
+            "--max-steps", "10", "--concurrency", "6", "--quiet",
+            "--workers", "2"]
+    d = out("w-sigint")
+    p = subprocess.Popen([LUDO, *args, "--out", d], env=ENV,
+                         stderr=subprocess.PIPE, text=True)
+    path = os.path.join(d, "results.jsonl")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= 6:
+            break
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)  # to the parent alone: it passes it on
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, err)
+    recs = results(d)
+    cancelled = [r for r in recs if r["error"] and
+                 r["error"]["class"] == "ECANCELED"]
+    assert 1 <= len(cancelled) <= 6 and len(recs) < 300, len(cancelled)
+    assert pids_writing(d) == [], pids_writing(d)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert s["episodes"]["cancelled"] == len(cancelled), s
+    r = ludo(*args, "--out", d, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert sorted({x["episode"] for x in results(d)}) == list(range(300))
+    assert summary(d)["episodes"]["cancelled"] == 0, summary(d)
+
+
+@test
+def kill_9_of_the_parent_ends_its_workers():
+    args = ["eval", "examples/echo", "--policy", SLOW, "--episodes", "60",
+            "--max-steps", "6", "--seed", "4", "--quiet"]
+    full, cut = out("w-full"), out("w-cut")
+    run_ok(*args, "--out", full, "--concurrency", "4")
+    p = subprocess.Popen([LUDO, *args, "--out", cut, "--concurrency", "4",
+                          "--workers", "2"], env=ENV,
+                         stderr=subprocess.DEVNULL)
+    path = os.path.join(cut, "results.jsonl")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= 10:
+            break
+        time.sleep(0.02)
+    p.kill()
+    p.wait()
+    deadline = time.time() + 10  # the workers die with their parent
+    while pids_writing(cut) and time.time() < deadline:
+        time.sleep(0.02)
+    assert pids_writing(cut) == [], pids_writing(cut)
+    r = ludo(*args, "--out", cut, "--concurrency", "4", "--workers", "2",
+             "--resume")
+    assert r.returncode == 0, r.stderr
+    assert untimed(results(cut)) == untimed(results(full))
+    assert summary(cut) == summary(full)
+
+
 # The LLM client and its mock server are helper L's (ludo.llm,
 # spec/llm/): the end-to-end tests run once they are in the tree.
 if os.path.exists("spec/llm/mock_llm.js"):

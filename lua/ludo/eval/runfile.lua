@@ -9,8 +9,8 @@ local M = {}
 
 local FIELDS = {
   env = true, tasks = true, episodes = true, repeats = true, pass_k = true,
-  policy = true, concurrency = true, max_steps = true, seed = true,
-  out = true, success = true, name = true, description = true,
+  policy = true, concurrency = true, workers = true, max_steps = true,
+  seed = true, out = true, success = true, name = true, description = true,
 }
 
 local LLM_SECRETS = { api_key = true, key = true, token = true,
@@ -159,6 +159,7 @@ function M.load(name)
     episodes = whole(t, "episodes", 1),
     repeats = whole(t, "repeats", 1), pass_k = pass_k_of(t.pass_k),
     policy = policy_of(t.policy), concurrency = whole(t, "concurrency", 1),
+    workers = whole(t, "workers", 1),
     max_steps = whole(t, "max_steps", 1), seed = whole(t, "seed", 0),
     out = t.out, success = success_of(t.success),
   }
