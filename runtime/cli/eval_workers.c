@@ -225,6 +225,39 @@ static int outcome(const workers_t *ws, int started) {
   return rc;
 }
 
+/* Starts the workers (stops at the first that cannot be started, and
+ * then asks the others to stop). Returns 1 when all started, else 0. */
+static int spawn_all(workers_t *ws, uv_loop_t *loop, const eval_plan_t *plan,
+                     char **args, char **env, int lock) {
+  long long i;
+  for (i = 0; i < ws->n && !eval_interrupted; i++) {
+    worker_t *w = &ws->w[i];
+    w->all = ws;
+    w->index = (int)i;
+    share(plan, ws->n, i, &w->list);
+    if (spawn(loop, w, args, env, lock) != 0) {
+      eval_workers_signal();
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Runs the loop until every worker exited and its handles are closed,
+ * reading the records as they come. */
+static void wait_all(workers_t *ws, uv_loop_t *loop) {
+  long long i;
+  uv_timer_init(loop, &ws->tail);
+  ws->tail.data = ws;
+  uv_timer_start(&ws->tail, on_tail, TAIL_EVERY_MS, TAIL_EVERY_MS);
+  while (ws->running > 0) uv_run(loop, UV_RUN_ONCE);
+  for (i = 0; i < ws->n; i++)
+    while (ws->w[i].handles > 0) uv_run(loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&ws->tail, NULL);
+  uv_run(loop, UV_RUN_NOWAIT); /* the timer's close */
+  if (ws->offset >= 0) tail(ws);
+}
+
 int eval_workers_run(const eval_cfg_t *cfg, uv_loop_t *loop,
                      const eval_plan_t *plan, long long n, int argc,
                      char **argv, int lock, eval_progress_t *progress) {
@@ -232,47 +265,28 @@ int eval_workers_run(const eval_cfg_t *cfg, uv_loop_t *loop,
   char exe[4096], conc[32], mark[64];
   size_t exe_len = sizeof exe;
   char **args = NULL, **env = NULL;
-  long long i, per = (cfg->concurrency + n - 1) / n;
-  int started = 1, rc;
+  long long i;
+  int rc = 1;
   memset(&ws, 0, sizeof ws);
   ws.n = n > WORKERS_MAX ? WORKERS_MAX : n;
   ws.dir = cfg->out;
   ws.progress = progress;
-  snprintf(conc, sizeof conc, "%lld", per);
+  ws.offset = results_size(cfg->out);
+  snprintf(conc, sizeof conc, "%lld", (cfg->concurrency + ws.n - 1) / ws.n);
   snprintf(mark, sizeof mark, "LUDO_EVAL_WORKER=%ld", (long)getpid());
   if (uv_exepath(exe, &exe_len) != 0 ||
       (ws.w = calloc((size_t)ws.n, sizeof *ws.w)) == NULL ||
       (args = worker_argv(argc, argv, exe, conc)) == NULL ||
       (env = worker_env(mark)) == NULL) {
     ludo__cli_error("cannot start the workers: %s", strerror(errno));
-    free(ws.w);
-    free(args);
-    return 1;
+  } else {
+    int started = spawn_all(&ws, loop, plan, args, env, lock);
+    wait_all(&ws, loop);
+    rc = outcome(&ws, started);
+    if (rc == 0 && eval_interrupted) rc = 130;
   }
-  ws.offset = results_size(cfg->out);
-  for (i = 0; i < ws.n && !eval_interrupted; i++) {
-    worker_t *w = &ws.w[i];
-    w->all = &ws;
-    w->index = (int)i;
-    share(plan, ws.n, i, &w->list);
-    if (spawn(loop, w, args, env, lock) != 0) {
-      started = 0;
-      eval_workers_signal(); /* the others stop too */
-      break;
-    }
-  }
-  uv_timer_init(loop, &ws.tail);
-  ws.tail.data = &ws;
-  uv_timer_start(&ws.tail, on_tail, TAIL_EVERY_MS, TAIL_EVERY_MS);
-  while (ws.running > 0) uv_run(loop, UV_RUN_ONCE);
-  uv_close((uv_handle_t *)&ws.tail, NULL);
-  for (i = 0; i < ws.n; i++)
-    while (ws.w[i].handles > 0) uv_run(loop, UV_RUN_ONCE);
-  uv_run(loop, UV_RUN_NOWAIT); /* the timer's close */
-  if (ws.offset >= 0) tail(&ws);
-  rc = eval_interrupted && outcome(&ws, started) == 0 ? 130
-                                                     : outcome(&ws, started);
-  for (i = 0; i < ws.n; i++) ludo__cli_buf_free(&ws.w[i].list);
+  for (i = 0; ws.w != NULL && i < ws.n; i++)
+    ludo__cli_buf_free(&ws.w[i].list);
   free(ws.w);
   free(args);
   free(env);
