@@ -104,6 +104,19 @@ LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
  * called from inside a ludo callback. */
 LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 
+/* Stops every call of `rt` in progress (issued and not yet completed):
+ * the one running Lua now ends at its next VM instruction (or at the next
+ * check of a long C function of ludo's: JSON, patterns), a queued or
+ * waiting one as soon as it runs Lua (it starts, or its wait ends), each
+ * failing with LUDO_ECANCELED, "ECANCELED: the call was interrupted by
+ * the host"; a pcall in the Lua code cannot catch it. Callbacks run, and
+ * blocking calls return, as for any failed call; sessions and scripts
+ * stay usable. Calls issued afterwards are not affected: an interrupt
+ * with no call in progress is lost. Async-signal-safe: made to be called
+ * from a SIGINT handler (a CLI's first Ctrl-C); also callable from
+ * another thread. Does nothing for NULL. */
+LUDO_EXTERN void ludo_runtime_interrupt(ludo_runtime_t *rt);
+
 
 /* Fills *stats. Returns 0 or LUDO_EINVAL. */
 LUDO_EXTERN int ludo_runtime_stats(ludo_runtime_t *rt, ludo_stats_t *stats);

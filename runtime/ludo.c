@@ -67,6 +67,10 @@ LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
   return ludo__runtime_poll(rt, budget_us);
 }
 
+LUDO_EXTERN void ludo_runtime_interrupt(ludo_runtime_t *rt) {
+  if (rt != NULL) ludo__runtime_interrupt(rt);
+}
+
 LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt) {
   if (rt == NULL) return LUDO_EINVAL;
   return ludo__runtime_run(rt);

@@ -32,12 +32,16 @@ typedef struct {
  * runs or the report is written. A plain handler, not a uv_signal_t: the
  * loop may be busy in a long call when the second comes. */
 static uv_async_t *wake_handle;
+/* The runtime whose Lua the first Ctrl-C stops (a policy's long call),
+ * set while the episodes run. */
+static ludo_runtime_t *volatile running_rt;
 
 static void on_raw_signal(int signum) {
   (void)signum;
   eval_workers_signal(); /* with --workers: passed on to each */
   if (eval_interrupted) _exit(EXIT_INTERRUPTED); /* a second Ctrl-C */
   eval_interrupted = 1;
+  ludo_runtime_interrupt(running_rt); /* signal-safe; NULL: nothing */
   if (wake_handle != NULL) uv_async_send(wake_handle); /* signal-safe */
 }
 
@@ -226,7 +230,9 @@ static int run_here(eval_t *e, long long already) {
   e->r.plan = &e->plan;
   e->r.out = &e->out;
   if (eval_slots_open(&e->r) != 0) return -1;
+  running_rt = e->r.rt;
   run_loop(e, already);
+  running_rt = NULL;
   eval_out_close(&e->out);
   return 0;
 }

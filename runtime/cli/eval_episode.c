@@ -18,6 +18,10 @@ static void write_record(eval_slot_t *sl, json_t *rec) {
     r->failed = 1;
     eval_slots_cancel(r);
   }
+  /* Ctrl-C stopped the Lua running (ludo_runtime_interrupt): the calls
+   * queued behind it are cancelled now, before any of them begins, not
+   * when the loop hears of the signal. */
+  if (eval_interrupted && !r->stopping) eval_slots_cancel(r);
   eval_progress_episode(&r->progress, sl->reward, sl->err_class[0] != '\0');
   json_decref(rec);
   r->finished++;

@@ -26,8 +26,10 @@ static void on_sigurg(int sig) {
   uint64_t now = ludo__clock_ns();
   ludo__wd_entry_t *e, *last_killed = NULL;
   (void)sig;
-  for (e = tl_top; e != NULL; e = e->outer)
+  for (e = tl_top; e != NULL; e = e->outer) {
+    e->interrupt(e->arg, LUDO__WD_CANCEL); /* a no-op unless asked */
     if (expired(e->budget_ns, now)) last_killed = e;
+  }
   if (last_killed != NULL) {
     for (e = tl_top; e != NULL; e = e->outer) {
       e->interrupt(e->arg, LUDO__WD_KILL);
@@ -56,6 +58,7 @@ int ludo__watchdog_init(ludo__watchdog_t *w) {
   memset(w, 0, sizeof *w);
   atomic_init(&w->depth, 0);
   atomic_init(&w->next_wake, UINT64_MAX);
+  atomic_init(&w->cancel_gen, 0);
   for (i = 0; i < LUDO__WD_DEPTH; i++) atomic_init(&w->deadline[i], 0);
   w->target = pthread_self();
   if (install_handler() != 0) return -1;
@@ -126,6 +129,13 @@ void ludo__watchdog_leave(ludo__wd_entry_t *e) {
   tl_top = e->outer;
   atomic_store(&w->deadline[e->slot], 0);
   atomic_store(&w->depth, e->slot);
+}
+
+void ludo__watchdog_cancel(ludo__watchdog_t *w) {
+  int saved = errno;
+  atomic_fetch_add(&w->cancel_gen, 1);
+  if (w->ok) pthread_kill(w->target, SIGURG);
+  errno = saved;
 }
 
 void ludo__watchdog_free(ludo__watchdog_t *w) {

@@ -29,7 +29,10 @@
 #define LUDO__WD_DEPTH 16
 
 /* Why an entry is interrupted. */
-enum { LUDO__WD_KILL = 1, LUDO__WD_SLICE = 2 };
+/* CANCEL: the host asked to stop the Lua running now (every entry's
+ * interrupt gets it at each SIGURG; an owner acts when `cancel_gen` moved
+ * since its run began). */
+enum { LUDO__WD_KILL = 1, LUDO__WD_SLICE = 2, LUDO__WD_CANCEL = 3 };
 
 typedef struct ludo__wd_entry_s {
   uint64_t budget_ns;  /* end of the CPU budget (ludo__clock_ns); 0: none */
@@ -51,6 +54,7 @@ typedef struct ludo__watchdog_s {
   _Atomic int depth;              /* entries active */
   _Atomic uint64_t deadline[LUDO__WD_DEPTH]; /* earliest of each entry */
   _Atomic uint64_t next_wake;     /* when the thread wakes next */
+  _Atomic unsigned cancel_gen;    /* bumped by ludo__watchdog_cancel */
 } ludo__watchdog_t;
 
 /* Prepares a watchdog for the calling thread (the runtime's). Returns 0,
@@ -60,6 +64,13 @@ int ludo__watchdog_init(ludo__watchdog_t *w);
 
 /* Stops the thread. */
 void ludo__watchdog_free(ludo__watchdog_t *w);
+
+/* Asks that the Lua running now on the runtime's thread stop: bumps
+ * cancel_gen and, with signals, sends SIGURG to that thread (whose handler
+ * hands LUDO__WD_CANCEL to every entry); without them, owners' count
+ * hooks see the generation move. A run that begins later is not
+ * affected. Async-signal-safe; callable from any thread. */
+void ludo__watchdog_cancel(ludo__watchdog_t *w);
 
 /* Lua begins to run under `e` (deadlines, interrupt and arg filled in by
  * the caller). Returns 0, or -1 when runs nest deeper than LUDO__WD_DEPTH

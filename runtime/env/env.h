@@ -214,6 +214,8 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts);
 void ludo__runtime_free(ludo_runtime_t *rt);
 int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 int ludo__runtime_run(ludo_runtime_t *rt);
+/* ludo_runtime_interrupt: async-signal-safe. */
+void ludo__runtime_interrupt(ludo_runtime_t *rt);
 void ludo__runtime_stats(ludo_runtime_t *rt, ludo_stats_t *st);
 /* Host modules of the whole runtime (hostmod.c): copies `m` into the
  * runtime's registry (ludo_runtime_add_module); frees the copies. */

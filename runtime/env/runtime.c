@@ -106,6 +106,10 @@ static int busy(const ludo_runtime_t *rt) {
   return !ludo__runtime_may_block(rt);
 }
 
+void ludo__runtime_interrupt(ludo_runtime_t *rt) {
+  ludo__watchdog_cancel(&rt->core.watchdog);
+}
+
 int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
   if (busy(rt)) return LUDO_EBUSY;
   ludo__core_poll(&rt->core, (uint64_t)budget_us * 1000u);

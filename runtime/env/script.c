@@ -269,6 +269,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
   sc->fn = fn;
   sc->done = 0;
   sc->runnable = 0;
+  ludo__state_issue(&sc->ps->st); /* for ludo_runtime_interrupt */
   rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
                          json, json ? len : 0, script_done, sc);
   if (rc != 0) return rc;
@@ -309,6 +310,7 @@ int ludo__script_call_async(ludo_script_t *sc, const char *fn,
   sc->cb_ud = ud;
   sc->phase = LUDO__PH_START;
   rt->calls++;
+  ludo__state_issue(&sc->ps->st); /* for ludo_runtime_interrupt */
   ludo__core_post(&rt->core, &sc->task);
   return 0;
 }

@@ -361,6 +361,7 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
   s->cb = cb;
   s->cb_ud = ud;
   s->env->rt->calls++;
+  ludo__state_issue(&s->ps->st); /* for ludo_runtime_interrupt */
   return 0;
 }
 

@@ -94,6 +94,28 @@ static void try_yield(lua_State *L, ludo__state_t *st) {
   lua_yield(L, 0);
 }
 
+/* The message of a call stopped for `killed` (not a memory error). */
+static void push_killed(lua_State *L, ludo__state_t *st) {
+  if (st->killed == LUDO__KILL_CLOSED) {
+    lua_pushliteral(L, "ECANCELED: the session was closed");
+  } else if (st->killed == LUDO__KILL_INTERRUPTED) {
+    lua_pushliteral(L, "ECANCELED: the call was interrupted by the host");
+  } else {
+    ludo__state_locate(st, L); /* the first time: where it ran */
+    lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
+  }
+}
+
+/* The runtime's interrupt generation (ludo_runtime_interrupt). */
+static unsigned cancel_now(const ludo__state_t *st) {
+  return st->core ? atomic_load(&st->core->watchdog.cancel_gen) : 0;
+}
+
+/* 1 when ludo_runtime_interrupt was called since this call was issued. */
+static int cancel_asked(const ludo__state_t *st) {
+  return cancel_now(st) != st->cancel_gen;
+}
+
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
   (void)ar;
@@ -109,20 +131,17 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
     }
     if (st->wd.slice_ns != 0 && ludo__clock_ns() >= st->wd.slice_ns)
       st->yield_wanted = 1;
+    if (!st->killed && cancel_asked(st)) st->killed = LUDO__KILL_INTERRUPTED;
   }
   if (st->killed) {
     /* From now on fire on every instruction of this thread: whatever
      * pcall or xpcall catches the error, the next instruction raises it
      * again. */
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
-    if (st->killed == LUDO__KILL_CLOSED) {
-      lua_pushliteral(L, "ECANCELED: the session was closed");
-    } else if (st->killed == LUDO__KILL_MEMORY) {
+    if (st->killed == LUDO__KILL_MEMORY)
       lua_pushliteral(L, "not enough memory"); /* ENOMEM: state_error */
-    } else {
-      ludo__state_locate(st, L); /* the first time: where it ran */
-      lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
-    }
+    else
+      push_killed(L, st);
     lua_error(L);
   }
   if (st->yield_wanted) try_yield(L, st);
@@ -493,6 +512,8 @@ void ludo__state_close(ludo__state_t *st) {
 
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
                      uint64_t max_instr) {
+  st->cancel_gen = st->issued ? st->issued_gen : cancel_now(st);
+  st->issued = 0;
   st->armed = 1;
   st->refused = 0;
   st->where[0] = '\0';
@@ -504,13 +525,21 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->instr = 0;
 }
 
+void ludo__state_issue(ludo__state_t *st) {
+  st->issued_gen = cancel_now(st);
+  st->issued = 1;
+}
+
 /* Called by the watchdog's signal handler (or directly): arms the hook on
  * every coroutine of the running call. Async-signal-safe. */
 static void interrupt(void *arg, int why) {
   ludo__state_t *st = arg;
   int i, n;
   if (!st->armed || !st->running) return;
-  if (why == LUDO__WD_KILL) {
+  if (why == LUDO__WD_CANCEL) {
+    if (st->killed || !cancel_asked(st)) return;
+    st->killed = LUDO__KILL_INTERRUPTED;
+  } else if (why == LUDO__WD_KILL) {
     if (st->killed) return;
     st->killed = LUDO__KILL_BUDGET;
   } else {
@@ -546,6 +575,9 @@ int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
   }
   st->running = 1;
   chain_push(st, co);
+  /* Issued before a ludo_runtime_interrupt: stopped at its first
+   * instruction (a queued call starting, a waiting one resuming). */
+  if (cancel_asked(st)) ludo__state_kill(st, LUDO__KILL_INTERRUPTED);
   return 0;
 }
 
@@ -564,15 +596,13 @@ int ludo__state_check(lua_State *L) {
       st->used_ns + (ludo__clock_coarse_ns() - st->run_start_ns) >
           st->budget_ns)
     ludo__state_kill(st, LUDO__KILL_BUDGET);
+  if (!st->killed && cancel_asked(st)) ludo__state_kill(st,
+                                                      LUDO__KILL_INTERRUPTED);
   if (!st->killed) return 0;
-  if (st->killed == LUDO__KILL_CLOSED) {
-    lua_pushliteral(L, "ECANCELED: the session was closed");
-  } else if (st->killed == LUDO__KILL_MEMORY) {
+  if (st->killed == LUDO__KILL_MEMORY)
     lua_pushliteral(L, "not enough memory");
-  } else {
-    ludo__state_locate(st, L);
-    lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
-  }
+  else
+    push_killed(L, st);
   return 1;
 }
 
@@ -756,9 +786,10 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap) {
   const char *msg;
   int code;
-  if (st->killed == LUDO__KILL_CLOSED) {
+  if (st->killed == LUDO__KILL_CLOSED ||
+      st->killed == LUDO__KILL_INTERRUPTED) {
     lua_pop(L, 1);
-    lua_pushliteral(L, "ECANCELED: the session was closed");
+    push_killed(L, st);
     return LUDO_ECANCELED;
   }
   if (st->killed && st->killed != LUDO__KILL_MEMORY) {

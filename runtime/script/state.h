@@ -63,6 +63,10 @@ typedef struct ludo__state_s {
   volatile int yield_wanted;  /* the time slice ended: yield when able */
   int sliced;                 /* the last run ended by yielding a slice */
   int running;                /* inside run_begin/run_end */
+  unsigned cancel_gen;        /* the watchdog's cancel_gen when the call
+                                 was issued: one moved since stops it */
+  unsigned issued_gen;        /* set by ludo__state_issue, */
+  int issued;                 /* taken by the next ludo__state_arm */
   int close_depth;            /* coroutine.close calls in progress */
   ludo__wd_entry_t wd;        /* this state's watchdog entry */
   lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
@@ -97,7 +101,10 @@ typedef struct ludo__state_s {
  * soft (a string table or hash part that cannot grow stays as it is) and
  * runs a full collection before each; a call that keeps asking would burn
  * its CPU budget in collections instead of ending with ENOMEM. */
-enum { LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2, LUDO__KILL_MEMORY = 3 };
+enum {
+  LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2, LUDO__KILL_MEMORY = 3,
+  LUDO__KILL_INTERRUPTED = 4 /* ludo_runtime_interrupt */
+};
 #define LUDO__REFUSALS_MAX 64
 
 /* The states' allocator (lua_Alloc contract, `ud` the ludo__state_t):
@@ -132,6 +139,12 @@ void ludo__state_locate(ludo__state_t *st, lua_State *L);
  * message made when the state was opened. [-0, +1, -] */
 void ludo__state_push_limit(ludo__state_t *st, lua_State *L,
                             const char *text);
+
+/* A call of this state is issued (queued, or about to start): the calls
+ * issued before a ludo_runtime_interrupt are the ones it stops, when they
+ * run Lua. The next ludo__state_arm takes this generation; without it, an
+ * arm takes the current one. */
+void ludo__state_issue(ludo__state_t *st);
 
 /* Starts the budget of a new call. */
 void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,

@@ -113,6 +113,13 @@
   X(limit_cpu_loop)                                                          \
   X(limit_cpu_pcall_loop)                                                    \
   X(limit_cpu_async)                                                         \
+  /* test-interrupt.c */                                                    \
+  X(interrupt_from_a_thread)                                                 \
+  X(interrupt_from_a_signal_handler)                                         \
+  X(interrupt_async_call)                                                    \
+  X(interrupt_script_call)                                                   \
+  X(interrupt_queued_calls)                                                  \
+  X(interrupt_when_idle_is_lost)                                             \
   X(limit_memory_table)                                                      \
   X(limit_memory_string_rep)                                                 \
   X(limit_memory_concat)                                                     \
