@@ -28,10 +28,9 @@
 /* How deeply Lua runs may nest on one thread. */
 #define LUDO__WD_DEPTH 16
 
-/* Why an entry is interrupted. */
-/* CANCEL: the host asked to stop the Lua running now (every entry's
- * interrupt gets it at each SIGURG; an owner acts when `cancel_gen` moved
- * since its run began). */
+/* Why an entry is interrupted. CANCEL: ludo_runtime_interrupt (every
+ * entry's interrupt gets it at each SIGURG; an owner acts when
+ * `cancel_gen` moved since its call was issued). */
 enum { LUDO__WD_KILL = 1, LUDO__WD_SLICE = 2, LUDO__WD_CANCEL = 3 };
 
 typedef struct ludo__wd_entry_s {
@@ -65,11 +64,11 @@ int ludo__watchdog_init(ludo__watchdog_t *w);
 /* Stops the thread. */
 void ludo__watchdog_free(ludo__watchdog_t *w);
 
-/* Asks that the Lua running now on the runtime's thread stop: bumps
- * cancel_gen and, with signals, sends SIGURG to that thread (whose handler
- * hands LUDO__WD_CANCEL to every entry); without them, owners' count
- * hooks see the generation move. A run that begins later is not
- * affected. Async-signal-safe; callable from any thread. */
+/* ludo_runtime_interrupt: bumps cancel_gen and, with signals, sends
+ * SIGURG to the runtime's thread (whose handler hands LUDO__WD_CANCEL to
+ * every entry); without them, owners' count hooks see the generation
+ * move. Owners stop the calls issued before the bump (script/state.c).
+ * Async-signal-safe; callable from any thread. */
 void ludo__watchdog_cancel(ludo__watchdog_t *w);
 
 /* Lua begins to run under `e` (deadlines, interrupt and arg filled in by

@@ -596,8 +596,8 @@ int ludo__state_check(lua_State *L) {
       st->used_ns + (ludo__clock_coarse_ns() - st->run_start_ns) >
           st->budget_ns)
     ludo__state_kill(st, LUDO__KILL_BUDGET);
-  if (!st->killed && cancel_asked(st)) ludo__state_kill(st,
-                                                      LUDO__KILL_INTERRUPTED);
+  if (!st->killed && cancel_asked(st))
+    ludo__state_kill(st, LUDO__KILL_INTERRUPTED);
   if (!st->killed) return 0;
   if (st->killed == LUDO__KILL_MEMORY)
     lua_pushliteral(L, "not enough memory");

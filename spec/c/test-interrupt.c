@@ -23,18 +23,31 @@ static void step_ok(ludo_session_t *s) {
   ASSERT_TRUE(json_is_true(JGET(JPARSE(out, len), "observation/ok")));
 }
 
-static ludo_session_t *spin_session(ludo_runtime_t **rt, int count_hook) {
+/* A runtime with a minute of CPU budget per call (and with `count_hook`,
+ * an instruction limit: budgets by count hook, not by the watchdog). */
+static ludo_runtime_t *spin_rt(int count_hook) {
   ludo_options_t o;
-  ludo_session_t *s;
-  const char *out;
-  size_t len;
   test_options(&o);
   o.cpu_budget_ms = 60000;
   if (count_hook) o.max_instructions = (uint64_t)1 << 50;
-  *rt = test_rt_new(&o);
-  s = test_open(test_env_load(*rt, LIMITS, NULL));
+  return test_rt_new(&o);
+}
+
+static ludo_env_t *spin_env(ludo_runtime_t **rt, int count_hook) {
+  *rt = spin_rt(count_hook);
+  return test_env_load(*rt, LIMITS, NULL);
+}
+
+static ludo_session_t *reset_session(ludo_env_t *env) {
+  ludo_session_t *s = test_open(env);
+  const char *out;
+  size_t len;
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   return s;
+}
+
+static ludo_session_t *spin_session(ludo_runtime_t **rt, int count_hook) {
+  return reset_session(spin_env(rt, count_hook));
 }
 
 /* A thread that interrupts `rt` every 10 ms until told to stop (one
@@ -161,16 +174,12 @@ static void script_cb(ludo_script_t *sc, int status, const char *out,
 }
 
 TEST_IMPL(interrupt_script_call) {
-  ludo_options_t o;
-  ludo_runtime_t *rt;
+  ludo_runtime_t *rt = spin_rt(0);
   ludo_script_t *sc;
   pester_t p;
   const char *out;
   size_t len;
   int status = 1;
-  test_options(&o);
-  o.cpu_budget_ms = 60000;
-  rt = test_rt_new(&o);
   ASSERT_OK(ludo_script_open(rt, "ascript", "spec/fixtures/c/ascript", &sc));
   pester_start(&p, rt);
   ASSERT_ERR(ludo_script_call(sc, "spin", NULL, 0, &out, &len),
@@ -188,21 +197,10 @@ TEST_IMPL(interrupt_script_call) {
 /* Calls issued before the interrupt and still queued fail when they
  * start; calls issued after it run whole. No thread: deterministic. */
 TEST_IMPL(interrupt_queued_calls) {
-  ludo_options_t o;
   ludo_runtime_t *rt;
-  ludo_env_t *env;
-  ludo_session_t *a, *b;
-  const char *out;
-  size_t len;
+  ludo_env_t *env = spin_env(&rt, 0);
+  ludo_session_t *a = reset_session(env), *b = reset_session(env);
   int sa = 1, sb = 1;
-  test_options(&o);
-  o.cpu_budget_ms = 60000;
-  rt = test_rt_new(&o);
-  env = test_env_load(rt, LIMITS, NULL);
-  a = test_open(env);
-  b = test_open(env);
-  ASSERT_OK(ludo_session_reset(a, NULL, 0, &out, &len));
-  ASSERT_OK(ludo_session_reset(b, NULL, 0, &out, &len));
   ASSERT_OK(ludo_session_step_async(a, J("{\"mode\":\"loop\"}"), status_cb,
                                     &sa));
   ASSERT_OK(ludo_session_step_async(b, J("{\"mode\":\"loop\"}"), status_cb,

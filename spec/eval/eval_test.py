@@ -77,6 +77,15 @@ def test(fn):
     return fn
 
 
+def wait_records(path, n):
+    """Waits (up to a minute) until results.jsonl at path has n lines."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().count("\n") >= n:
+            return
+        time.sleep(0.02)
+
+
 def run_ok(*args):
     r = ludo(*args)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
@@ -183,11 +192,7 @@ def resume_after_kill_9_gives_the_same_summary():
     p = subprocess.Popen([LUDO, *args, "--out", cut, "--concurrency", "8"],
                          env=ENV, stderr=subprocess.DEVNULL)
     path = os.path.join(cut, "results.jsonl")
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if os.path.exists(path) and open(path).read().count("\n") >= 10:
-            break
-        time.sleep(0.02)
+    wait_records(path, 10)
     p.kill()
     p.wait()
     n = open(path).read().count("\n")
@@ -334,11 +339,7 @@ def ctrl_c_cancels_and_writes_the_summary():
                           "--concurrency", "6", "--out", d, "--quiet"],
                          env=ENV, stderr=subprocess.PIPE, text=True)
     path = os.path.join(d, "results.jsonl")
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if os.path.exists(path) and open(path).read().count("\n") >= 6:
-            break
-        time.sleep(0.02)
+    wait_records(path, 6)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, (p.returncode, err)
@@ -1066,11 +1067,7 @@ def ctrl_c_with_workers_cancels_then_resume_completes():
     p = subprocess.Popen([LUDO, *args, "--out", d], env=ENV,
                          stderr=subprocess.PIPE, text=True)
     path = os.path.join(d, "results.jsonl")
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if os.path.exists(path) and open(path).read().count("\n") >= 6:
-            break
-        time.sleep(0.02)
+    wait_records(path, 6)
     p.send_signal(signal.SIGINT)  # to the parent alone: it passes it on
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, (p.returncode, err)
@@ -1097,11 +1094,7 @@ def kill_9_of_the_parent_ends_its_workers():
                           "--workers", "2"], env=ENV,
                          stderr=subprocess.DEVNULL)
     path = os.path.join(cut, "results.jsonl")
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if os.path.exists(path) and open(path).read().count("\n") >= 10:
-            break
-        time.sleep(0.02)
+    wait_records(path, 10)
     p.kill()
     p.wait()
     deadline = time.time() + 10  # the workers die with their parent
