@@ -283,7 +283,10 @@ LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on);
 
 /* Message for the session's last failed call, e.g.
  * "ESCHEMA: action.message: expected string, got number".
- * Borrowed until the next call on the session. Never NULL. */
+ * Borrowed until the next call on the session. Never NULL. A message the
+ * Lua raised is kept up to 16 KiB (cut at a UTF-8 boundary, then
+ * " [... N more bytes]"): the raised value is under the session's memory
+ * cap, this copy is the runtime's. */
 LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s);
 
 /* The session's last failed call in parts (see ludo_error_t): its code,
@@ -682,7 +685,8 @@ LUDO_EXTERN int ludo_script_call_async(ludo_script_t *sc, const char *fn,
 
 /* Message of the script's last failed call. Never NULL. A CPU budget,
  * wall-clock limit or memory cap says where the Lua was and in which
- * function: "ETIMEOUT: ... (at mypolicy.lua:7) during ludo.policy.act". */
+ * function: "ETIMEOUT: ... (at mypolicy.lua:7) during ludo.policy.act".
+ * Kept up to 16 KiB, as ludo_session_errmsg. */
 LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc);
 
 /* The script's last failed call in parts (see ludo_error_t; `call` and

@@ -46,6 +46,16 @@ int ludo__buf_addc(ludo__buf_t *b, char c) {
   return 0;
 }
 
+int ludo__buf_add_clipped(ludo__buf_t *b, const char *p, size_t n,
+                          size_t max) {
+  size_t keep = n;
+  if (n <= max) return ludo__buf_add(b, p, n);
+  keep = max;
+  while (keep > 0 && ((unsigned char)p[keep] & 0xC0) == 0x80) keep--;
+  if (ludo__buf_add(b, p, keep)) return -1;
+  return ludo__buf_printf(b, " [... %zu more bytes]", n - keep);
+}
+
 int ludo__buf_adds(ludo__buf_t *b, const char *s) {
   return ludo__buf_add(b, s, strlen(s));
 }

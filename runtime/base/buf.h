@@ -21,6 +21,11 @@ int ludo__buf_reserve(ludo__buf_t *b, size_t extra);
 int ludo__buf_add(ludo__buf_t *b, const void *p, size_t n);
 int ludo__buf_addc(ludo__buf_t *b, char c);
 int ludo__buf_adds(ludo__buf_t *b, const char *s);
+/* Appends at most `max` bytes of the n at p, cut before a UTF-8 sequence
+ * that would not fit whole, and when it cut, " [... N more bytes]". Returns
+ * 0 or -1 (no memory). */
+int ludo__buf_add_clipped(ludo__buf_t *b, const char *p, size_t n,
+                          size_t max);
 int ludo__buf_printf(ludo__buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int ludo__buf_vprintf(ludo__buf_t *b, const char *fmt, va_list ap);

@@ -1,6 +1,7 @@
-/* luashare.h - the shared-prototype API of ludo's patched Lua
+/* luashare.h - the API of ludo's patched Lua: shared prototypes
  * (scripts/patches/lua-5.4.4-shared-protos.patch; each function is
- * documented at its definition in lapi.c and lstate.c there).
+ * documented at its definition in lapi.c and lstate.c there) and the
+ * table library's loop check (lua-5.4.4-loop-limits.patch).
  *
  * The programs link that Lua statically. libludo.so links the system's
  * liblua5.4, which lacks these functions: the references are weak, so
@@ -28,5 +29,9 @@ LUA_API unsigned int lua_sharedgen(lua_State *L, lua_State *owner)
  * sets it. [-0, +1, m] */
 LUA_API void lua_clonefunction(lua_State *L, const void *shared)
     __attribute__((weak));
+
+/* Sets the function the table library's loops (insert, remove, concat,
+ * sort) call every 1,024 steps; it may raise. Process-wide. */
+LUA_API void lua_setloopcheck(void (*f)(lua_State *L)) __attribute__((weak));
 
 #endif

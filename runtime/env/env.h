@@ -14,6 +14,11 @@
 #include "script/sched.h"
 #include "script/state.h"
 
+/* The bytes of a failed call's message that a session or script keeps
+ * for the host (ludo_session_errmsg): the message lives in the state's
+ * memory, under its cap, but the copy is the runtime's (ludo.h). */
+#define LUDO__ERRMSG_MAX 16384
+
 /* Call kinds, as ludo.runner numbers them. */
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
        LUDO__CALL_CLOSE, LUDO__CALL_TOOL, LUDO__CALL_TASKS };

@@ -111,7 +111,8 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
     size_t len = 0;
     const char *msg = lua_tolstring(co, -1, &len);
     ludo__buf_reset(&sc->err);
-    if (msg == NULL || ludo__buf_add(&sc->err, msg, len))
+    if (msg == NULL ||
+        ludo__buf_add_clipped(&sc->err, msg, len, LUDO__ERRMSG_MAX))
       ludo__buf_reset(&sc->err);
     sc->err_code = status;
     snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);

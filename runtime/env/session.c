@@ -24,7 +24,8 @@ static const char *call_name(int kind) {
 static void set_err(ludo_session_t *s, int kind, int code, const char *msg,
                     size_t len) {
   ludo__buf_reset(&s->err);
-  if (ludo__buf_add(&s->err, msg, len)) ludo__buf_reset(&s->err);
+  if (ludo__buf_add_clipped(&s->err, msg, len, LUDO__ERRMSG_MAX))
+    ludo__buf_reset(&s->err);
   s->err_code = code;
   s->err_call = s->err_phase = call_name(kind);
   s->err_where[0] = '\0';

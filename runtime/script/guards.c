@@ -10,13 +10,21 @@
  *   table.move(a1, f, e, t [, a2])  moves in pieces of 64Ki elements,
  *                             checking the budget between pieces (moving
  *                             absent keys allocates nothing, so neither the
- *                             memory cap nor the hook would stop it). */
+ *                             memory cap nor the hook would stop it).
+ *
+ * The loops of table.insert, table.remove, table.concat and table.sort
+ * call check_budget every 1,024 steps through ludo's patched Lua
+ * (lua_setloopcheck, scripts/patches/lua-5.4.4-loop-limits.patch): their
+ * length comes from __len, so a table that is not there keeps them going
+ * with raw accesses or C metamethods and no Lua instruction. */
 #include "script/guards.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <pthread.h>
 
 #include "core/error.h"
+#include "core/luashare.h"
 #include "script/state.h"
 
 #define MOVE_PIECE 65536
@@ -107,7 +115,14 @@ static void replace(lua_State *L, const char *lib, const char *name,
   lua_pop(L, 1);
 }
 
+static pthread_once_t loopcheck_once = PTHREAD_ONCE_INIT;
+
+static void set_loopcheck(void) {
+  if (lua_setloopcheck != NULL) lua_setloopcheck(check_budget);
+}
+
 void ludo__guards_install(lua_State *L) {
+  pthread_once(&loopcheck_once, set_loopcheck);
   replace(L, LUA_STRLIBNAME, "rep", g_rep);
   replace(L, LUA_TABLIBNAME, "move", g_move);
 }

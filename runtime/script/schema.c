@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/regex.h"
 #include "ludo_defs.h"
 #include "script/json.h"
 
@@ -44,6 +45,11 @@ struct node_s {
   long min_len, max_len, min_items, max_items; /* -1: none */
   node_t **any, **one, **all;
   size_t nany, none, nall;
+  node_t *ref;               /* $ref's target: checked too */
+  node_t *not_;              /* not: must fail */
+  ludo__regex_t *pattern;    /* pattern (a search, as ECMA-262's test) */
+  double multiple;           /* multipleOf; 0: none */
+  long min_props, max_props; /* -1: none */
   node_t *next_alloc;        /* all nodes, for freeing */
 };
 
@@ -122,11 +128,20 @@ static void jalloc_leave(ludo__alloc_t *prev) {
 
 /* ---- compiling ------------------------------------------------------- */
 
+/* A $ref already compiled: its target in the tree, and its node. */
+typedef struct ref_s {
+  json_t *target;
+  node_t *node;
+  struct ref_s *next;
+} ref_t;
+
 typedef struct {
   ludo__schema_t *s;
   char *err;
   size_t errlen;
   int failed;
+  ref_t *refs;
+  char path[256];            /* JSON pointer of the node being compiled */
 } comp_t;
 
 static void *comp_alloc(comp_t *c, size_t n) {
@@ -146,107 +161,323 @@ static unsigned type_bit(const char *t) {
   return 0;
 }
 
+/* Fails the compile with "EPARSE: schema: <path>: <what>" (the first
+ * failure only). Returns NULL, for the callers' convenience. */
+static void *bad(comp_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void *bad(comp_t *c, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  if (c->failed) return NULL;
+  c->failed = LUDO_EPARSE;
+  n = snprintf(c->err, c->errlen, "EPARSE: schema: %s: ",
+               c->path[0] ? c->path : "(root)");
+  if (n < 0 || (size_t)n >= c->errlen) return NULL;
+  va_start(ap, fmt);
+  vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return NULL;
+}
+
+/* Appends "/<key>" to the path; returns the old length to restore. */
+static size_t path_push(comp_t *c, const char *key) {
+  size_t len = strlen(c->path);
+  snprintf(c->path + len, sizeof c->path - len, "/%s", key);
+  return len;
+}
+
 static node_t *compile_node(comp_t *c, json_t *j);
 
-static node_t **compile_list(comp_t *c, json_t *arr, size_t *n) {
+/* The subschema of j at `key` (an object or a boolean), compiled with the
+ * path extended. */
+static node_t *compile_at(comp_t *c, json_t *sub, const char *key) {
+  size_t len = path_push(c, key);
+  node_t *n = NULL;
+  if (!json_is_object(sub) && !json_is_boolean(sub))
+    bad(c, "expected a schema (an object or a boolean)");
+  else
+    n = compile_node(c, sub);
+  c->path[len] = '\0';
+  return n;
+}
+
+static node_t **compile_list(comp_t *c, json_t *arr, const char *kw,
+                             size_t *n) {
   node_t **out;
   size_t i;
+  char key[48];
   *n = 0;
-  if (!json_is_array(arr) || json_array_size(arr) == 0) return NULL;
+  if (arr == NULL) return NULL;
+  if (!json_is_array(arr) || json_array_size(arr) == 0)
+    return bad(c, "%s must be a non-empty array of schemas", kw);
   out = comp_alloc(c, json_array_size(arr) * sizeof *out);
   if (out == NULL) return NULL;
-  for (i = 0; i < json_array_size(arr); i++)
-    out[i] = compile_node(c, json_array_get(arr, i));
   *n = json_array_size(arr);
+  for (i = 0; i < *n; i++) {
+    snprintf(key, sizeof key, "%s/%zu", kw, i);
+    out[i] = compile_at(c, json_array_get(arr, i), key);
+  }
   return out;
 }
 
-static int num_of(json_t *v, double *d) {
-  if (!json_is_number(v)) return 0;
+/* A number keyword: absent (0), or a number (1, in *d). */
+static int num_of(comp_t *c, json_t *j, const char *kw, double *d) {
+  json_t *v = json_object_get(j, kw);
+  if (v == NULL) return 0;
+  if (!json_is_number(v)) {
+    bad(c, "%s must be a number", kw);
+    return 0;
+  }
   *d = json_number_value(v);
   return 1;
 }
 
-static long long_of(json_t *v) {
-  return json_is_integer(v) ? (long)json_integer_value(v) : -1;
+/* A count keyword (minLength, maxItems, ...): -1 when absent; a
+ * non-negative integer, written as one or as an integral real (8.0, as a
+ * Lua table gives 2^3). */
+static long count_of(comp_t *c, json_t *j, const char *kw) {
+  json_t *v = json_object_get(j, kw);
+  double d = json_number_value(v);
+  if (v == NULL) return -1;
+  if (!json_is_number(v) || !(d >= 0) || d != floor(d) || d > 9.0e15) {
+    bad(c, "%s must be a non-negative integer", kw);
+    return -1;
+  }
+  return (long)d;
 }
 
-static node_t *compile_node(comp_t *c, json_t *j) {
+static node_t *new_node(comp_t *c) {
   node_t *n = comp_alloc(c, sizeof *n);
-  json_t *v;
   if (n == NULL) return NULL;
   n->next_alloc = c->s->nodes;
   c->s->nodes = n;
   n->additional = 1;
   n->min_len = n->max_len = n->min_items = n->max_items = -1;
-  if (!json_is_object(j)) {
-    n->never = json_is_false(j); /* true (or any other) allows all */
-    return n;
+  n->min_props = n->max_props = -1;
+  return n;
+}
+
+static void fill_node(comp_t *c, node_t *n, json_t *j);
+
+/* Resolves a local $ref ("#", "#/$defs/Name", any JSON pointer into this
+ * schema) to the node of its target, compiled once. */
+static node_t *compile_ref(comp_t *c, json_t *v) {
+  const char *p;
+  json_t *t = c->s->tree;
+  ref_t *r;
+  char tok[256];
+  if (!json_is_string(v) || json_string_value(v)[0] != '#')
+    return bad(c, "$ref must be a reference into this schema (\"#...\"); "
+                  "other documents are not loaded");
+  p = json_string_value(v) + 1;
+  while (*p == '/') {
+    size_t n = 0;
+    for (p++; *p && *p != '/'; p++) {
+      char ch = *p;
+      if (ch == '~' && (p[1] == '0' || p[1] == '1')) ch = *++p == '0' ? '~'
+                                                                     : '/';
+      if (n + 1 < sizeof tok) tok[n++] = ch;
+    }
+    tok[n] = '\0';
+    if (json_is_object(t)) {
+      t = json_object_get(t, tok);
+    } else if (json_is_array(t)) {
+      char *end;
+      unsigned long i = strtoul(tok, &end, 10);
+      t = *tok && *end == '\0' ? json_array_get(t, i) : NULL;
+    } else {
+      t = NULL;
+    }
+    if (t == NULL) break;
   }
-  v = json_object_get(j, "type");
+  if (t == NULL || *p != '\0')
+    return bad(c, "$ref %s points at nothing in this schema",
+               json_string_value(v));
+  for (r = c->refs; r; r = r->next)
+    if (r->target == t) return r->node;
+  if (!json_is_object(t) && !json_is_boolean(t))
+    return bad(c, "$ref %s is not a schema", json_string_value(v));
+  r = comp_alloc(c, sizeof *r);
+  if (r == NULL || (r->node = new_node(c)) == NULL) return NULL;
+  r->target = t;
+  r->next = c->refs;
+  c->refs = r; /* before filling it: a recursive schema meets it there */
+  {
+    char saved[sizeof c->path];
+    memcpy(saved, c->path, sizeof saved);
+    snprintf(c->path, sizeof c->path, "%s", json_string_value(v) + 1);
+    fill_node(c, r->node, t);
+    memcpy(c->path, saved, sizeof saved);
+  }
+  return r->node;
+}
+
+/* Keywords that assert something and that this checker does not
+ * implement: refused, so a schema never passes what it would reject. */
+static const char *const unsupported[] = {
+  "patternProperties", "propertyNames", "dependentRequired",
+  "dependentSchemas", "dependencies", "if", "then", "else", "prefixItems",
+  "contains", "minContains", "maxContains", "unevaluatedProperties",
+  "unevaluatedItems", "additionalItems", "$dynamicRef", "$recursiveRef",
+  NULL
+};
+
+static int add_type(comp_t *c, node_t *n, json_t *v) {
+  const char *t = json_string_value(v);
+  unsigned bit = t ? type_bit(t) : 0;
+  if (bit == 0) {
+    bad(c, "unknown type %s%s%s (null, boolean, integer, number, string, "
+        "array or object)", t ? "'" : "", t ? t : "(not a string)",
+        t ? "'" : "");
+    return -1;
+  }
+  n->types |= bit;
+  return 0;
+}
+
+static void compile_types(comp_t *c, node_t *n, json_t *v) {
+  size_t i;
+  if (v == NULL) return;
   if (json_is_string(v)) {
-    n->types = type_bit(json_string_value(v));
-  } else if (json_is_array(v)) {
-    size_t i;
-    for (i = 0; i < json_array_size(v); i++)
-      if (json_is_string(json_array_get(v, i)))
-        n->types |= type_bit(json_string_value(json_array_get(v, i)));
+    add_type(c, n, v);
+    return;
   }
-  v = json_object_get(j, "properties");
-  if (json_is_object(v) && json_object_size(v) > 0) {
+  if (!json_is_array(v) || json_array_size(v) == 0) {
+    bad(c, "type must be a type name or a list of them");
+    return;
+  }
+  for (i = 0; i < json_array_size(v); i++)
+    if (add_type(c, n, json_array_get(v, i)) != 0) return;
+}
+
+static void compile_object_rules(comp_t *c, node_t *n, json_t *j) {
+  json_t *v = json_object_get(j, "properties");
+  if (v != NULL && !json_is_object(v)) {
+    bad(c, "properties must be an object");
+  } else if (v != NULL && json_object_size(v) > 0) {
     const char *k;
     json_t *sub;
     size_t i = 0;
     n->props = comp_alloc(c, json_object_size(v) * sizeof *n->props);
-    if (n->props == NULL) return n;
+    if (n->props == NULL) return;
+    n->nprops = json_object_size(v);
     json_object_foreach(v, k, sub) {
+      char key[128];
+      snprintf(key, sizeof key, "properties/%s", k);
       n->props[i].name = k;
       n->props[i].len = strlen(k);
-      n->props[i].schema = compile_node(c, sub);
+      n->props[i].schema = compile_at(c, sub, key);
       i++;
     }
-    n->nprops = i;
     n->has_object_rules = 1;
   }
   v = json_object_get(j, "required");
-  if (json_is_array(v) && json_array_size(v) > 0) {
-    size_t i, names = 0;
-    for (i = 0; i < json_array_size(v); i++) /* names only; others ignored */
-      names += json_is_string(json_array_get(v, i)) != 0;
-    n->required = names ? comp_alloc(c, names * sizeof *n->required) : NULL;
-    if (names && n->required == NULL) return n;
+  if (v != NULL) {
+    size_t i;
+    if (!json_is_array(v)) {
+      bad(c, "required must be an array of names");
+      return;
+    }
     for (i = 0; i < json_array_size(v); i++)
-      if (json_is_string(json_array_get(v, i)))
+      if (!json_is_string(json_array_get(v, i))) {
+        bad(c, "required must be an array of names");
+        return;
+      }
+    if (json_array_size(v) > 0) {
+      n->required = comp_alloc(c, json_array_size(v) * sizeof *n->required);
+      if (n->required == NULL) return;
+      for (i = 0; i < json_array_size(v); i++)
         n->required[n->nrequired++] = json_string_value(json_array_get(v, i));
-    n->has_object_rules = 1;
+      n->has_object_rules = 1;
+    }
   }
   v = json_object_get(j, "additionalProperties");
   if (json_is_false(v)) { /* the same as the schema false, faster */
     n->additional = 0;
     n->has_object_rules = 1;
-  } else if (json_is_object(v)) {
+  } else if (v != NULL && !json_is_true(v)) {
     n->additional = 2;
-    n->additional_schema = compile_node(c, v);
+    n->additional_schema = compile_at(c, v, "additionalProperties");
     n->has_object_rules = 1;
   }
-  v = json_object_get(j, "items");
-  if (json_is_object(v) || json_is_false(v)) n->items = compile_node(c, v);
-  v = json_object_get(j, "enum");
-  if (json_is_array(v)) n->enum_ = v;
-  v = json_object_get(j, "const");
-  if (v != NULL) n->const_ = v;
-  n->has_min = num_of(json_object_get(j, "minimum"), &n->min);
-  n->has_max = num_of(json_object_get(j, "maximum"), &n->max);
-  n->has_xmin = num_of(json_object_get(j, "exclusiveMinimum"), &n->xmin);
-  n->has_xmax = num_of(json_object_get(j, "exclusiveMaximum"), &n->xmax);
-  n->min_len = long_of(json_object_get(j, "minLength"));
-  n->max_len = long_of(json_object_get(j, "maxLength"));
-  n->min_items = long_of(json_object_get(j, "minItems"));
-  n->max_items = long_of(json_object_get(j, "maxItems"));
-  n->any = compile_list(c, json_object_get(j, "anyOf"), &n->nany);
-  n->one = compile_list(c, json_object_get(j, "oneOf"), &n->none);
-  n->all = compile_list(c, json_object_get(j, "allOf"), &n->nall);
+  n->min_props = count_of(c, j, "minProperties");
+  n->max_props = count_of(c, j, "maxProperties");
+  if (n->min_props >= 0 || n->max_props >= 0) n->has_object_rules = 1;
+}
+
+static void compile_pattern(comp_t *c, node_t *n, json_t *v) {
+  char err[160];
+  if (v == NULL) return;
+  if (!json_is_string(v)) {
+    bad(c, "pattern must be a string");
+    return;
+  }
+  n->pattern = comp_alloc(c, sizeof *n->pattern);
+  if (n->pattern == NULL) return;
+  if (ludo__regex_compile(n->pattern, json_string_value(v),
+                          json_string_length(v), LUDO_RE_UTF, ludo__alloc_fn,
+                          c->s->heap, err, sizeof err) != 0)
+    bad(c, "pattern: %s", err);
+}
+
+static node_t *compile_node(comp_t *c, json_t *j) {
+  node_t *n = new_node(c);
+  if (n != NULL) fill_node(c, n, j);
   return n;
+}
+
+static void fill_node(comp_t *c, node_t *n, json_t *j) {
+  json_t *v;
+  size_t i;
+  if (!json_is_object(j)) {
+    n->never = json_is_false(j); /* true allows all */
+    return;
+  }
+  for (i = 0; unsupported[i]; i++)
+    if (json_object_get(j, unsupported[i]) != NULL)
+    {
+      bad(c, "keyword '%s' is not supported (docs/environments.md)",
+          unsupported[i]);
+      return;
+    }
+  v = json_object_get(j, "uniqueItems");
+  if (v != NULL && !json_is_false(v)) {
+    bad(c, "keyword 'uniqueItems' is not supported (docs/environments.md)");
+    return;
+  }
+  compile_types(c, n, json_object_get(j, "type"));
+  compile_object_rules(c, n, j);
+  v = json_object_get(j, "items");
+  if (json_is_array(v)) {
+    bad(c, "items as a list (tuples) is not supported");
+    return;
+  }
+  if (v != NULL && !json_is_true(v)) n->items = compile_at(c, v, "items");
+  v = json_object_get(j, "enum");
+  if (v != NULL && !json_is_array(v)) {
+    bad(c, "enum must be an array");
+    return;
+  }
+  n->enum_ = v;
+  n->const_ = json_object_get(j, "const");
+  n->has_min = num_of(c, j, "minimum", &n->min);
+  n->has_max = num_of(c, j, "maximum", &n->max);
+  n->has_xmin = num_of(c, j, "exclusiveMinimum", &n->xmin);
+  n->has_xmax = num_of(c, j, "exclusiveMaximum", &n->xmax);
+  if (num_of(c, j, "multipleOf", &n->multiple) && !(n->multiple > 0))
+    bad(c, "multipleOf must be a number above 0");
+  n->min_len = count_of(c, j, "minLength");
+  n->max_len = count_of(c, j, "maxLength");
+  n->min_items = count_of(c, j, "minItems");
+  n->max_items = count_of(c, j, "maxItems");
+  compile_pattern(c, n, json_object_get(j, "pattern"));
+  n->any = compile_list(c, json_object_get(j, "anyOf"), "anyOf", &n->nany);
+  n->one = compile_list(c, json_object_get(j, "oneOf"), "oneOf", &n->none);
+  n->all = compile_list(c, json_object_get(j, "allOf"), "allOf", &n->nall);
+  v = json_object_get(j, "not");
+  if (v != NULL) n->not_ = compile_at(c, v, "not");
+  v = json_object_get(j, "$ref");
+  if (v != NULL) n->ref = compile_ref(c, v);
 }
 
 /* Parses the text into s->tree (jansson allocating from s->heap).
@@ -289,7 +520,14 @@ int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
   c.err = err;
   c.errlen = errlen;
   c.failed = 0;
+  c.refs = NULL;
+  c.path[0] = '\0';
   s->root = compile_node(&c, s->tree);
+  while (c.refs != NULL) {
+    ref_t *next = c.refs->next;
+    ludo__free(heap, c.refs, sizeof *c.refs);
+    c.refs = next;
+  }
   if (c.failed) {
     ludo__schema_free(s);
     return c.failed;
@@ -304,6 +542,10 @@ static void free_node(ludo__alloc_t *h, node_t *n) {
   ludo__free(h, n->any, n->nany * sizeof *n->any);
   ludo__free(h, n->one, n->none * sizeof *n->one);
   ludo__free(h, n->all, n->nall * sizeof *n->all);
+  if (n->pattern != NULL) {
+    ludo__regex_free(n->pattern);
+    ludo__free(h, n->pattern, sizeof *n->pattern);
+  }
   ludo__free(h, n, sizeof *n);
 }
 
@@ -337,6 +579,7 @@ typedef struct {
   int depth;
   int quiet; /* inside anyOf/oneOf probes: no message */
   const char *const *skip; /* keys of the root object taken as absent */
+  int hops;                /* $refs followed without going deeper */
 } chk_t;
 
 /* 1 when key k is one the check leaves out: a key of `skip`, in the root
@@ -532,6 +775,74 @@ static int check_combo(chk_t *c, int idx, node_t **list, size_t cnt,
               passed, cnt);
 }
 
+/* multipleOf: the quotient is a whole number, up to the rounding of
+ * doubles (0.3 / 0.1 is 2.9999999999999996). */
+static int is_multiple(double d, double m) {
+  double q = d / m, r = nearbyint(q);
+  return isfinite(q) && fabs(q - r) <= 1e-9 * (fabs(q) > 1 ? fabs(q) : 1);
+}
+
+/* The number of keys of the table at idx that the check does not leave
+ * out. */
+static long count_keys(chk_t *c, int idx) {
+  long k = 0;
+  lua_pushnil(c->L);
+  while (lua_next(c->L, idx)) {
+    size_t klen;
+    const char *key = lua_type(c->L, -2) == LUA_TSTRING
+                          ? lua_tolstring(c->L, -2, &klen) : NULL;
+    if (key == NULL || !skipped(c, key, klen)) k++;
+    lua_pop(c->L, 1);
+  }
+  return k;
+}
+
+/* pattern, multipleOf, minProperties, maxProperties, not and $ref. */
+static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
+  lua_State *L = c->L;
+  if (n->pattern != NULL && t == T_STRING) {
+    static const ludo__regex_limits_t lim = {1000000, 10000, 4096};
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    int rc = ludo__regex_exec(n->pattern, s, len, 0, 0, &lim);
+    if (rc == 0) return fail(c, "does not match the pattern");
+    if (rc < 0) {
+      char why[96];
+      return fail(c, "cannot be matched against the pattern: %s",
+                  ludo__regex_strerror(rc, why, sizeof why));
+    }
+  }
+  if (n->multiple > 0 && (t & (T_NUMBER | T_INTEGER)) &&
+      !is_multiple(lua_tonumber(L, idx), n->multiple))
+    return fail(c, "must be a multiple of %g, got %g", n->multiple,
+                lua_tonumber(L, idx));
+  if ((n->min_props >= 0 || n->max_props >= 0) && (t & T_OBJECT) &&
+      lua_type(L, idx) == LUA_TTABLE) {
+    long k = count_keys(c, idx);
+    if (n->min_props >= 0 && k < n->min_props)
+      return fail(c, "must have >= %ld fields, got %ld", n->min_props, k);
+    if (n->max_props >= 0 && k > n->max_props)
+      return fail(c, "must have <= %ld fields, got %ld", n->max_props, k);
+  }
+  if (n->not_ != NULL) {
+    int quiet = c->quiet, ok;
+    c->quiet = 1;
+    ok = check(c, idx, n->not_);
+    c->quiet = quiet;
+    if (ok) return fail(c, "matches the schema of 'not'");
+  }
+  if (n->ref != NULL) {
+    int ok;
+    if (c->hops >= 4 * CHECK_DEPTH)
+      return fail(c, "the schema's $refs loop");
+    c->hops++;
+    ok = check(c, idx, n->ref);
+    c->hops--;
+    if (!ok) return 0;
+  }
+  return 1;
+}
+
 static int check(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
@@ -661,6 +972,7 @@ static int check(chk_t *c, int idx, const node_t *n) {
       }
     }
   }
+  if (!check_more(c, idx, t, n)) return 0;
   if (n->nany && !check_combo(c, idx, n->any, n->nany, "anyOf", 1, n->nany))
     return 0;
   if (n->none && !check_combo(c, idx, n->one, n->none, "oneOf", 1, 1))
@@ -681,6 +993,7 @@ int ludo__schema_check_except(lua_State *L, int idx,
   c.depth = 0;
   c.quiet = 0;
   c.skip = skip;
+  c.hops = 0;
   return check(&c, lua_absindex(L, idx), s->root);
 }
 

@@ -5,10 +5,16 @@
  * validating an action costs no Lua memory and no Lua code per session.
  * Keywords: type (string or list), properties, required,
  * additionalProperties (boolean or schema), items, enum, const, minimum,
- * maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength (UTF-8
- * characters), minItems, maxItems, anyOf, oneOf, allOf. Other keywords are
- * ignored, as JSON Schema allows. A schema (or subschema) `true` accepts
- * every value and `false` none.
+ * maximum, exclusiveMinimum, exclusiveMaximum, multipleOf, minLength,
+ * maxLength (UTF-8 characters), minItems, maxItems, minProperties,
+ * maxProperties, pattern (pcre2, a search), anyOf, oneOf, allOf, not, and
+ * $ref into the same schema (JSON pointers; cycles allowed). Annotations
+ * and unknown keywords are ignored, as JSON Schema allows; a known keyword
+ * with a malformed value, and the assertion keywords not implemented here
+ * (if/then/else, patternProperties, ...: `unsupported` in schema.c), fail
+ * the compile with LUDO_EPARSE, so a schema never accepts what it would
+ * reject. A schema (or subschema) `true` accepts every value and `false`
+ * none.
  *
  * The schema text is parsed with jansson, which allocates from the heap
  * given to ludo__schema_compile (so the runtime's stats count the tree);
@@ -27,7 +33,9 @@ typedef struct ludo__schema_s ludo__schema_t;
 /* Compiles the JSON Schema text `json` (copied; borrowed for the call).
  * On success stores the schema in *out (caller frees with
  * ludo__schema_free); everything it holds comes from `heap`, which must
- * outlive it. Returns 0, LUDO_EPARSE (message in err), or LUDO_ENOMEM. */
+ * outlive it. Returns 0, LUDO_EPARSE (not JSON, or not a schema this
+ * checker can apply: the message in err names the keyword and its JSON
+ * pointer), or LUDO_ENOMEM. */
 int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
                          ludo__schema_t **out, char *err, size_t errlen);
 

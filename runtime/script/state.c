@@ -136,8 +136,10 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
   if (st->killed) {
     /* From now on fire on every instruction of this thread: whatever
      * pcall or xpcall catches the error, the next instruction raises it
-     * again. */
-    lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
+     * again. Set once: lua_sethook walks the whole chain of calls, and a
+     * stopped call deep in pcalls comes here once per level. */
+    if (lua_gethookcount(L) != 1 || lua_gethook(L) != budget_hook)
+      lua_sethook(L, budget_hook, LUA_MASKCOUNT, 1);
     if (st->killed == LUDO__KILL_MEMORY)
       lua_pushliteral(L, "not enough memory"); /* ENOMEM: state_error */
     else

@@ -152,6 +152,58 @@ TEST_IMPL(abuse_c_loops) {
   test_rt_free(rt);
 }
 
+/* The table library's loops whose length __len makes up (insert, remove,
+ * sort, concat over raw accesses and C metamethods) end with the budget's
+ * error (scripts/patches/lua-5.4.4-loop-limits.patch); they ran for
+ * minutes or for ever. */
+TEST_IMPL(abuse_table_loops) {
+  static const char *const modes[] = {"remove_virtual", "insert_virtual",
+                                      "sort_virtual", "concat_virtual"};
+  size_t i;
+  for (i = 0; i < sizeof modes / sizeof *modes; i++)
+    expect_bounded(modes[i], LUDO_ETIMEOUT, 5.0);
+}
+
+/* A huge error message is kept up to 16 KiB, cut between UTF-8
+ * sequences, with the count of bytes left out: the raised string was
+ * under the cap, the host's copy must not be a second one of any size. */
+TEST_IMPL(abuse_huge_error) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  const char *m;
+  size_t n;
+  ASSERT_ERR(step(s, "huge_error"), LUDO_ESCRIPT);
+  m = ludo_session_errmsg(s);
+  n = strlen(m);
+  ASSERT_TRUE(n > 16000 && n < 16384 + 64);
+  ASSERT_STR_CONTAINS(m, " more bytes]");
+  ASSERT_TRUE(strstr(m, "END") == NULL);
+  /* cut before a whole two-byte sequence: no lone lead byte is left */
+  ASSERT_TRUE((unsigned char)m[strstr(m, " [... ") - m - 1] == 0xA9);
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+/* pcalls nesting through their own failures: each failure used to walk
+ * the whole chain of calls, so the budget was overrun 100-fold and a
+ * stopped call took quadratic time to unwind. Now the call ends with the
+ * budget's error, or the memory cap's when the chain reaches it first. */
+TEST_IMPL(abuse_pcall_tree) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_env_t *env = test_env_load(rt, ABUSE, NULL);
+  ludo_session_t *s = test_open(env), *witness = test_open(env);
+  double t0 = test_now();
+  int rc = step(s, "pcall_tree");
+  ASSERT_TRUE(rc == LUDO_ETIMEOUT || rc == LUDO_ENOMEM);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_OK(step(s, "ok"));
+  ASSERT_OK(step(witness, "ok"));
+  ludo_session_close(s);
+  ludo_session_close(witness);
+  test_rt_free(rt);
+}
+
 /* Lua patterns: backtracking, long classes and %b scans are counted and
  * end with the budget's error; a plain find is linear. */
 TEST_IMPL(abuse_pattern_bounds) {

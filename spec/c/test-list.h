@@ -63,6 +63,9 @@
   X(abuse_close_session)                                                     \
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \
+  X(abuse_table_loops)                                                       \
+  X(abuse_pcall_tree)                                                        \
+  X(abuse_huge_error)                                                        \
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
