@@ -93,6 +93,7 @@ struct ludo__http_conn_s {
   int fail_status;         /* an error chosen inside a parser callback */
   const char *fail_msg;
   size_t hdr_bytes;        /* request line and headers so far */
+  char head_prev;          /* the request head's last byte seen so far */
   size_t url_len;
   size_t trailer_bytes;
   int field;               /* F_*: what the text holds last */
@@ -432,9 +433,22 @@ static int end_value(ludo__http_conn_t *hc) {
   return 0;
 }
 
+/* 1 when a field name piece holds a byte outside HTTP's token set
+ * (RFC 9110 5.6.2). http-parser 2.9 allows spaces in names ("Content-Length
+ * : 2" framed the body); RFC 9112 5.1 makes that a 400. */
+static int bad_name(const char *at, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (!ludo__http_tchar((unsigned char)at[i])) return 1;
+  return 0;
+}
+
 static int on_header_field(http_parser *p, const char *at, size_t n) {
   ludo__http_conn_t *hc = HC(p);
   ludo__http_req_t *r = hc->cur;
+  if (bad_name(at, n))
+    return cb_fail(hc, 400, "a header field name holds a character that "
+                            "is not allowed there (a space before ':'?)");
   if (r->hdrs_done) return trailer(hc, n);
   if (hc->field != F_FIELD) {
     if (end_value(hc) != 0) return -1;
@@ -554,7 +568,7 @@ static int split_target(ludo__http_req_t *r, int is_connect) {
 static int headers_done(ludo__http_conn_t *hc) {
   ludo__http_req_t *r = hc->cur;
   http_parser *p = &hc->parser;
-  const char *expect;
+  const char *expect, *te;
   size_t i, hosts = 0;
   int rc;
   int has_body = (p->flags & F_CHUNKED) ||
@@ -584,6 +598,11 @@ static int headers_done(ludo__http_conn_t *hc) {
   }
   if (hosts > 1) {
     fail(hc, 400, "more than one Host header field");
+    return -1;
+  }
+  te = ludo__http_req_header(r, "transfer-encoding");
+  if (te != NULL && strcasecmp(te, "chunked") != 0) {
+    fail(hc, 501, "the only transfer coding served is chunked");
     return -1;
   }
   if (p->content_length != ULLONG_MAX &&
@@ -618,6 +637,19 @@ static void dispatch(ludo__http_conn_t *hc, ludo__http_req_t *r) {
   call_request(hc, r);
 }
 
+/* 1 when the n bytes at p (the parser's latest piece of a request head)
+ * hold a LF not after a CR: http-parser 2.9 takes bare LFs as line ends,
+ * which RFC 9112 2.2 leaves to the server; a proxy in front may not. */
+static int bare_lf(ludo__http_conn_t *hc, const char *p, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (p[i] == '\n' && (i > 0 ? p[i - 1] : hc->head_prev) != '\r')
+      return 1;
+  }
+  if (n > 0) hc->head_prev = p[n - 1];
+  return 0;
+}
+
 /* Runs the parser over `p`/`n` until it consumed everything, a request is
  * complete (*done), or an error was answered. Returns the bytes consumed. */
 static size_t execute(ludo__http_conn_t *hc, const char *p, size_t n,
@@ -631,6 +663,10 @@ static size_t execute(ludo__http_conn_t *hc, const char *p, size_t n,
     hc->event = EV_NONE;
     hc->fail_status = 0;
     k = http_parser_execute(&hc->parser, &settings, p + off, n - off);
+    if (in_headers && bare_lf(hc, p + off, k)) {
+      fail(hc, 400, "a line of the request head ends with a bare LF");
+      return off + k;
+    }
     off += k;
     if (in_headers && hc->cur) hc->hdr_bytes += k;
     err = HTTP_PARSER_ERRNO(&hc->parser);

@@ -36,8 +36,7 @@ size_t ludo__response_date(char *out, int64_t t) {
   return n > 0 ? (size_t)n : 0;
 }
 
-/* RFC 9110 token characters. */
-static int is_tchar(unsigned char c) {
+int ludo__http_tchar(unsigned char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
       (c >= '0' && c <= '9'))
     return 1;
@@ -47,7 +46,7 @@ static int is_tchar(unsigned char c) {
 static int valid_name(const char *s) {
   if (s == NULL || *s == '\0') return 0;
   for (; *s; s++)
-    if (!is_tchar((unsigned char)*s)) return 0;
+    if (!ludo__http_tchar((unsigned char)*s)) return 0;
   return 1;
 }
 

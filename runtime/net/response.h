@@ -48,4 +48,7 @@ size_t ludo__response_date(char *out, int64_t t);
  * Static string. */
 const char *ludo__response_reason(int status);
 
+/* 1 when c is one of RFC 9110's token characters (field names, methods). */
+int ludo__http_tchar(unsigned char c);
+
 #endif

@@ -83,6 +83,7 @@ struct ludo__ws_s {
   int rx_since_arm;            /* bytes came after the timer was armed */
   int in_frame;                /* a frame begun has not ended */
   int frag;                    /* a fragmented message is incomplete */
+  int bad_close;               /* a close frame with a 1-byte payload */
   uint64_t fed;                /* bytes handed to wslay in this lending */
   uint64_t framed;             /* ... the frames begun take (with heads) */
   const char *rd;              /* the bytes wslay reads now */
@@ -348,6 +349,9 @@ static void on_frame_start(wslay_event_context_ptr ctx,
   ws->in_frame = 1;
   if (!(a->opcode & 0x8)) /* a data frame: text, binary, continuation */
     ws->frag = !a->fin;
+  /* A close body starts with a 2-byte code (RFC 6455 5.5.1); wslay takes
+   * one byte as no code and would echo an empty close. */
+  if (a->opcode == WSLAY_CONNECTION_CLOSE && n == 1) ws->bad_close = 1;
 }
 
 static void on_frame_end(wslay_event_context_ptr ctx, void *ud) {
@@ -524,7 +528,7 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
   ws->rd = NULL;
   ws->rdlen = 0;
   if (ws->nc == NULL || ws->state >= WS_DONE) return;
-  if (r == WSLAY_ERR_CALLBACK_FAILURE) {
+  if (r == WSLAY_ERR_CALLBACK_FAILURE || ws->bad_close) {
     fail(ws, 1002, "malformed frame");
     return;
   }

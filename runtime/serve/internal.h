@@ -80,6 +80,8 @@ struct sv_ws_s {
   /* Messages that came while the session was busy or opening. */
   struct sv_msg_s *head, *tail;
   unsigned queued;
+  int overflowed;           /* one message too many came: the queued ones
+                               are answered, then the error and a close */
   sv_ws_t *next, *prev;     /* all clients */
   /* A remote record (forward.c): stands for a WebSocket of another
    * worker attached to our session `sess` (ws is NULL); 0: a real one. */

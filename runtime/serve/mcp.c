@@ -374,8 +374,8 @@ static int check_request(ludo__serve_t *sv, json_t *r, ludo__http_req_t *req,
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
   json_error_t err;
-  json_t *r = json_loadb(data, len, JSON_ALLOW_NUL, &err), *id, *params,
-         *empty = NULL;
+  json_t *r = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err),
+         *id, *params, *empty = NULL;
   const char *m;
   if (r == NULL) {
     sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32700, "Parse error", NULL);

@@ -45,8 +45,16 @@ static int proto_code(const char *code) {
 
 void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
                  json_t *extra) {
-  json_t *data = json_pack("{s:o,s:s}", "message",
-                           sv_jstr(message, (size_t)-1), "code", code);
+  json_t *data;
+  if (c->mcp) { /* WS /mcp speaks JSON-RPC only: a server error, id null */
+    json_t *d = json_pack("{s:s}", "code", code);
+    if (d && extra) json_object_update(d, extra);
+    json_decref(extra);
+    sv_rpc_error(c->sv, NULL, c, 1, NULL, -32000, message, d);
+    return;
+  }
+  data = json_pack("{s:o,s:s}", "message", sv_jstr(message, (size_t)-1),
+                   "code", code);
   ludo__metrics_proto(&c->sv->shared->metrics, proto_code(code));
   if (data && extra) json_object_update(data, extra);
   json_decref(extra);
@@ -211,7 +219,7 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
   sv_wsmsg_t f;
   if (sv_wsmsg_scan(text, len, &f) && ws_message_fast(c, text, t0, &f))
     return;
-  root = json_loadb(text, len, JSON_ALLOW_NUL, &err);
+  root = json_loadb(text, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
   if (root == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "Invalid JSON: %s", err.text);
@@ -291,6 +299,17 @@ static void handle(sv_ws_t *c, const char *data, size_t len, uint64_t t0) {
     ws_message(c, data, len, t0);
 }
 
+/* After an overflow, once every queued message has its reply: the error,
+ * then the close (one reply per request, in order, the error last). */
+static void overflow_end(sv_ws_t *c) {
+  if (!c->overflowed || c->head != NULL || c->closing ||
+      (c->sess != NULL && (c->sess->busy || c->sess->opening)))
+    return;
+  sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
+              "replies: wait for a reply before sending more", NULL);
+  sv_ws_close(c, 1008, "too many messages in flight");
+}
+
 void sv_ws_pump(sv_ws_t *c) {
   while (c->head && ready(c)) {
     sv_msg_t *m = c->head;
@@ -300,6 +319,7 @@ void sv_ws_pump(sv_ws_t *c) {
     handle(c, m->data, m->len, m->t0_us);
     ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
   }
+  overflow_end(c);
 }
 
 static void free_queue(sv_ws_t *c) {
@@ -321,7 +341,7 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
   (void)ws;
   atomic_fetch_add(&c->sv->shared->metrics.ws_messages, 1);
   atomic_fetch_add(&c->sv->shared->metrics.bytes_in, len);
-  if (c->closing) return;
+  if (c->closing || c->overflowed) return; /* overflowed: dropped */
   if (binary) {
     sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
                 "send each message as a JSON text frame", NULL);
@@ -333,9 +353,8 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
     return;
   }
   if (c->queued >= SV_WS_QUEUE_MAX) {
-    sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
-                "replies: wait for a reply before sending more", NULL);
-    sv_ws_close(c, 1008, "too many messages in flight");
+    c->overflowed = 1;
+    overflow_end(c);
     return;
   }
   m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);

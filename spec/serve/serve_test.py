@@ -202,7 +202,8 @@ async def ws_appendix_b():
 @test
 async def ws_error_codes():
     async with S.ws() as ws:
-        v = await rpc(ws, "not json" and "{oops")
+        await ws.send("{oops")  # not JSON (a JSON string is SESSION_ERROR)
+        v = json.loads(await ws.recv())
         check(v["type"] == "error" and
               v["data"]["code"] == "INVALID_JSON", v)
         v = await rpc(ws, {"type": "fly"})
@@ -1248,6 +1249,128 @@ def workers_not_concurrent():
         p.send_signal(signal.SIGTERM)
         check(p.wait(timeout=20) == 0, "exit status")
         p.stderr.close()
+
+
+def raw_http(port, data):
+    """Sends raw bytes; returns the status line's code (0: none)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(data)
+    head = b""
+    try:
+        while b"\r\n" not in head:
+            b = s.recv(4096)
+            if not b:
+                break
+            head += b
+    finally:
+        s.close()
+    m = re.match(rb"HTTP/1\.1 (\d+)", head)
+    return int(m.group(1)) if m else 0
+
+
+@test
+def http_head_strictness():
+    # a space before the colon would frame the body by a name that the
+    # Host check and a proxy read differently: 400, as RFC 9112 5.1 says
+    check(raw_http(S.port, b"POST /reset HTTP/1.1\r\nHost: x\r\n"
+                   b"Content-Length : 2\r\n\r\n{}") == 400, "space")
+    check(raw_http(S.port, b"GET /health HTTP/1.1\nHost: x\n\n") == 400,
+          "bare LF")
+    check(raw_http(S.port, b"POST /reset HTTP/1.1\r\nHost: x\r\n"
+                   b"Transfer-Encoding: gzip, chunked\r\n\r\n"
+                   b"2\r\n{}\r\n0\r\n\r\n") == 501, "gzip")
+    check(raw_http(S.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+          == 200, "a plain request still passes")
+
+
+@test
+async def ws_scalar_frames():
+    for text in ("123", "null", "true", '"x"'):
+        async with S.ws() as ws:
+            await ws.send(text)
+            err = json.loads(await ws.recv())
+            check(err["data"]["code"] == "SESSION_ERROR", (text, err))
+            await ws.wait_closed()
+            check(ws.close_code == 1000, (text, ws.close_code))
+    status, body, _ = S.http("POST", "/mcp", "5")
+    check(body["error"]["code"] == -32600, body)
+    status, body, _ = S.http("POST", "/reset", "5")
+    check(status == 422 and body["detail"][0]["type"] ==
+          "model_attributes_type", body)
+
+
+def ws_frame(opcode, payload):
+    """A masked client frame (mask 0: the payload as it is)."""
+    n = len(payload)
+    head = bytes([0x80 | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    else:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    return head + b"\0\0\0\0" + payload
+
+
+@test
+def ws_queue_overflow_in_order():
+    # 66 steps at once: 64 may wait; the replies owed come first, in
+    # order, then the error and close 1008
+    s = raw_ws(S.port)
+    s.sendall(ws_frame(1, b'{"type":"reset","data":{}}'))
+    read_frame(s)
+    s.sendall(b"".join(ws_frame(1, b'{"type":"step","data":{"message":'
+                                   b'"m%d"}}' % i) for i in range(66)))
+    got = []
+    while True:
+        op, data = read_frame(s)
+        if op == 8:
+            break
+        got.append(json.loads(data))
+    steps = [g for g in got if g["type"] == "observation"]
+    check(len(steps) >= 64, len(steps))
+    check([g["data"]["observation"]["echoed_message"] for g in steps] ==
+          ["m%d" % i for i in range(len(steps))], "order")
+    check(got[-1]["type"] == "error" and
+          "Too many messages" in got[-1]["data"]["message"], got[-1])
+    check(struct.unpack(">H", data[:2])[0] == 1008, data)
+    s.close()
+
+
+@test
+def ws_close_frame_one_byte():
+    s = raw_ws(S.port)
+    s.sendall(ws_frame(8, b"\x03"))
+    op, data = read_frame(s)
+    check(op == 8 and struct.unpack(">H", data[:2])[0] == 1002, data)
+    s.close()
+
+
+@test
+async def ws_mcp_errors_are_json_rpc():
+    async with S.ws("/mcp") as ws:
+        await ws.send(b"\x01\x02")
+        err = json.loads(await ws.recv())
+        check(err.get("jsonrpc") == "2.0" and err["error"]["code"] == -32000
+              and err["id"] is None, err)
+
+
+@test
+async def idle_timeout_counts_from_the_call_end():
+    c = Server("spec/fixtures/serve/slow", "--session-timeout", "1")
+    try:
+        async with c.ws() as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {}}))
+            json.loads(await ws.recv())
+            await ws.send(json.dumps({"type": "step",
+                                      "data": {"ms": 2500}}))
+            obs = json.loads(await ws.recv())
+            check(obs["type"] == "observation", obs)
+            # idle since the reply: well within the 1 s timeout, a step
+            await asyncio.sleep(0.3)
+            await ws.send(json.dumps({"type": "step", "data": {"ms": 0}}))
+            obs = json.loads(await ws.recv())
+            check(obs["type"] == "observation", obs)
+    finally:
+        check(c.stop() == 0, "exit status")
 
 
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
