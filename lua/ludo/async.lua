@@ -18,7 +18,7 @@ local M = {}
 
 local co_yield, co_resume, co_create, co_status =
   coroutine.yield, coroutine.resume, coroutine.create, coroutine.status
-local co_isyieldable = coroutine.isyieldable
+local co_isyieldable, co_running = coroutine.isyieldable, coroutine.running
 local pack, unpack = table.pack, table.unpack
 
 -- The sentinel a waiting coroutine yields first. Drivers compare against it.
@@ -41,6 +41,13 @@ M._gathered = gathered
 function M.await(op)
   if op == nil then error("async.await: operation is nil", 2) end
   if not co_isyieldable() then
+    local _, main = co_running()
+    if not main then
+      error("async.await: cannot wait here: a C function that cannot "
+        .. "yield is in between (a table.sort comparator, a string.gsub "
+        .. "function, a metamethod or iterator called from C); wait "
+        .. "outside it", 2)
+    end
     error("async.await: not inside a ludo call (nothing can wait here); "
       .. "run the code with async.run or from a session", 2)
   end

@@ -46,10 +46,18 @@ local function random_value(s, depth)
   elseif t == "integer" then
     local lo = s.minimum or 0
     local hi = s.maximum or (lo + 10)
+    if math.ceil(lo) > math.floor(hi) then
+      error("the random policy: the action schema's integer range "
+        .. "[" .. lo .. ", " .. hi .. "] holds no integer", 0)
+    end
     return math.random(math.ceil(lo), math.floor(hi))
   elseif t == "number" then
     local lo = s.minimum or 0
     local hi = s.maximum or (lo + 1)
+    if lo > hi then
+      error("the random policy: the action schema's number range "
+        .. "[" .. lo .. ", " .. hi .. "] is empty", 0)
+    end
     return lo + (hi - lo) * math.random()
   elseif t == "boolean" then
     return math.random() < 0.5

@@ -188,6 +188,9 @@ static int encode_result(lua_State *L) {
   }
   lua_pushvalue(L, lua_upvalueindex(UV_DONE));
   lua_rawget(L, 1);
+  if (!lua_isnoneornil(L, -1) && !lua_isboolean(L, -1))
+    return ludo__error_raise(L, LUDO_ESCRIPT, "observation.done must be a "
+                             "boolean or nil, got %s", luaL_typename(L, -1));
   if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
                                               : ",\"done\":false"))
     goto nomem;

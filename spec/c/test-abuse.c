@@ -185,6 +185,25 @@ TEST_IMPL(abuse_huge_error) {
   test_rt_free(rt);
 }
 
+/* Results and waits that used to pass silently or blame the wrong
+ * thing: a `done` that is not a boolean is an error naming it; a wait in
+ * a sort comparator says a C function is in between, not that no call
+ * runs. */
+TEST_IMPL(abuse_result_and_wait_messages) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  ASSERT_ERR(step(s, "done_not_boolean"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
+                      "observation.done must be a boolean or nil, got "
+                      "function");
+  ASSERT_ERR(step(s, "wait_in_sort"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "a C function that cannot "
+                                              "yield is in between");
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 /* pcalls nesting through their own failures: each failure used to walk
  * the whole chain of calls, so the budget was overrun 100-fold and a
  * stopped call took quadratic time to unwind. Now the call ends with the

@@ -66,6 +66,7 @@
   X(abuse_table_loops)                                                       \
   X(abuse_pcall_tree)                                                        \
   X(abuse_huge_error)                                                        \
+  X(abuse_result_and_wait_messages)                                          \
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
