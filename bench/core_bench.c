@@ -591,6 +591,51 @@ static double rate_batch(ludo_session_t **ss, const char **acts,
   return (double)(batches * BATCH_N) / ((bench_now_us() - t0) / 1e6);
 }
 
+/* The floor of any design with a Lua state per session: 256 bare states
+ * (the 6 libraries a session opens), each with a coroutine whose step
+ * function returns a new table, resumed round-robin with a new table as
+ * the action. No JSON, no budget, no runner: steps/s. */
+typedef struct {
+  lua_State *L[BATCH_N], *co[BATCH_N];
+} floor_t;
+
+static void floor_open(floor_t *f) {
+  int i, nr;
+  for (i = 0; i < BATCH_N; i++) {
+    f->L[i] = bare_six();
+    if (luaL_dostring(f->L[i], "local function step(a) return {} end\n"
+                      "return function(a) while true do\n"
+                      "a = coroutine.yield(step(a)) end end") != LUA_OK)
+      die("floor state", -1);
+    f->co[i] = lua_newthread(f->L[i]);
+    lua_pushvalue(f->L[i], -2);
+    lua_xmove(f->L[i], f->co[i], 1);
+    lua_createtable(f->co[i], 0, 0);
+    if (lua_resume(f->co[i], f->L[i], 1, &nr) != LUA_YIELD)
+      die("floor resume", -1);
+    lua_pop(f->co[i], nr);
+  }
+}
+
+static double floor_rate(floor_t *f, long n) {
+  long k;
+  int nr;
+  double t0 = bench_now_us();
+  for (k = 0; k < n; k++) {
+    lua_State *co = f->co[k % BATCH_N];
+    lua_createtable(co, 0, 0);
+    if (lua_resume(co, f->L[k % BATCH_N], 1, &nr) != LUA_YIELD)
+      die("floor resume", -1);
+    lua_pop(co, nr);
+  }
+  return (double)n / ((bench_now_us() - t0) / 1e6);
+}
+
+static void floor_close(floor_t *f) {
+  int i;
+  for (i = 0; i < BATCH_N; i++) lua_close(f->L[i]);
+}
+
 static void group_noop(void) {
   ludo_runtime_t *rt = runtime_new(4, 0);
   ludo_env_t *env = env_load(rt, "bench/envs/noop");
@@ -598,9 +643,13 @@ static void group_noop(void) {
   const char *acts[BATCH_N], *out;
   size_t lens[BATCH_N], len;
   lua_State *L = empty_fn_state();
-  double call[ROUNDS], one[ROUNDS], batch[ROUNDS], rr[ROUNDS], t0;
+  double call[ROUNDS], one[ROUNDS], batch[ROUNDS], rr[ROUNDS], fl[ROUNDS],
+      t0;
   long n = 300000L * g_scale, i;
   int r, rc;
+  floor_t fs;
+  floor_open(&fs);
+  floor_rate(&fs, 100000);
   for (i = 0; i < BATCH_N; i++) {
     ss[i] = open_reset(env);
     acts[i] = "{}";
@@ -624,13 +673,18 @@ static void group_noop(void) {
           0)
         die_s(ss[i % BATCH_N], "step", rc);
     rr[r] = (double)n / ((bench_now_us() - t0) / 1e6);
+    fl[r] = floor_rate(&fs, n);
   }
+  floor_close(&fs);
   emit("step.noop blocking", "/s", bench_median(one, ROUNDS), "empty lua_pcall",
        bench_median(call, ROUNDS), T_NONE, 0, 0);
   emit("step.noop batch of 256 (steps/s)", "/s", bench_median(batch, ROUNDS),
        "empty lua_pcall", bench_median(call, ROUNDS), T_GE, ON_MEASURED, 2e6);
   emit("step.noop batch of 256, vs blocking", "/s", bench_median(batch, ROUNDS),
        "blocking, 256 round-robin", bench_median(rr, ROUNDS), T_NONE, 0, 0);
+  emit("step.noop batch of 256, vs bare states", "/s",
+       bench_median(batch, ROUNDS), "256 bare states, resume+table",
+       bench_median(fl, ROUNDS), T_NONE, 0, 0);
   lua_close(L);
   ludo_runtime_free(rt);
 }

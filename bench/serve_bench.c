@@ -991,9 +991,26 @@ static int group_latency(ctx_t *c) {
   return 0;
 }
 
+/* The bare TCP echo at the scale group's two counts: how the kernel and
+ * the client alone fare with more connections. */
+static int scale_tcp(ctx_t *c, double *lo, double *hi) {
+  result_t r;
+  if (run_steady(&c->echo_srv, M_RAW, c->scale_lo, c->warm_s, c->measure_s,
+                 &r))
+    return -1;
+  progress("tcp echo (scale lo)", &r);
+  *lo = r.per_s;
+  if (run_steady(&c->echo_srv, M_RAW, c->scale_hi, c->warm_s, c->measure_s,
+                 &r))
+    return -1;
+  progress("tcp echo (scale hi)", &r);
+  *hi = r.per_s;
+  return 0;
+}
+
 static int group_scale(ctx_t *c) {
-  double a[9], b[9], cpu_a[9], cpu_b[9];
-  char fa[48], fb[48], ca[48], cb[48], wa[24], wb[24];
+  double a[9], b[9], cpu_a[9], cpu_b[9], ta[9], tb[9];
+  char fa[48], fb[48], ca[48], cb[48], wa[24], wb[24], ea[48], eb[48];
   int i;
   result_t r;
   snprintf(wa, sizeof wa, "ludo @%d", c->scale_lo);
@@ -1006,6 +1023,8 @@ static int group_scale(ctx_t *c) {
       progress(wa, &r);
       a[i] = r.per_s;
       cpu_a[i] = r.srv_us;
+      if (!c->ludo_srv.extern_ && scale_tcp(c, &ta[i], &tb[i]) != 0)
+        return -1;
     }
     if (run_steady(&c->ludo_srv, M_WS, c->scale_hi, c->warm_s, c->measure_s,
                    &r))
@@ -1024,6 +1043,11 @@ static int group_scale(ctx_t *c) {
        T_GE, ON_RATIO, 0.75);
   emit(cb, "us", bench_median(cpu_b, c->rounds), ca,
        bench_median(cpu_a, c->rounds), T_NONE, 0, 0);
+  if (c->ludo_srv.extern_) return 0;
+  snprintf(ea, sizeof ea, "tcp echo round trips/s @%d", c->scale_lo);
+  snprintf(eb, sizeof eb, "tcp echo round trips/s @%d", c->scale_hi);
+  emit(eb, "/s", bench_median(tb, c->rounds), ea,
+       bench_median(ta, c->rounds), T_NONE, 0, 0);
   return 0;
 }
 
