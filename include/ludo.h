@@ -81,7 +81,8 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
 
 /* Closes every session (pending calls complete with LUDO_ECANCELED), frees
  * every environment and then the runtime. Accepts NULL. Must not be called
- * from inside a ludo callback. On its own loop everything is released
+ * from inside a ludo callback. The callbacks it runs start nothing: a
+ * call, open or script call made from them returns LUDO_ECLOSED. On its own loop everything is released
  * before this returns. On a borrowed loop ludo closes only its own handles
  * (with close callbacks); the runtime's memory is released in the host's
  * next uv_run, after which uv_loop_close() on the host's loop returns 0
@@ -191,7 +192,9 @@ typedef int (*ludo_host_init_fn)(ludo_runtime_t *rt, char *err,
  * freed by ludo_env_free() or ludo_runtime_free().
  * Returns 0, LUDO_ENOENT (no such file), LUDO_ELOAD (syntax or runtime
  * error in the module, or a malformed declaration; see ludo_runtime_errmsg),
- * LUDO_EINVAL or LUDO_ENOMEM. */
+ * LUDO_EINVAL (also: a host module of `opts` without a name or function
+ * list, named "ludo" or "ludo.*", or given twice: the rules of
+ * ludo_runtime_add_module) or LUDO_ENOMEM. */
 LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
                               const ludo_env_options_t *opts,
                               ludo_env_t **out);
@@ -676,7 +679,8 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
  * runs inside the free with LUDO_ECANCELED (or with its outcome when that
  * had come). Returns 0, or LUDO_EINVAL (a NULL argument, a function name
  * of 128 bytes or more), LUDO_EBUSY (a call of this script, blocking or
- * not, is in flight), LUDO_ETOOBIG (the input is over max_input_bytes),
+ * not, is in flight), LUDO_ECLOSED (from that callback: the script is
+ * being freed), LUDO_ETOOBIG (the input is over max_input_bytes),
  * LUDO_ENOMEM, in which case `cb` never runs. The call itself fails with
  * the codes of ludo_script_call, in `cb`. */
 LUDO_EXTERN int ludo_script_call_async(ludo_script_t *sc, const char *fn,

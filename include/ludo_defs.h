@@ -84,12 +84,18 @@ typedef struct ludo_options_s {
   ludo_alloc_fn alloc;     /* NULL: malloc/realloc/free */
   void *alloc_ud;          /* passed to alloc */
   size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
-  uint32_t cpu_budget_ms;  /* Lua running time per call; default 10000 */
+  uint32_t cpu_budget_ms;  /* Lua running time per call: the time its Lua
+                              runs (monotonic clock, from each resume to
+                              its yield or end; waits do not count, time
+                              the OS gives other threads meanwhile does:
+                              on an oversubscribed machine a call can
+                              meet it with less CPU); default 10000;
+                              0 = none */
   size_t max_input_bytes;  /* largest action / reset options / script
                               arguments a call accepts; default 8 MiB */
   uint32_t wall_limit_ms;  /* wall-clock time per call, waits included
-                              (ludo.sleep, later I/O); default 60000;
-                              0 = none */
+                              (ludo.sleep, later I/O) and running Lua
+                              stopped at it too; default 60000; 0 = none */
   uint64_t max_instructions; /* VM instructions per call; 0 = no limit */
   const char *module_path; /* ';'-separated roots holding lua/, rubrics/,
                               features/; searched before the embedded copies.

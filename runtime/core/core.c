@@ -187,23 +187,31 @@ int ludo__core_over(const ludo__core_t *c) {
 
 uint64_t ludo__core_slice_deadline(const ludo__core_t *c) {
   if (c->deadline_ns != 0) return c->deadline_ns;
+  if (c->pass_end_ns != 0) return c->pass_end_ns;
   return c->slice_ns != 0 ? ludo__clock_ns() + c->slice_ns : 0;
 }
 
-/* Runs the ready tasks until none is left or the poll's deadline passed,
- * then makes the tasks posted from host callbacks ready for the next
- * pass. */
+/* Runs the ready tasks until none is left or the poll's deadline passed
+ * (outside a poll, with a time slice: until the pass has run one slice,
+ * so a host driving the loop with uv_run gets it back between slices of
+ * a long Lua run), then makes the tasks posted from host callbacks ready
+ * for the next pass. */
 static void run_queue(uv_idle_t *h) {
   ludo__core_t *c = h->data;
   ludo__task_t *t;
   c->last_pass_ns = ludo__clock_ns();
+  c->pass_end_ns = c->deadline_ns == 0 && c->slice_ns != 0
+                       ? c->last_pass_ns + c->slice_ns : 0;
   while ((t = c->ready.head) != NULL && !c->closing) {
     c->ready.head = t->next;
     if (c->ready.head == NULL) c->ready.tail = NULL;
     t->queued = 0;
     t->fn(t);
-    if (ludo__core_over(c)) break;
+    if (ludo__core_over(c) ||
+        (c->pass_end_ns != 0 && ludo__clock_ns() >= c->pass_end_ns))
+      break;
   }
+  c->pass_end_ns = 0;
   if (c->later.head != NULL) {
     if (c->ready.tail)
       c->ready.tail->next = c->later.head;
@@ -227,6 +235,10 @@ void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
   }
   c->in_run--;
   c->deadline_ns = saved;
+}
+
+int ludo__core_pending(const ludo__core_t *c) {
+  return c->ready.head != NULL || c->later.head != NULL;
 }
 
 void ludo__core_run_once(ludo__core_t *c) {

@@ -67,6 +67,8 @@ typedef struct ludo__core_s {
   ludo__closer_t *closers;   /* see ludo__closer_t */
   uint64_t deadline_ns;      /* end of the current poll; 0: none */
   uint64_t slice_ns;         /* time slice of Lua runs outside poll; 0 */
+  uint64_t pass_end_ns;      /* outside poll, with a slice: when the
+                                current queue pass gives the loop back */
   uint64_t last_pass_ns;     /* when the loop last ran the queue */
   int in_callback;           /* inside a host callback (depth) */
   int in_run;                /* inside uv_run started by ludo */
@@ -136,6 +138,9 @@ void ludo__core_remove_closer(ludo__core_t *c, ludo__closer_t *cl);
 /* Runs ready work for at most `budget_ns` (0: what is ready now, without
  * a limit). Never blocks. */
 void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns);
+
+/* 1 when tasks wait in the queue (deliveries included). */
+int ludo__core_pending(const ludo__core_t *c);
 
 /* Runs one loop iteration, blocking until something happens when nothing
  * is queued. For blocking calls. */

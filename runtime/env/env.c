@@ -308,11 +308,15 @@ static int add_host_modules(ludo_env_t *env, const ludo_env_options_t *o) {
   size_t i;
   int rc;
   if (o == NULL || o->nmodules == 0) return 0;
-  env->hostv = ludo__malloc(&env->rt->core.heap, o->nmodules * sizeof *env->hostv);
+  env->hostv = ludo__malloc(&env->rt->core.heap,
+                            o->nmodules * sizeof *env->hostv);
   if (env->hostv == NULL) return LUDO_ENOMEM;
   memcpy(env->hostv, o->modules, o->nmodules * sizeof *env->hostv);
   env->nhostv = o->nmodules;
   for (i = 0; i < o->nmodules; i++) {
+    rc = ludo__hostmod_check(env->rt, &env->host, &o->modules[i],
+                             "environment");
+    if (rc != 0) return rc;
     rc = ludo__registry_add(&env->host, o->modules[i].name,
                             ludo__env_host_module_open,
                             &env->hostv[i]);

@@ -45,6 +45,7 @@ struct ludo_runtime_s {
   ludo_session_t *sessions;    /* all open sessions */
   size_t lua_live;             /* bytes in session and pool states */
   unsigned nsessions, calls;
+  int freeing;                 /* ludo_runtime_free runs: nothing new */
   unsigned gc_seed;            /* spreads the states' GC pacing */
   ludo__pstate_t *retired;     /* states of closed sessions, to free */
   ludo__task_t reclaim;        /* frees them from the loop */
@@ -98,6 +99,8 @@ struct ludo_session_s {
   size_t input_len;
   struct ludo__batch_s *batch; /* the batch this call belongs to */
   size_t batch_index;
+  int held;                    /* a blocking call or batch uses it: a
+                                  close is deferred until it returns */
   int kind, status, done;
   int strict;                  /* check observations (set_strict) */
   int nest_metadata;           /* results in OpenEnv's wire form: the
@@ -224,6 +227,11 @@ void ludo__runtime_interrupt(ludo_runtime_t *rt);
 void ludo__runtime_stats(ludo_runtime_t *rt, ludo_stats_t *st);
 /* Host modules of the whole runtime (hostmod.c): copies `m` into the
  * runtime's registry (ludo_runtime_add_module); frees the copies. */
+/* 0 when host module m may be registered in r (a name, not "ludo" nor
+ * "ludo.*", not there yet; a function list); else LUDO_EINVAL with the
+ * runtime's message (`where`: "runtime" or "environment"). */
+int ludo__hostmod_check(ludo_runtime_t *rt, const ludo__registry_t *r,
+                        const ludo_host_module_t *m, const char *where);
 int ludo__runtime_add_module(ludo_runtime_t *rt,
                              const ludo_host_module_t *m);
 void ludo__runtime_free_hostmods(ludo_runtime_t *rt);

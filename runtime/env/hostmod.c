@@ -18,11 +18,8 @@ static int reserved(const char *name) {
   return strncmp(name, "ludo", 4) == 0 && (name[4] == '\0' || name[4] == '.');
 }
 
-int ludo__runtime_add_module(ludo_runtime_t *rt,
-                             const ludo_host_module_t *m) {
-  ludo__registry_t *r = &rt->core.cmods;
-  hostmod_t *h;
-  int rc;
+int ludo__hostmod_check(ludo_runtime_t *rt, const ludo__registry_t *r,
+                        const ludo_host_module_t *m, const char *where) {
   if (m->name == NULL || m->funcs == NULL) {
     ludo__runtime_seterr(rt, "EINVAL: a host module needs a name and a "
                              "function list");
@@ -36,9 +33,18 @@ int ludo__runtime_add_module(ludo_runtime_t *rt,
   }
   if (ludo__registry_find(r, m->name) != NULL) {
     ludo__runtime_seterr(rt, "EINVAL: host module '%.200s' is already "
-                             "registered with this runtime", m->name);
+                             "registered with this %s", m->name, where);
     return LUDO_EINVAL;
   }
+  return 0;
+}
+
+int ludo__runtime_add_module(ludo_runtime_t *rt,
+                             const ludo_host_module_t *m) {
+  ludo__registry_t *r = &rt->core.cmods;
+  hostmod_t *h;
+  int rc = ludo__hostmod_check(rt, r, m, "runtime");
+  if (rc != 0) return rc;
   h = ludo__calloc(&rt->core.heap, sizeof *h);
   if (h == NULL) {
     ludo__runtime_seterr(rt, "ENOMEM: no memory for host module '%.200s'",

@@ -90,6 +90,7 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
 
 void ludo__runtime_free(ludo_runtime_t *rt) {
   ludo_env_t *env;
+  rt->freeing = 1; /* callbacks run below (ECANCELED) start nothing new */
   for (env = rt->envs; env; env = env->next) ludo__session_cancel_opens(env);
   while (rt->sessions) ludo__session_destroy(rt->sessions);
   ludo__pstate_reclaim_all(rt);
@@ -118,7 +119,10 @@ int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
 
 int ludo__runtime_run(ludo_runtime_t *rt) {
   if (busy(rt)) return LUDO_EBUSY;
-  while (rt->calls > 0) ludo__core_run_once(&rt->core);
+  /* Deliveries count too: one held while a blocking call ran the loop
+   * waits in the queue after its call left the count. */
+  while (rt->calls > 0 || ludo__core_pending(&rt->core))
+    ludo__core_run_once(&rt->core);
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "script/json.h"
 
 struct ludo_script_s {
+  int freeing;               /* ludo_script_free runs: calls refused */
   ludo_runtime_t *rt;
   ludo__pstate_t *ps;
   ludo__modules_t modules;
@@ -261,6 +262,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
                       size_t len, const char **out, size_t *out_len) {
   ludo_runtime_t *rt = sc->rt;
   int rc;
+  if (sc->freeing || rt->freeing) return LUDO_ECLOSED;
   if (!ludo__runtime_may_block(rt) || sc->ps->sched.in_call ||
       sc->phase != LUDO__PH_IDLE)
     return LUDO_EBUSY;
@@ -296,6 +298,8 @@ int ludo__script_call_async(ludo_script_t *sc, const char *fn,
                             void *ud) {
   ludo_runtime_t *rt = sc->rt;
   size_t fn_len = strlen(fn);
+  if (sc->freeing || rt->freeing) /* from a callback a free runs */
+    return LUDO_ECLOSED;
   if (sc->ps->sched.in_call || sc->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
   if (fn_len >= sizeof sc->fn_copy) return LUDO_EINVAL;
   if (json == NULL) len = 0;
@@ -349,6 +353,7 @@ static void script_cancel(ludo_script_t *sc) {
 
 void ludo__script_free(ludo_script_t *sc) {
   ludo__alloc_t *heap = &sc->rt->core.heap;
+  sc->freeing = 1;
   if (sc->async) script_cancel(sc);
   ludo__core_unpost(&sc->rt->core, &sc->nudge);
   if (sc->ps) ludo__pstate_free(sc->rt, sc->ps);

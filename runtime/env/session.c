@@ -218,6 +218,7 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
   ludo__pstate_t *ps;
   int rc;
   *out = NULL;
+  if (rt->freeing) return LUDO_ECLOSED;
   if (!env->concurrent && env->nsessions > 0) {
     ludo__runtime_seterr(rt, "EBUSY: environment %s is not concurrent and "
                              "already has an open session", env->name);
@@ -306,7 +307,9 @@ static void open_task(ludo__task_t *t) {
 
 int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
   ludo__core_t *c = &env->rt->core;
-  open_req_t *r = ludo__calloc(&c->heap, sizeof *r);
+  open_req_t *r;
+  if (env->rt->freeing) return LUDO_ECLOSED;
+  r = ludo__calloc(&c->heap, sizeof *r);
   if (r == NULL) return LUDO_ENOMEM;
   r->task.fn = open_task;
   r->env = env;
@@ -327,7 +330,8 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
 static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
                    ludo_call_cb cb, void *ud, int blocking) {
   size_t max = s->env->rt->opts.max_input_bytes;
-  if (s->closing || s->close_requested) return LUDO_ECLOSED;
+  if (s->closing || s->close_requested || s->env->rt->freeing)
+    return LUDO_ECLOSED;
   if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
   if (kind == LUDO__CALL_TASKS && !s->env->has_tasks) {
     char msg[160];
@@ -379,8 +383,10 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
     return 0;
   }
   ludo__core_block(&rt->core);
+  s->held++;
   start(s, 0);
   while (!s->done) ludo__core_run_once(&rt->core);
+  s->held--;
   ludo__core_unblock(&rt->core);
   if (s->close_requested) {
     teardown(s);
@@ -423,6 +429,10 @@ static void report(ludo_session_t *s, size_t i, int status, ludo_batch_cb cb,
     cb(i, s, status, msg, strlen(msg), ud);
 }
 
+/* Runs a blocking batch: every valid step started, all awaited, then one
+ * callback per entry in order. The sessions are held meanwhile: a close
+ * from a host function or a callback is deferred to the end (so a later
+ * entry, or the same session given twice, is never freed under us). */
 static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
                           const char *const *actions, const size_t *lens,
                           size_t n, ludo_batch_cb cb, void *ud) {
@@ -439,6 +449,7 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
     rcs[i] = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], NULL, NULL, 1);
     if (rcs[i] != 0) continue;
     s->batch = (void *)rcs;
+    s->held++;
     start(s, 0);
   }
   for (i = 0; i < n; i++)
@@ -447,16 +458,25 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   rt->core.in_callback++;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    int status = rcs[i] != 0 ? rcs[i] : s->status;
-    if (rcs[i] == 0) s->batch = NULL;
-    if (rcs[i] == 0 && s->close_requested) {
-      teardown(s);
-      s = NULL;
-      status = LUDO_ECANCELED;
+    if (rcs[i] != 0) { /* not started: only its code (s may be foreign) */
+      const char *msg = ludo__err_name(rcs[i]);
+      if (s != NULL && s->env->rt == rt && s->batch != (void *)rcs)
+        report(s, i, rcs[i], cb, ud); /* prepare's own message */
+      else
+        cb(i, s, rcs[i], msg, strlen(msg), ud);
+    } else if (s->close_requested) {
+      report(NULL, i, LUDO_ECANCELED, cb, ud);
+    } else {
+      report(s, i, s->status, cb, ud);
     }
-    report(s, i, status, cb, ud);
   }
   rt->core.in_callback--;
+  for (i = 0; i < n; i++) {
+    ludo_session_t *s = ss[i];
+    if (rcs[i] != 0) continue;
+    s->batch = NULL;
+    if (--s->held == 0 && s->close_requested) teardown(s);
+  }
   ludo__free(&rt->core.heap, rcs, n * sizeof *rcs);
   return 0;
 }
@@ -473,21 +493,33 @@ static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
   b->heap = &rt->core.heap;
   for (i = 0; i < n; i++) { /* all or nothing: check first */
     ludo_session_t *s = ss[i];
-    if (s == NULL || s->env->rt != rt) goto bad;
-    if (s->closing || s->close_requested || s->ps->sched.in_call ||
-        s->phase != LUDO__PH_IDLE) {
+    int rc = 0;
+    if (s == NULL || s->env->rt != rt || s->batch == (void *)b)
+      rc = LUDO_EINVAL; /* another runtime's, or twice in the batch */
+    else if (s->closing || s->close_requested)
+      rc = LUDO_ECLOSED;
+    else if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE)
+      rc = LUDO_EBUSY;
+    if (rc != 0) {
+      while (i-- > 0)
+        if (ss[i] != NULL && ss[i]->batch == (void *)b) ss[i]->batch = NULL;
       ludo__free(b->heap, b, sizeof *b);
-      return s->closing || s->close_requested ? LUDO_ECLOSED : LUDO_EBUSY;
+      return rc;
     }
+    s->batch = (void *)b; /* marks it, to find it given twice */
   }
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    int rc = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], batch_cb, b,
-                     0);
-    if (rc != 0) { /* no memory for the input copy: fail this one */
+    int rc;
+    s->batch = NULL;
+    rc = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], batch_cb, b, 0);
+    if (rc != 0) { /* no memory for the copy, or over max_input_bytes */
       s->cb = batch_cb;
       s->cb_ud = b;
-      fail_call(s, rc, "ENOMEM: cannot copy the action");
+      if (rc == LUDO_ENOMEM) fail_call(s, rc, "ENOMEM: cannot copy the "
+                                              "action");
+      s->status = rc; /* prepare wrote the message of ETOOBIG */
+      s->done = 1;
       s->batch_index = i;
       post(s, LUDO__PH_DELIVER);
       continue;
@@ -496,9 +528,6 @@ static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
     post(s, LUDO__PH_START);
   }
   return 0;
-bad:
-  ludo__free(b->heap, b, sizeof *b);
-  return LUDO_EINVAL;
 }
 
 int ludo__session_step_batch(ludo_session_t *const *ss,
@@ -592,6 +621,12 @@ void ludo__session_close(ludo_session_t *s) {
   if (s->closing) return;
   if (s->ps->sched.resuming) {
     defer_close(s);
+    return;
+  }
+  if (s->held) { /* a blocking call or batch waits on it: it ends now, with
+                    ECANCELED, and the caller tears the session down */
+    defer_close(s);
+    if (s->ps->sched.in_call) ludo__sched_cancel(&s->ps->sched);
     return;
   }
   ludo_env_t *env = s->env;

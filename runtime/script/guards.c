@@ -49,7 +49,7 @@ static int g_rep(lua_State *L) {
   if (st != NULL && st->cap != 0) {
     /* n*l + (n-1)*lsep, without overflow */
     size_t cap = st->cap, per = l + lsep;
-    if (per < l || (size_t)n > cap / per + 1 ||
+    if (per < l || (size_t)n - 1 > cap / per ||
         (size_t)n * l + ((size_t)n - 1) * lsep > cap)
       return ludo__error_raise(L, LUDO_ENOMEM, "string.rep: the result "
                                "would exceed the session's memory limit "

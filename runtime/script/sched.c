@@ -302,6 +302,8 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
   s->wall_end_ns = s->wall_ns ? ludo__clock_coarse_ns() + s->wall_ns : 0;
+  s->st->wall_end_ns = s->wall_end_ns; /* holds while the Lua runs too */
+  s->st->wall_ns = s->wall_ns;
   s->nargs = 0;
   lua_settop(s->co, 0);
   lua_rawgeti(s->co, LUA_REGISTRYINDEX, fnref);
@@ -358,6 +360,7 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
   ludo__op_t *op, **box;
+  int ref;
   if (s != NULL && s->nops >= LUDO__OPS_MAX)
     ludo__error_raise(L, LUDO_EINVAL, "a call may wait on at most %d "
                       "operations at once", LUDO__OPS_MAX);
@@ -371,9 +374,16 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
                       "ludo.async.gather, not inside coroutine.wrap/resume "
                       "of your own");
   box = lua_newuserdatauv(L, sizeof *box, 0); /* the Lua handle */
+  *box = NULL;
+  /* The registry's slot first: luaL_ref may raise (no memory), and then
+   * nothing of ours is left behind. */
+  lua_pushvalue(L, -1);
+  ref = luaL_ref(L, LUA_REGISTRYINDEX);
   op = ludo__calloc(st->heap, sizeof *op + extra);
-  if (op == NULL)
+  if (op == NULL) {
+    luaL_unref(L, LUA_REGISTRYINDEX, ref);
     ludo__error_raise(L, LUDO_ENOMEM, "cannot start an operation");
+  }
   *box = op;
   op->size = sizeof *op + extra;
   op->data = extra ? (void *)(op + 1) : NULL;
@@ -381,8 +391,7 @@ ludo__op_t *ludo__op_new(lua_State *L, size_t extra, ludo__op_cancel_fn c) {
   op->heap = st->heap;
   op->core = st->core;
   op->sched = s;
-  lua_pushvalue(L, -1);
-  op->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  op->ref = ref;
   s->nops++;
   op->next = s->ops.next;
   op->prev = &s->ops;

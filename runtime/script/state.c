@@ -100,6 +100,9 @@ static void push_killed(lua_State *L, ludo__state_t *st) {
     lua_pushliteral(L, "ECANCELED: the session was closed");
   } else if (st->killed == LUDO__KILL_INTERRUPTED) {
     lua_pushliteral(L, "ECANCELED: the call was interrupted by the host");
+  } else if (st->killed == LUDO__KILL_WALL) {
+    ludo__state_locate(st, L);
+    lua_pushliteral(L, "ETIMEOUT: the call exceeded its wall-clock limit");
   } else {
     ludo__state_locate(st, L); /* the first time: where it ran */
     lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
@@ -116,6 +119,17 @@ static int cancel_asked(const ludo__state_t *st) {
   return cancel_now(st) != st->cancel_gen;
 }
 
+/* Sets st->killed when the running call is over its CPU budget or past
+ * its wall-clock deadline. */
+static void over_limits(ludo__state_t *st) {
+  uint64_t now = ludo__clock_coarse_ns();
+  if (st->budget_ns != 0 &&
+      st->used_ns + (now - st->run_start_ns) > st->budget_ns)
+    st->killed = LUDO__KILL_BUDGET;
+  else if (st->wall_end_ns != 0 && now > st->wall_end_ns)
+    st->killed = LUDO__KILL_WALL;
+}
+
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
   (void)ar;
@@ -124,11 +138,7 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
     st->instr += LUDO__HOOK_COUNT;
     if (st->max_instr != 0 && st->instr > st->max_instr)
       st->killed = LUDO__KILL_BUDGET;
-    if (st->budget_ns != 0) {
-      uint64_t now = ludo__clock_coarse_ns();
-      if (st->used_ns + (now - st->run_start_ns) > st->budget_ns)
-        st->killed = LUDO__KILL_BUDGET;
-    }
+    if (!st->killed) over_limits(st);
     if (st->wd.slice_ns != 0 && ludo__clock_ns() >= st->wd.slice_ns)
       st->yield_wanted = 1;
     if (!st->killed && cancel_asked(st)) st->killed = LUDO__KILL_INTERRUPTED;
@@ -525,6 +535,7 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->max_instr = max_instr;
   st->used_ns = 0;
   st->instr = 0;
+  st->wall_end_ns = 0; /* the scheduler sets the call's, when it has one */
 }
 
 void ludo__state_issue(ludo__state_t *st) {
@@ -543,7 +554,7 @@ static void interrupt(void *arg, int why) {
     st->killed = LUDO__KILL_INTERRUPTED;
   } else if (why == LUDO__WD_KILL) {
     if (st->killed) return;
-    st->killed = LUDO__KILL_BUDGET;
+    st->killed = st->wall_first ? LUDO__KILL_WALL : LUDO__KILL_BUDGET;
   } else {
     if (st->yield_wanted || st->killed) return;
     st->yield_wanted = 1;
@@ -567,6 +578,9 @@ int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
   if (st->budget_ns != 0)
     st->wd.budget_ns = now + (st->budget_ns > st->used_ns
                                   ? st->budget_ns - st->used_ns : 0);
+  st->wall_first = st->wall_end_ns != 0 &&
+                   (st->wd.budget_ns == 0 || st->wall_end_ns < st->wd.budget_ns);
+  if (st->wall_first) st->wd.budget_ns = st->wall_end_ns;
   if (!st->count_hook) {
     st->wd.interrupt = interrupt;
     st->wd.arg = st;
@@ -594,10 +608,14 @@ void ludo__state_run_end(ludo__state_t *st) {
 int ludo__state_check(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   if (st == NULL || !st->armed || !st->running) return 0;
-  if (!st->killed && st->budget_ns != 0 &&
-      st->used_ns + (ludo__clock_coarse_ns() - st->run_start_ns) >
-          st->budget_ns)
-    ludo__state_kill(st, LUDO__KILL_BUDGET);
+  if (!st->killed) {
+    over_limits(st);
+    if (st->killed) { /* the hooks too, as ludo__state_kill sets them */
+      int why = st->killed;
+      st->killed = 0;
+      ludo__state_kill(st, why);
+    }
+  }
   if (!st->killed && cancel_asked(st))
     ludo__state_kill(st, LUDO__KILL_INTERRUPTED);
   if (!st->killed) return 0;
@@ -799,6 +817,9 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     if (st->max_instr != 0 && st->instr > st->max_instr)
       lua_pushfstring(L, "ETIMEOUT: the call exceeded its budget of %I VM "
                          "instructions", (lua_Integer)st->max_instr);
+    else if (st->killed == LUDO__KILL_WALL)
+      lua_pushfstring(L, "ETIMEOUT: the call exceeded its wall-clock limit "
+                         "of %I ms", (lua_Integer)(st->wall_ns / 1000000));
     else
       lua_pushfstring(L, "ETIMEOUT: the call exceeded its CPU budget of %I "
                          "ms", (lua_Integer)(st->budget_ns / 1000000));

@@ -72,6 +72,10 @@ typedef struct ludo__state_s {
   lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
   int depth;
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
+  uint64_t wall_end_ns;       /* the call's wall-clock deadline (coarse
+                                 clock); 0 = none (set by the scheduler) */
+  uint64_t wall_ns;           /* ... the limit it came from, for messages */
+  int wall_first;             /* this run's deadline is the wall's */
   uint64_t max_instr;         /* instructions allowed per call; 0 = none */
   uint64_t used_ns;           /* running time used so far in this call */
   uint64_t run_start_ns;      /* start of the current running stretch */
@@ -103,7 +107,8 @@ typedef struct ludo__state_s {
  * its CPU budget in collections instead of ending with ENOMEM. */
 enum {
   LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2, LUDO__KILL_MEMORY = 3,
-  LUDO__KILL_INTERRUPTED = 4 /* ludo_runtime_interrupt */
+  LUDO__KILL_INTERRUPTED = 4, /* ludo_runtime_interrupt */
+  LUDO__KILL_WALL = 5         /* the call's wall-clock limit, while it ran */
 };
 #define LUDO__REFUSALS_MAX 64
 

@@ -70,6 +70,16 @@
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
+  /* test-embedder.c */                                                     \
+  X(embedder_batch_async_twice)                                              \
+  X(embedder_batch_close_in_callback)                                        \
+  X(embedder_close_while_blocking)                                           \
+  X(embedder_script_free_reissue)                                            \
+  X(embedder_free_refuses_new_work)                                          \
+  X(embedder_wall_limit_while_running)                                       \
+  X(embedder_slices_on_borrowed_loop)                                        \
+  X(embedder_memory_cap_max)                                                 \
+  X(embedder_env_host_modules_checked)                                       \
   /* test-wire.c */                                                         \
   X(wire_nested_metadata)                                                   \
   /* test-tools.c */                                                        \

@@ -1,0 +1,321 @@
+/* test-embedder.c - what a careless embedder can do to the C API (an
+ * embedder-misuse review, issue 7's re-entrancy rule): a session given
+ * twice to an asynchronous batch, sessions closed from a batch's callback
+ * or from another session's host function while a blocking call waits on
+ * them, a script call started from the callback its free runs, work
+ * started from the callbacks ludo_runtime_free runs, the wall-clock limit
+ * on running Lua, time slices on a borrowed loop, a memory cap of
+ * SIZE_MAX, and host modules of an environment checked as the runtime's
+ * are. Each must end with the documented code, without a leak (the
+ * harness's allocator counts every byte) or a use after free (make
+ * asan). Fixture: spec/fixtures/c/embedder. */
+#include "helpers.h"
+
+#include <lauxlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <uv.h>
+
+#define EMB "spec/fixtures/c/embedder"
+#define A(s) (s), strlen(s)
+
+static ludo_session_t *victim;   /* what the host function closes */
+
+static int close_victim(lua_State *L) {
+  (void)L;
+  if (victim != NULL) ludo_session_close(victim);
+  victim = NULL;
+  return 0;
+}
+
+static const ludo_host_func_t emb_funcs[] = {
+    {"call", (int (*)(void *))(void (*)(void))close_victim}, {NULL, NULL}};
+
+static ludo_env_t *emb_env(ludo_runtime_t *rt) {
+  static ludo_host_module_t m = {"embedder", emb_funcs, NULL};
+  ludo_env_options_t o;
+  ludo_env_options_init(&o);
+  o.modules = &m;
+  o.nmodules = 1;
+  return test_env_load(rt, EMB, &o);
+}
+
+static int ncb, statuses[8];
+
+static void count_cb(size_t i, ludo_session_t *s, int status,
+                     const char *data, size_t len, void *ud) {
+  (void)s;
+  (void)data;
+  (void)len;
+  (void)ud;
+  if (i < 8) statuses[i] = status;
+  ncb++;
+}
+
+/* A session given twice to an asynchronous batch: LUDO_EINVAL, nothing
+ * queued (it used to queue one broken call that never completed). */
+TEST_IMPL(embedder_batch_async_twice) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(emb_env(rt));
+  ludo_session_t *ss[2] = {s, s};
+  const char *acts[2] = {"{\"mode\":\"ok\"}", "{\"mode\":\"ok\"}"};
+  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
+  ludo_stats_t st;
+  ncb = 0;
+  ASSERT_ERR(ludo_session_step_batch_async(ss, acts, lens, 2, count_cb,
+                                           NULL), LUDO_EINVAL);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ludo_runtime_stats(rt, &st);
+  ASSERT_EQ(ncb, 0);
+  ASSERT_UINT_EQ(st.calls, 0);
+  ASSERT_OK(ludo_session_step(s, A("{\"mode\":\"ok\"}"), NULL, NULL));
+  test_rt_free(rt);
+}
+
+static ludo_session_t *close_in_cb;
+
+static void closing_cb(size_t i, ludo_session_t *s, int status,
+                       const char *data, size_t len, void *ud) {
+  count_cb(i, s, status, data, len, ud);
+  if (i == 0 && close_in_cb != NULL) ludo_session_close(close_in_cb);
+}
+
+/* A blocking batch whose first callback closes a session the batch still
+ * holds (another entry, or the same session given twice): the close is
+ * deferred to the batch's end, the later entry reports ECANCELED (or
+ * EINVAL for the repeat), nothing is read after it is freed. */
+TEST_IMPL(embedder_batch_close_in_callback) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env), *s1 = test_open(env);
+  ludo_session_t *ss[2] = {s0, s1};
+  const char *acts[2] = {"{\"mode\":\"ok\"}", "{\"mode\":\"ok\"}"};
+  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
+  ncb = 0;
+  close_in_cb = s1;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, closing_cb, NULL));
+  ASSERT_EQ(ncb, 2);
+  ASSERT_EQ(statuses[0], 0);
+  ASSERT_EQ(statuses[1], LUDO_ECANCELED);
+  ss[1] = s0; /* s0 twice; the first callback closes it */
+  ncb = 0;
+  close_in_cb = s0;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, closing_cb, NULL));
+  ASSERT_EQ(ncb, 2);
+  ASSERT_EQ(statuses[0], 0);
+  ASSERT_EQ(statuses[1], LUDO_EINVAL);
+  close_in_cb = NULL;
+  test_rt_free(rt);
+}
+
+static void async_done(ludo_session_t *s, int status, const char *data,
+                       size_t len, void *ud) {
+  (void)s;
+  (void)data;
+  (void)len;
+  *(int *)ud = status;
+}
+
+/* A blocking step waits (it sleeps); meanwhile another session's host
+ * function closes it: the blocking call ends with ECANCELED and the
+ * session goes when it returns, not under it. The same inside a blocking
+ * batch. */
+TEST_IMPL(embedder_close_while_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env), *s1 = test_open(env), *ss[1];
+  const char *acts[1] = {"{\"mode\":\"sleep\",\"seconds\":5}"};
+  size_t lens[1] = {strlen(acts[0])};
+  int st0 = 1;
+  double t0 = test_now();
+  victim = s1;
+  ASSERT_OK(ludo_session_step_async(s0, A("{\"mode\":\"host\"}"), async_done,
+                                    &st0));
+  ASSERT_ERR(ludo_session_step(s1, A("{\"mode\":\"sleep\",\"seconds\":5}"),
+                               NULL, NULL), LUDO_ECANCELED);
+  ASSERT_DBL_LT(test_now() - t0, 4.0); /* not the whole sleep */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st0, 0);
+  s1 = test_open(env);
+  victim = s1;
+  ss[0] = s1;
+  ncb = 0;
+  st0 = 1;
+  ASSERT_OK(ludo_session_step_async(s0, A("{\"mode\":\"host\"}"), async_done,
+                                    &st0));
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 1, count_cb, NULL));
+  ASSERT_EQ(ncb, 1);
+  ASSERT_EQ(statuses[0], LUDO_ECANCELED);
+  ASSERT_OK(ludo_runtime_run(rt));
+  test_rt_free(rt);
+}
+
+static int reissue_rc;
+
+static void reissue_cb(ludo_script_t *sc, int status, const char *out,
+                       size_t len, void *ud) {
+  (void)out;
+  (void)len;
+  (void)ud;
+  ASSERT_EQ(status, LUDO_ECANCELED);
+  reissue_rc = ludo_script_call_async(sc, "reset", "[1, {}]", 7,
+                                      reissue_cb, NULL);
+}
+
+/* ludo_script_free with a call in flight: the callback runs inside the
+ * free, and a call it starts is refused (it used to queue a task on the
+ * freed script). */
+TEST_IMPL(embedder_script_free_reissue) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_script_t *sc;
+  ASSERT_OK(ludo_script_open(rt, "ludo.policy", NULL, &sc));
+  ASSERT_OK(ludo_script_call_async(sc, "reset", "[1, {}]", 7, reissue_cb,
+                                   NULL));
+  reissue_rc = 0;
+  ludo_script_free(sc);
+  ASSERT_EQ(reissue_rc, LUDO_ECLOSED);
+  ASSERT_OK(ludo_runtime_poll(rt, 0) >= 0 ? 0 : -1);
+  test_rt_free(rt);
+}
+
+static ludo_env_t *reopen_env;
+static int reopen_rc = 1, reopens;
+
+static void reopen_cb(ludo_session_t *s, int status, void *ud) {
+  (void)s;
+  (void)status;
+  (void)ud;
+  reopens++;
+  reopen_rc = ludo_session_open_async(reopen_env, reopen_cb, NULL);
+}
+
+static void restart_cb(ludo_session_t *s, int status, const char *data,
+                       size_t len, void *ud) {
+  (void)data;
+  (void)len;
+  (void)ud;
+  ASSERT_EQ(status, LUDO_ECANCELED);
+  reopen_rc = ludo_session_open_async(reopen_env, reopen_cb, NULL);
+  (void)s;
+}
+
+/* ludo_runtime_free runs the callbacks of what is in flight (ECANCELED);
+ * an open or call they start is refused with ECLOSED (it used to leak,
+ * or retry for ever). */
+TEST_IMPL(embedder_free_refuses_new_work) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s;
+  reopen_env = emb_env(rt);
+  s = test_open(reopen_env);
+  reopens = 0;
+  ASSERT_OK(ludo_session_open_async(reopen_env, reopen_cb, NULL));
+  ASSERT_OK(ludo_session_step_async(s, A("{\"mode\":\"sleep\","
+                                         "\"seconds\":5}"), restart_cb,
+                                    NULL));
+  ludo_runtime_free(rt); /* the harness's allocator checks for leaks */
+  ASSERT_EQ(reopen_rc, LUDO_ECLOSED);
+  ASSERT_LE(reopens, 1);
+}
+
+/* The wall-clock limit stops running Lua too, with its own message, also
+ * when the CPU budget is off. */
+TEST_IMPL(embedder_wall_limit_while_running) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  double t0;
+  test_options(&o);
+  o.cpu_budget_ms = 0;
+  o.wall_limit_ms = 300;
+  rt = test_rt_new(&o);
+  s = test_open(emb_env(rt));
+  t0 = test_now();
+  ASSERT_ERR(ludo_session_step(s, A("{\"mode\":\"spin\"}"), NULL, NULL),
+             LUDO_ETIMEOUT);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
+                      "exceeded its wall-clock limit of 300 ms");
+  ASSERT_OK(ludo_session_step(s, A("{\"mode\":\"ok\"}"), NULL, NULL));
+  test_rt_free(rt);
+}
+
+static int ticks;
+
+static void tick(uv_timer_t *t) {
+  (void)t;
+  ticks++;
+}
+
+/* On a borrowed loop with slice_us, a spinning step gives the loop back
+ * between slices: the host's timer keeps firing while it spins (it used
+ * to fire once, when the CPU budget ended the step). */
+TEST_IMPL(embedder_slices_on_borrowed_loop) {
+  uv_loop_t loop;
+  uv_timer_t timer;
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  int st = 1, passes = 0;
+  ASSERT_OK(uv_loop_init(&loop));
+  uv_timer_init(&loop, &timer);
+  uv_timer_start(&timer, tick, 1, 1);
+  test_options(&o);
+  o.loop = &loop;
+  o.slice_us = 2000;
+  o.cpu_budget_ms = 400;
+  rt = test_rt_new(&o);
+  s = test_open(emb_env(rt));
+  ticks = 0;
+  ASSERT_OK(ludo_session_step_async(s, A("{\"mode\":\"spin\"}"), async_done,
+                                    &st));
+  while (st == 1 && passes < 100000) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    passes++;
+  }
+  ASSERT_EQ(st, LUDO_ETIMEOUT);
+  ASSERT_GT(ticks, 20); /* ~400 ms of spinning in 2 ms slices */
+  ludo_runtime_free(rt); /* its handles close on the host's next run */
+  uv_close((uv_handle_t *)&timer, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ASSERT_OK(uv_loop_close(&loop));
+}
+
+/* A memory cap of SIZE_MAX: string.rep's size check does not overflow. */
+TEST_IMPL(embedder_memory_cap_max) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_script_t *sc;
+  const char *out;
+  size_t len;
+  test_options(&o);
+  o.memory_cap = SIZE_MAX;
+  rt = test_rt_new(&o);
+  ASSERT_OK(ludo_script_open(rt, "ludo.jsontext", NULL, &sc));
+  ASSERT_OK(ludo_script_call(sc, "encode", "[\"x\"]", 5, &out, &len));
+  ludo_script_free(sc);
+  test_rt_free(rt);
+}
+
+/* Host modules given to ludo_env_load follow ludo_runtime_add_module's
+ * rules: no "ludo"/"ludo.*" name, a function list, no name twice. */
+TEST_IMPL(embedder_env_host_modules_checked) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_host_module_t m[2] = {{"ludo.core", emb_funcs, NULL},
+                             {"x", emb_funcs, NULL}};
+  ludo_env_options_t o;
+  ludo_env_t *env;
+  ludo_env_options_init(&o);
+  o.modules = m;
+  o.nmodules = 1;
+  ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "is reserved");
+  m[0].name = "x";
+  o.nmodules = 2;
+  ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "already registered");
+  m[1].funcs = NULL;
+  m[1].name = "y";
+  ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "function list");
+  test_rt_free(rt);
+}
