@@ -608,6 +608,15 @@ static void teardown(ludo_session_t *s) {
   }
 }
 
+/* Closes a session a blocking call or batch waits on: its call ends now,
+ * with ECANCELED (a wait it is in is cancelled), and that caller tears
+ * the session down when it returns. */
+static void close_held(ludo_session_t *s) {
+  s->close_requested = 1;
+  if (s->ps->sched.in_call && !s->ps->sched.resuming)
+    ludo__sched_cancel(&s->ps->sched);
+}
+
 /* Asks the running Lua of this session to stop; the teardown follows when
  * it has returned to ludo. */
 static void defer_close(ludo_session_t *s) {
@@ -623,10 +632,8 @@ void ludo__session_close(ludo_session_t *s) {
     defer_close(s);
     return;
   }
-  if (s->held) { /* a blocking call or batch waits on it: it ends now, with
-                    ECANCELED, and the caller tears the session down */
-    defer_close(s);
-    if (s->ps->sched.in_call) ludo__sched_cancel(&s->ps->sched);
+  if (s->held) {
+    close_held(s);
     return;
   }
   ludo_env_t *env = s->env;
@@ -643,6 +650,10 @@ int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
   if (cb != NULL) s->env->rt->calls++;
   if (s->ps->sched.resuming) {
     defer_close(s);
+    return 0;
+  }
+  if (s->held) {
+    close_held(s);
     return 0;
   }
   s->closing = 1;

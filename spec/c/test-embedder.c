@@ -20,10 +20,14 @@
 #define A(s) (s), strlen(s)
 
 static ludo_session_t *victim;   /* what the host function closes */
+static int victim_async;          /* ... with ludo_session_close_async */
 
 static int close_victim(lua_State *L) {
   (void)L;
-  if (victim != NULL) ludo_session_close(victim);
+  if (victim != NULL && victim_async)
+    ASSERT_OK(ludo_session_close_async(victim, NULL, NULL));
+  else if (victim != NULL)
+    ludo_session_close(victim);
   victim = NULL;
   return 0;
 }
@@ -117,10 +121,10 @@ static void async_done(ludo_session_t *s, int status, const char *data,
 }
 
 /* A blocking step waits (it sleeps); meanwhile another session's host
- * function closes it: the blocking call ends with ECANCELED and the
- * session goes when it returns, not under it. The same inside a blocking
- * batch. */
-TEST_IMPL(embedder_close_while_blocking) {
+ * function closes it (ludo_session_close, then close_async): the blocking
+ * call ends with ECANCELED and the session goes when it returns, not
+ * under it. The same inside a blocking batch. */
+static void close_while_blocking(void) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_env_t *env = emb_env(rt);
   ludo_session_t *s0 = test_open(env), *s1 = test_open(env), *ss[1];
@@ -148,6 +152,14 @@ TEST_IMPL(embedder_close_while_blocking) {
   ASSERT_EQ(statuses[0], LUDO_ECANCELED);
   ASSERT_OK(ludo_runtime_run(rt));
   test_rt_free(rt);
+}
+
+TEST_IMPL(embedder_close_while_blocking) {
+  victim_async = 0;
+  close_while_blocking();
+  victim_async = 1;
+  close_while_blocking();
+  victim_async = 0;
 }
 
 static int reissue_rc;
