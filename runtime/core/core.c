@@ -237,10 +237,6 @@ void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
   c->deadline_ns = saved;
 }
 
-int ludo__core_pending(const ludo__core_t *c) {
-  return c->ready.head != NULL || c->later.head != NULL;
-}
-
 void ludo__core_run_once(ludo__core_t *c) {
   c->in_run++;
   uv_run(c->loop, UV_RUN_ONCE);

@@ -139,9 +139,6 @@ void ludo__core_remove_closer(ludo__core_t *c, ludo__closer_t *cl);
  * a limit). Never blocks. */
 void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns);
 
-/* 1 when tasks wait in the queue (deliveries included). */
-int ludo__core_pending(const ludo__core_t *c);
-
 /* Runs one loop iteration, blocking until something happens when nothing
  * is queued. For blocking calls. */
 void ludo__core_run_once(ludo__core_t *c);

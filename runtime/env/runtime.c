@@ -119,10 +119,7 @@ int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
 
 int ludo__runtime_run(ludo_runtime_t *rt) {
   if (busy(rt)) return LUDO_EBUSY;
-  /* Deliveries count too: one held while a blocking call ran the loop
-   * waits in the queue after its call left the count. */
-  while (rt->calls > 0 || ludo__core_pending(&rt->core))
-    ludo__core_run_once(&rt->core);
+  while (rt->calls > 0) ludo__core_run_once(&rt->core);
   return 0;
 }
 
