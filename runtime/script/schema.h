@@ -10,7 +10,7 @@
  * maxProperties, pattern (pcre2, a search), anyOf, oneOf, allOf, not, and
  * $ref into the same schema (JSON pointers; cycles allowed). Annotations
  * and unknown keywords are ignored, as JSON Schema allows; a known keyword
- * with a malformed value, and the assertion keywords not implemented here
+ * with a malformed value, and the assertion keywords this checker lacks
  * (if/then/else, patternProperties, ...: `unsupported` in schema.c), fail
  * the compile with LUDO_EPARSE, so a schema never accepts what it would
  * reject. A schema (or subschema) `true` accepts every value and `false`

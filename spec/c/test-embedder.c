@@ -84,6 +84,21 @@ static void closing_cb(size_t i, ludo_session_t *s, int status,
   if (i == 0 && close_in_cb != NULL) ludo_session_close(close_in_cb);
 }
 
+/* Steps {a, b} in a blocking batch whose first callback closes `closed`;
+ * the first entry succeeds, the second reports `second`. */
+static void batch_closing(ludo_session_t *a, ludo_session_t *b,
+                          ludo_session_t *closed, int second) {
+  ludo_session_t *ss[2] = {a, b};
+  const char *acts[2] = {"{\"mode\":\"ok\"}", "{\"mode\":\"ok\"}"};
+  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
+  ncb = 0;
+  close_in_cb = closed;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, closing_cb, NULL));
+  ASSERT_EQ(ncb, 2);
+  ASSERT_EQ(statuses[0], 0);
+  ASSERT_EQ(statuses[1], second);
+}
+
 /* A blocking batch whose first callback closes a session the batch still
  * holds (another entry, or the same session given twice): the close is
  * deferred to the batch's end, the later entry reports ECANCELED (or
@@ -92,22 +107,8 @@ TEST_IMPL(embedder_batch_close_in_callback) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_env_t *env = emb_env(rt);
   ludo_session_t *s0 = test_open(env), *s1 = test_open(env);
-  ludo_session_t *ss[2] = {s0, s1};
-  const char *acts[2] = {"{\"mode\":\"ok\"}", "{\"mode\":\"ok\"}"};
-  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
-  ncb = 0;
-  close_in_cb = s1;
-  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, closing_cb, NULL));
-  ASSERT_EQ(ncb, 2);
-  ASSERT_EQ(statuses[0], 0);
-  ASSERT_EQ(statuses[1], LUDO_ECANCELED);
-  ss[1] = s0; /* s0 twice; the first callback closes it */
-  ncb = 0;
-  close_in_cb = s0;
-  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, closing_cb, NULL));
-  ASSERT_EQ(ncb, 2);
-  ASSERT_EQ(statuses[0], 0);
-  ASSERT_EQ(statuses[1], LUDO_EINVAL);
+  batch_closing(s0, s1, s1, LUDO_ECANCELED);
+  batch_closing(s0, s0, s0, LUDO_EINVAL); /* s0 twice; the first closes */
   close_in_cb = NULL;
   test_rt_free(rt);
 }
