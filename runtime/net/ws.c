@@ -84,6 +84,7 @@ struct ludo__ws_s {
   int in_frame;                /* a frame begun has not ended */
   int frag;                    /* a fragmented message is incomplete */
   int bad_close;               /* a close frame with a 1-byte payload */
+  int send_failed;             /* a send inside the receive failed */
   uint64_t fed;                /* bytes handed to wslay in this lending */
   uint64_t framed;             /* ... the frames begun take (with heads) */
   const char *rd;              /* the bytes wslay reads now */
@@ -343,7 +344,6 @@ static void on_frame_start(wslay_event_context_ptr ctx,
                            void *ud) {
   ludo__ws_t *ws = WS_OF(ud);
   uint64_t n = a->payload_length;
-  (void)ctx;
   ws->framed += 2 + (ws->client ? 0 : 4) + (n < 126 ? 0 : n <= 0xffff ? 2 : 8) +
                 n;
   ws->in_frame = 1;
@@ -352,6 +352,14 @@ static void on_frame_start(wslay_event_context_ptr ctx,
   /* A close body starts with a 2-byte code (RFC 6455 5.5.1); wslay takes
    * one byte as no code and would echo an empty close. */
   if (a->opcode == WSLAY_CONNECTION_CLOSE && n == 1) ws->bad_close = 1;
+  /* Once a close is queued wslay drops every other control frame, so a
+   * pong owed to a ping that came before this close in the same read
+   * would be lost (RFC 6455 5.5.2 owes it). Send what is queued now,
+   * before wslay queues its close reply: wslay's send side keeps its
+   * own state apart from the receive under way. */
+  if (a->opcode == WSLAY_CONNECTION_CLOSE && !ws->close_queued &&
+      wslay_event_want_write(ctx) && wslay_event_send(ctx) != 0)
+    ws->send_failed = 1;
 }
 
 static void on_frame_end(wslay_event_context_ptr ctx, void *ud) {
@@ -528,6 +536,11 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
   ws->rd = NULL;
   ws->rdlen = 0;
   if (ws->nc == NULL || ws->state >= WS_DONE) return;
+  if (ws->send_failed) {
+    ws->state = WS_DONE;
+    ludo__net_conn_close(ws->nc, 1);
+    return;
+  }
   if (r == WSLAY_ERR_CALLBACK_FAILURE || ws->bad_close) {
     fail(ws, 1002, "malformed frame");
     return;
