@@ -45,8 +45,11 @@ LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
 # Programs (ludo, tests, bench, examples) link Lua statically: Debian's
 # lua5.4 source with ludo's patches (scripts/lua-build.sh and
 # scripts/patches/: Debian's 5.4.4 lets a __concat metamethod corrupt the
-# heap; and shared prototypes, docs/performance.md). libludo.so links the
-# system's liblua5.4 (stock lua5.4 loads it; no shared prototypes there).
+# heap; and shared prototypes, docs/performance.md). So do libludo.a and
+# libludo.so, the embedders' libraries: both carry that Lua (libludo.so
+# exports its C API for host functions and binds its own calls to it,
+# -Bsymbolic). libludo-cmod.so, the Lua C modules for a stock lua5.4
+# interpreter, links the system's liblua5.4 (no shared prototypes there).
 LUA_DIR  := build-lua
 LUA_A    := $(LUA_DIR)/liblua.a
 # The patched source (its headers, lua.c): expanded when a recipe runs,
@@ -67,7 +70,7 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 CTEST_OBJ := $(CTEST_SRC:%.c=$(BUILD)/obj/%.o)
 
 # Lua C modules loadable by a stock lua5.4 (busted specs, Lua hosts): each is
-# a link to libludo.so, which exports luaopen_ludo_<name>.
+# a link to libludo-cmod.so, which exports luaopen_ludo_<name>.
 CMODS    := json re host client
 
 # Host libraries the CLI specs load (spec/fixtures/hostlib/): one whose
@@ -80,7 +83,7 @@ HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   clean lint \
   examples \
   fuzz fuzz-smoke fuzz-build
-all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so \
+all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so $(BUILD)/libludo-cmod.so \
      $(CMODS:%=$(BUILD)/cmod/ludo/%.so) $(BUILD)/ludo-ctest examples \
      $(HOSTLIB_FIX) $(BUILD)/lua
 
@@ -99,18 +102,26 @@ $(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
-$(BUILD)/libludo.a: $(LIB_OBJ)
+# Lua's objects, as scripts/lua-build.sh left them next to its source.
+LUA_OBJ = $(wildcard $(LUA_DIR)/src/l*.o)
+
+$(BUILD)/libludo.a: $(LIB_OBJ) $(LUA_A)
 	@rm -f $@
-	ar rcs $@ $^
+	ar rcs $@ $(LIB_OBJ) $(LUA_OBJ)
 
 VERSION  := 0.1.0
 SOMAJOR  := 0
 SONAME   := libludo.so.$(SOMAJOR)
 
-$(BUILD)/libludo.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS_ALL)
+$(BUILD)/libludo.so: $(LIB_OBJ) $(LUA_A)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-Bsymbolic -o $@.$(VERSION) \
+	  $(LIB_OBJ) -Wl,--whole-archive $(LUA_A) -Wl,--no-whole-archive \
+	  $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl
 	ln -sf libludo.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $@
+
+$(BUILD)/libludo-cmod.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 
 $(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
 	@rm -f $(LUA_A)
@@ -128,9 +139,9 @@ $(BUILD)/lua: $(LUA_A)
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
 
-$(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo.so
+$(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo-cmod.so
 	@mkdir -p $(dir $@)
-	ln -sf ../../libludo.so $@
+	ln -sf ../../libludo-cmod.so $@
 
 # test-evalresult.c tests a part of the CLI (eval_result.c, no I/O).
 $(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/obj/runtime/cli/eval_result.o \
@@ -289,14 +300,18 @@ bench-serve: all $(BUILD)/ludo-serve-bench
 
 # Installed layout: bin/ludo; lib/libludo.a, lib/libludo.so.VERSION with
 # its SONAME link and the development link; include/ludo.h, ludo_defs.h;
-# lib/pkgconfig/ludo.pc; share/ludo/{lua,rubrics,features}: the Lua
-# modules; lib/ludo/cmod/ludo/*.so: the Lua C modules (links to the
-# library), found by `eval "$(ludo lua-path)"` (LUA_PATH and LUA_CPATH).
+# include/ludo/: the headers of the Lua the libraries carry (lua.h,
+# luaconf.h, lualib.h, lauxlib.h); lib/pkgconfig/ludo.pc;
+# share/ludo/{lua,rubrics,features}: the Lua modules;
+# lib/ludo/libludo-cmod.so and lib/ludo/cmod/ludo/*.so: the Lua C modules
+# for a stock lua5.4 (links to it), found by `eval "$(ludo lua-path)"`
+# (LUA_PATH and LUA_CPATH).
+LUA_HEADERS := lua.h luaconf.h lualib.h lauxlib.h
 LUDO_DIRS := lua rubrics $(wildcard features)
 D := $(DESTDIR)$(PREFIX)
 
 install: all
-	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include $(D)/share/ludo \
+	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/include/ludo $(D)/share/ludo \
 	  $(D)/lib/ludo/cmod/ludo
 	install -m 755 $(BUILD)/ludo $(D)/bin/ludo
 	install -m 644 $(BUILD)/libludo.a $(D)/lib/libludo.a
@@ -305,9 +320,11 @@ install: all
 	ln -sf libludo.so.$(VERSION) $(D)/lib/$(SONAME)
 	ln -sf $(SONAME) $(D)/lib/libludo.so
 	install -m 644 include/ludo.h include/ludo_defs.h $(D)/include/
+	install -m 644 $(LUA_HEADERS:%=$(LUA_SRCDIR)/%) $(D)/include/ludo/
+	install -m 755 $(BUILD)/libludo-cmod.so $(D)/lib/ludo/libludo-cmod.so
 	cp -R $(LUDO_DIRS) $(D)/share/ludo/
 	for m in $(CMODS); do \
-	  ln -sf ../../../$(SONAME) $(D)/lib/ludo/cmod/ludo/$$m.so; done
+	  ln -sf ../../libludo-cmod.so $(D)/lib/ludo/cmod/ludo/$$m.so; done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	  scripts/ludo.pc.in > $(D)/lib/pkgconfig/ludo.pc
 
@@ -315,9 +332,11 @@ uninstall:
 	rm -f $(D)/bin/ludo $(D)/lib/libludo.a $(D)/lib/libludo.so \
 	  $(D)/lib/$(SONAME) $(D)/lib/libludo.so.$(VERSION) \
 	  $(D)/include/ludo.h $(D)/include/ludo_defs.h \
-	  $(D)/lib/pkgconfig/ludo.pc $(CMODS:%=$(D)/lib/ludo/cmod/ludo/%.so)
+	  $(D)/lib/pkgconfig/ludo.pc $(CMODS:%=$(D)/lib/ludo/cmod/ludo/%.so) \
+	  $(D)/lib/ludo/libludo-cmod.so $(LUA_HEADERS:%=$(D)/include/ludo/%)
 	rm -rf $(D)/share/ludo
 	-rmdir $(D)/lib/ludo/cmod/ludo $(D)/lib/ludo/cmod $(D)/lib/ludo \
+	  $(D)/include/ludo \
 	  $(D)/lib/pkgconfig $(D)/include $(D)/bin $(D)/lib $(D)/share \
 	  2>/dev/null
 

@@ -26,6 +26,18 @@ say $? "the installed gridworld runs (libludo.so found through its rpath)"
 readelf -d "$work/gridworld" 2>/dev/null | grep -q 'NEEDED.*libludo.so.0'
 say $? "programs record the SONAME libludo.so.0"
 
+# The library carries ludo's patched Lua (docs/embedding.md): the table
+# loops end at the CPU budget; a program that links the system's Lua as
+# well is told so when it registers host functions.
+cc -o "$work/patched" spec/install/patched_lua.c \
+  $(pkg-config --cflags --libs ludo) >"$work/cc-patched.log" 2>&1 &&
+  timeout 60 "$work/patched" spec/fixtures/c/abuse ours >"$work/patched.log" 2>&1
+say $? "a program on libludo.so runs ludo's patched Lua"
+cc -o "$work/foreign" spec/install/patched_lua.c $(pkg-config --cflags ludo) \
+  -llua5.4 $(pkg-config --libs ludo) >"$work/cc-foreign.log" 2>&1 &&
+  timeout 60 "$work/foreign" spec/fixtures/c/abuse foreign >"$work/foreign.log" 2>&1
+say $? "a second Lua in the program is refused for host functions"
+
 (
   cd "$work" &&
   eval "$("$prefix/bin/ludo" lua-path)" &&

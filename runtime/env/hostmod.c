@@ -2,7 +2,10 @@
  * (ludo_runtime_add_module): owned copies of the host's descriptions,
  * entered in the runtime's registry of C modules, where every session and
  * script of the runtime finds them after the environment's own. */
+#include <dlfcn.h>
 #include <string.h>
+
+#include <lua.h>
 
 #include "base/errors.h"
 #include "env/env.h"
@@ -18,8 +21,33 @@ static int reserved(const char *name) {
   return strncmp(name, "ludo", 4) == 0 && (name[4] == '\0' || name[4] == '.');
 }
 
+/* Whether the program's Lua API is another copy than the one ludo's
+ * states run on: the first lua_settop in the process's global scope is
+ * not ludo's. Host functions are compiled against lua.h and call the
+ * global one; libludo.so carries ludo's patched Lua and binds its own
+ * calls to it, so a program that also links the system's liblua5.4 ahead
+ * of it would run two Lua copies, whose structures differ, on one state.
+ * NULL from dlsym: nothing exported (a static program), one copy. */
+static int foreign_lua(void) {
+  /* The main program's handle: RTLD_DEFAULT from a library linked with
+   * -Bsymbolic (DT_SYMBOLIC) would search the library first. */
+  void *prog = dlopen(NULL, RTLD_LAZY), *global;
+  if (prog == NULL) return 0;
+  global = dlsym(prog, "lua_settop");
+  dlclose(prog);
+  return global != NULL && global != (void *)lua_settop;
+}
+
 int ludo__hostmod_check(ludo_runtime_t *rt, const ludo__registry_t *r,
                         const ludo_host_module_t *m, const char *where) {
+  if (m->funcs != NULL && foreign_lua()) {
+    ludo__runtime_seterr(rt, "EINVAL: host module '%.200s': this program "
+                             "links another Lua than ludo's (liblua5.4 "
+                             "with libludo.so?); host functions would call "
+                             "it on ludo's states: link Lua only through "
+                             "libludo", m->name ? m->name : "?");
+    return LUDO_EINVAL;
+  }
   if (m->name == NULL || m->funcs == NULL) {
     ludo__runtime_seterr(rt, "EINVAL: a host module needs a name and a "
                              "function list");
