@@ -101,8 +101,10 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
  * LUDO_EINVAL. */
 LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 
-/* Runs the loop until no call is in flight. Returns 0 or LUDO_EBUSY when
- * called from inside a ludo callback. */
+/* Runs the loop until no call is in flight and every completion callback
+ * owed has run (including those a blocking call held back while it ran
+ * the loop). Returns 0 or LUDO_EBUSY when called from inside a ludo
+ * callback. */
 LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 
 /* Stops every call of `rt` in progress (issued and not yet completed):

@@ -128,7 +128,17 @@ void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t) {
   want_idle(c);
 }
 
+/* A held delivery runs or is withdrawn: it no longer counts. */
+static void unhold(ludo__core_t *c, ludo__task_t *t) {
+  if (!t->held) return;
+  t->held = 0;
+  c->nheld--;
+}
+
+int ludo__core_held_pending(const ludo__core_t *c) { return c->nheld; }
+
 void ludo__core_unpost(ludo__core_t *c, ludo__task_t *t) {
+  unhold(c, t);
   if (!t->queued) return;
   if (!remove_from(&c->ready, t) && !remove_from(&c->later, t))
     remove_from(&c->held, t);
@@ -142,6 +152,8 @@ void ludo__core_post_delivery(ludo__core_t *c, ludo__task_t *t) {
   }
   if (t->queued || c->closing) return;
   t->queued = 1;
+  t->held = 1;
+  c->nheld++;
   push(&c->held, t);
 }
 
@@ -206,6 +218,7 @@ static void run_queue(uv_idle_t *h) {
     c->ready.head = t->next;
     if (c->ready.head == NULL) c->ready.tail = NULL;
     t->queued = 0;
+    unhold(c, t);
     t->fn(t);
     if (ludo__core_over(c) ||
         (c->pass_end_ns != 0 && ludo__clock_ns() >= c->pass_end_ns))

@@ -34,6 +34,7 @@ struct ludo__task_s {
   ludo__task_fn fn;
   ludo__task_t *next;
   int queued;
+  int held;   /* a delivery held back by a blocking call, not yet run */
 };
 
 typedef struct ludo__queue_s {
@@ -64,6 +65,8 @@ typedef struct ludo__core_s {
   ludo__queue_t held;        /* deliveries kept while a blocking call runs
                                 the loop (ludo__core_post_delivery) */
   int blocking;              /* blocking calls running the loop (depth) */
+  int nheld;                 /* tasks with `held` set: held, or posted
+                                after the blocking call and not yet run */
   ludo__closer_t *closers;   /* see ludo__closer_t */
   uint64_t deadline_ns;      /* end of the current poll; 0: none */
   uint64_t slice_ns;         /* time slice of Lua runs outside poll; 0 */
@@ -124,6 +127,10 @@ void ludo__core_post_delivery(ludo__core_t *c, ludo__task_t *t);
  * outermost returns, the held deliveries are posted. */
 void ludo__core_block(ludo__core_t *c);
 void ludo__core_unblock(ludo__core_t *c);
+
+/* Deliveries a blocking call held back that have not run yet: they were
+ * completed calls while it ran, so ludo_runtime_run waits for them. */
+int ludo__core_held_pending(const ludo__core_t *c);
 
 /* 1 when a blocking call may run the loop now: not from inside a host
  * function or callback, nor inside the loop (it would re-enter it). */

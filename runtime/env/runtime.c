@@ -119,7 +119,10 @@ int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
 
 int ludo__runtime_run(ludo_runtime_t *rt) {
   if (busy(rt)) return LUDO_EBUSY;
-  while (rt->calls > 0) ludo__core_run_once(&rt->core);
+  /* A completion held back while a blocking call ran the loop left the
+   * count of calls in flight; its callback is still owed. */
+  while (rt->calls > 0 || ludo__core_held_pending(&rt->core) > 0)
+    ludo__core_run_once(&rt->core);
   return 0;
 }
 
