@@ -3,6 +3,7 @@
  * the rubric scores under metadata.rubrics, or the state (a tool's result)
  * as is, or the text a tasks call made. */
 #include <lauxlib.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,12 +28,16 @@ static int result_nomem(lua_State *L, ludo_session_t *s) {
                            (lua_Integer)s->ps->st.cap);
 }
 
-/* 1 when the value at idx can be a reward or a score: a number, nil, or
- * ludo.null (no score). */
+/* 1 when the value at idx can be a reward or a score: a finite number,
+ * nil, or ludo.null (no score). NaN and the infinities are refused: JSON
+ * has neither, and writing them as null would pass a broken score off as
+ * no score (OpenEnv's server fails such a response too). */
 static int is_score(lua_State *L, int idx) {
   int t = lua_type(L, idx);
   idx = lua_absindex(L, idx);
-  if (t == LUA_TNUMBER || t == LUA_TNIL) return 1;
+  if (t == LUA_TNUMBER)
+    return lua_isinteger(L, idx) || isfinite(lua_tonumber(L, idx));
+  if (t == LUA_TNIL) return 1;
   ludo__json_pushnull(L);
   t = lua_rawequal(L, -1, idx);
   lua_pop(L, 1);
@@ -43,11 +48,16 @@ static int is_score(lua_State *L, int idx) {
  * [-0, +0, v] */
 static int bad_score(lua_State *L, int idx, const char *what,
                      const char *name, size_t nlen) {
+  int num;
   idx = lua_absindex(L, idx);
-  return ludo__error_raise(L, LUDO_ESCRIPT, "%s%s%s must be a number or "
+  num = lua_type(L, idx) == LUA_TNUMBER;
+  return ludo__error_raise(L, LUDO_ESCRIPT, "%s%s%s must be a %s or "
                            "nil, got %s", what, name ? " " : "",
                            name ? lua_pushlstring(L, name, nlen) : "",
-                           luaL_typename(L, idx));
+                           num ? "finite number" : "number",
+                           !num ? luaL_typename(L, idx)
+                           : lua_tonumber(L, idx) != lua_tonumber(L, idx)
+                               ? "nan" : lua_tostring(L, idx));
 }
 
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index

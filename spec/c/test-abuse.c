@@ -203,6 +203,13 @@ TEST_IMPL(abuse_result_and_wait_messages) {
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
                       "observation.done must be a boolean or nil, got "
                       "function");
+  /* NaN and the infinities are no score: JSON has none, and null would
+   * read as "no reward" */
+  ASSERT_ERR(step(s, "nan_reward"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "observation.reward must be a "
+                      "finite number or nil, got nan");
+  ASSERT_ERR(step(s, "inf_reward"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "got -inf");
   ASSERT_ERR(step(s, "wait_in_sort"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "a C function that cannot "
                                               "yield is in between");

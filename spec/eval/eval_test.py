@@ -492,6 +492,21 @@ def a_reward_sum_that_overflows_fails_the_episode_only():
 
 
 @test
+def a_nan_reward_fails_the_episode_not_counted_as_zero():
+    d = out("nan-reward")
+    run_ok("eval", FIX + "/nan_reward", "--episodes", "2", "--max-steps",
+           "4", "--out", d, "--quiet")
+    recs = results(d)
+    assert len(recs) == 2, recs
+    for r in recs:
+        assert r["error"]["class"] == "ESCRIPT", r
+        assert "observation.reward must be a finite number or nil, got " \
+            "nan" in r["error"]["message"], r
+        assert r["success"] is False, r
+    assert summary(d)["errors"] == {"ESCRIPT": 2}, summary(d)
+
+
+@test
 def a_step_refused_at_once_keeps_its_error_class():
     d = out("big-action")
     run_ok("eval", "examples/echo", "--policy",
