@@ -56,8 +56,12 @@ void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len)
   size_t n = len;
   if (sl->err_class[0] != '\0') return; /* the first error stands */
   if (status == LUDO_ESCRIPT && len >= 14 &&
-      strncmp(msg, "ESCRIPT: ELLM:", 14) == 0)
+      strncmp(msg, "ESCRIPT: ELLM:", 14) == 0) {
     cls = "ELLM"; /* an LLM call failed (ludo.llm's "ELLM: ...") */
+    msg += 9;     /* its message is ludo.llm's, without the wrapper */
+    len -= 9;
+    n = len;
+  }
   if (eval_interrupted) sl->cancelled = 1; /* Ctrl-C came first */
   if (sl->cancelled) cls = "ECANCELED";
   snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
@@ -174,15 +178,19 @@ void eval_traj_step(eval_slot_t *sl, const char *data, size_t len) {
 
 /* An invalid action: the model's text (if any) and why. */
 void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why) {
-  json_t *line;
+  json_t *line, *action = NULL;
   char *s;
   if (sl->traj == NULL) return;
+  /* Any JSON the policy gave (null, a number, a list), else its text. */
+  if (sl->action.len)
+    action = json_loadb(sl->action.p, sl->action.len, JSON_DECODE_ANY, NULL);
+  if (action == NULL)
+    action = sl->action.len ? json_stringn(sl->action.p, sl->action.len)
+                            : NULL;
+  if (action == NULL) action = json_null(); /* none, or not UTF-8 */
   line = json_pack("{sIsosbsOss}", "step", (json_int_t)sl->steps, "action",
-                   sl->action.len ? json_loadb(sl->action.p, sl->action.len,
-                                               0, NULL)
-                                  : json_null(),
-                   "invalid", 1, "text", text ? text : json_null(), "error",
-                   why);
+                   action, "invalid", 1, "text", text ? text : json_null(),
+                   "error", why);
   s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
   if (s != NULL) fprintf(sl->traj, "%s\n", s);
   free(s);
