@@ -284,6 +284,80 @@ static int mcp_reply(long long id, const ludo__jsonraw_t *data,
   return LUDO_EPROTO;
 }
 
+/* Is `p` (in [lo, p]) preceded by `"metadata":`, allowing whitespace
+ * around the colon? Returns where the key begins, or NULL. */
+static const char *key_before(const char *lo, const char *p) {
+  static const char key[] = "\"metadata\"";
+  const size_t klen = sizeof key - 1;
+  while (p > lo && strchr(" \t\r\n", p[-1])) p--;
+  if (p == lo || p[-1] != ':') return NULL;
+  p--;
+  while (p > lo && strchr(" \t\r\n", p[-1])) p--;
+  if ((size_t)(p - lo) < klen || memcmp(p - klen, key, klen) != 0)
+    return NULL;
+  return p - klen;
+}
+
+/* Is the value text `{}` (with any whitespace inside)? */
+static int empty_object(const char *p, size_t n) {
+  size_t i;
+  if (n < 2 || p[0] != '{' || p[n - 1] != '}') return 0;
+  for (i = 1; i + 1 < n; i++)
+    if (!strchr(" \t\r\n", p[i])) return 0;
+  return 1;
+}
+
+/* OpenEnv's wire form (OPENENV.md 1.3; ludo serve writes it) carries the
+ * result's metadata twice: at the top level and inside the observation.
+ * A local session's observation never holds the envelope's metadata, so
+ * the copy inside is taken out when it is the same text as the top-level
+ * one (or `{}` when there is none at the top, as after a reset), and a
+ * policy sees the same observation whether the environment is
+ * local or remote. Any other observation is passed on byte for byte.
+ * `*res`/`*rlen` is the result; the new text is made in `scratch`. */
+static int unnest_metadata(const char **res, size_t *rlen,
+                           ludo__buf_t *scratch, ludo__buf_t *msg) {
+  ludo__jsonraw_t top[2] = {{"observation", NULL, 0}, {"metadata", NULL, 0}};
+  ludo__jsonraw_t in[1] = {{"metadata", NULL, 0}};
+  ludo__jsonparse_err_t err;
+  const char *obs, *from, *to, *k;
+  size_t olen;
+  if (ludo__jsonraw_members(*res, *rlen, MAXDEPTH, top, 2, scratch, &err) ||
+      top[0].text == NULL || top[0].text[0] != '{')
+    return 0;
+  obs = top[0].text;
+  olen = top[0].len;
+  if (ludo__jsonraw_members(obs, olen, MAXDEPTH, in, 1, scratch, &err) ||
+      in[0].text == NULL)
+    return 0;
+  if (top[1].text != NULL ? in[0].len != top[1].len ||
+                                memcmp(in[0].text, top[1].text, in[0].len)
+                          : !empty_object(in[0].text, in[0].len))
+    return 0; /* without metadata at the top, only an empty one goes */
+  k = key_before(obs + 1, in[0].text);
+  if (k == NULL) return 0; /* an escaped key: left as it is */
+  /* Take out `"metadata":V` with the comma before it, or after it when
+   * it is the first member. */
+  from = k;
+  to = in[0].text + in[0].len;
+  while (from > obs + 1 && strchr(" \t\r\n", from[-1])) from--;
+  if (from > obs + 1 && from[-1] == ',') {
+    from--;
+  } else {
+    while (*to == ' ' || *to == '\t' || *to == '\r' || *to == '\n') to++;
+    if (*to == ',') to++;
+  }
+  scratch->len = 0;
+  if (ludo__buf_add(scratch, *res, (size_t)(from - *res)) ||
+      ludo__buf_add(scratch, to, *rlen - (size_t)(to - *res))) {
+    set_msg(msg, "ENOMEM: no memory to read the reply");
+    return LUDO_ENOMEM;
+  }
+  *res = scratch->p;
+  *rlen = scratch->len;
+  return 0;
+}
+
 int ludo__clientproto_reply(int kind, long long id, const char *frame,
                             size_t len, ludo__buf_t *scratch,
                             const char **res, size_t *rlen, ludo__buf_t *msg,
@@ -333,5 +407,7 @@ int ludo__clientproto_reply(int kind, long long id, const char *frame,
   }
   *res = m[1].text;
   *rlen = m[1].len;
+  if (kind == LUDO__CP_RESET || kind == LUDO__CP_STEP)
+    return unnest_metadata(res, rlen, scratch, msg);
   return 0;
 }

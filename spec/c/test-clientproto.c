@@ -286,6 +286,28 @@ TEST_IMPL(client_reply_frames) {
        "{ \"data\" : {\"observation\": {}, \"reward\": null} , \"type\": "
        "\"observation\" }",
        0, 0, "{\"observation\": {}, \"reward\": null}"},
+      /* OpenEnv's wire form: the metadata inside the observation too.
+       * The copy inside goes when it is the top-level one's text, or {}
+       * without one; an observation's other metadata stays. */
+      {LUDO__CP_STEP,
+       "{\"type\":\"observation\",\"data\":{\"observation\":{\"t\":1,"
+       "\"metadata\":{\"r\":[1]}},\"reward\":0.5,\"done\":false,"
+       "\"metadata\":{\"r\":[1]}}}",
+       0, 0, "{\"observation\":{\"t\":1},\"reward\":0.5,\"done\":false,"
+       "\"metadata\":{\"r\":[1]}}"},
+      {LUDO__CP_RESET,
+       "{\"type\":\"observation\",\"data\":{\"observation\":{ \"metadata\" "
+       ": { } , \"t\":0},\"reward\":null,\"done\":false}}",
+       0, 0, "{\"observation\":{ \"t\":0},\"reward\":null,\"done\":false}"},
+      {LUDO__CP_STEP,
+       "{\"type\":\"observation\",\"data\":{\"observation\":{\"metadata\":"
+       "{\"r\":2}},\"metadata\":{\"r\":1}}}",
+       0, 0, "{\"observation\":{\"metadata\":{\"r\":2}},\"metadata\":"
+       "{\"r\":1}}"},
+      {LUDO__CP_STEP,
+       "{\"type\":\"observation\",\"data\":{\"observation\":{\"metadata\":"
+       "{\"r\":2}}}}",
+       0, 0, "{\"observation\":{\"metadata\":{\"r\":2}}}"},
       {LUDO__CP_STATE, "{\"type\":\"state\",\"data\":{\"step_count\":2}}", 0,
        0, "{\"step_count\":2}"},
       {LUDO__CP_TOOLS,

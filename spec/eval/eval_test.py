@@ -465,6 +465,18 @@ def remote_run_against_ludo_serve():
         run_ok("eval", "examples/echo", *args, "--out", local)
         a, b = untimed(results(remote)), untimed(results(local))
         assert len(a) == 8 and a == b, (a[:1], b[:1])
+        # the policy saw the same observations: no metadata nested in
+        # them by the wire form (a refusal's words are the server's)
+        def traj(d, r):
+            lines = [json.loads(x) for x in open(os.path.join(
+                d, r["trajectory"]))]
+            for x in lines:
+                if x.get("invalid"):
+                    x.pop("error")
+            return lines
+        for r in a:
+            ta, tb = traj(remote, r), traj(local, r)
+            assert ta == tb, (ta[:2], tb[:2])
         run = json.load(open(os.path.join(remote, "run.json")))
         assert run["env"] == url
     finally:
