@@ -176,6 +176,7 @@ typedef struct {
                               (ECANCELED) or the transport (ECONNECT,
                               EDISCONNECTED) */
   int error;               /* has an error */
+  int cancelled;           /* ... ECANCELED: Ctrl-C stopped it */
   int has_traj;            /* names a trajectory file */
   double reward;
   const char *line;        /* the line, without its '\n' */
@@ -242,6 +243,7 @@ typedef struct eval_progress_s {
   uv_timer_t timer;
   double started, last_plain;
   long long total, done, errors, skipped;
+  long long cancelled;     /* stopped by Ctrl-C: neither done nor errors */
   double reward_sum;
   long long reward_n;
   int drawn;               /* a terminal line is on screen */
@@ -252,8 +254,10 @@ void eval_progress_start(eval_progress_t *p, uv_loop_t *loop, int quiet,
 /* Counts the plan's episodes done before this run (--resume) in the
  * mean reward and the errors. */
 void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan);
-/* One episode ended (error: it failed). */
-void eval_progress_episode(eval_progress_t *p, double reward, int error);
+/* One episode ended (error: it failed; cancelled: by Ctrl-C, which is
+ * not an error, and --resume runs it again). */
+void eval_progress_episode(eval_progress_t *p, double reward, int error,
+                           int cancelled);
 /* Stops the timer and ends the line. */
 void eval_progress_stop(eval_progress_t *p);
 

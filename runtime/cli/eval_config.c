@@ -63,20 +63,33 @@ typedef struct {
   int resume, no_traj, quiet;
 } flags_t;
 
+/* A decimal number of at most 7 digits, no sign, space or leading zero,
+ * ending at `stop`; its end, or NULL. */
+static const char *shard_number(const char *v, char stop, long long *out) {
+  const char *p = v;
+  *out = 0;
+  while (*p >= '0' && *p <= '9' && p - v < 8) *out = *out * 10 + (*p++ - '0');
+  if (p == v || *p != stop || p - v > 7 || (v[0] == '0' && p - v > 1))
+    return NULL;
+  return p;
+}
+
 static int shard_parse(const char *arg, flags_t *f) {
   const char *v = arg;
-  char *end;
-  long long i = strtoll(v, &end, 10), n;
-  if (end == v || *end != '/') goto bad;
-  v = end + 1;
-  n = strtoll(v, &end, 10);
-  if (end == v || *end != '\0' || n < 1 || i < 0 || i >= n || n > 1000000)
+  long long i, n;
+  if ((v = shard_number(v, '/', &i)) == NULL ||
+      shard_number(v + 1, '\0', &n) == NULL || n < 1 || i >= n)
     goto bad;
+  if (n > 1000000) {
+    ludo__cli_error("--shard %s: at most 1000000 shards", arg);
+    return LUDO__CLI_USAGE;
+  }
   f->shard_i = i;
   f->shard_n = n;
   return 0;
 bad:
-  ludo__cli_error("--shard takes I/N with 0 <= I < N (got '%s')", arg);
+  ludo__cli_error("--shard takes I/N, two decimal numbers with 0 <= I < N "
+                  "(got '%s')", arg);
   return LUDO__CLI_USAGE;
 }
 
@@ -252,7 +265,13 @@ static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
 static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   json_t *t = json_object_get(rf, "tasks");
   cfg->task_count = -1;
-  if (!json_is_object(t) || f->episodes >= 0) {
+  if (json_is_object(t) && f->episodes >= 0) {
+    ludo__cli_error("--episodes: the run file gives tasks; give tasks or "
+                    "episodes, not both (drop --episodes, or the run "
+                    "file's tasks)");
+    return -1;
+  }
+  if (!json_is_object(t)) {
     cfg->episodes = num_or(rf, "episodes", f->episodes, 1);
     cfg->repeats = 1;
     return 0;

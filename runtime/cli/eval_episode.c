@@ -22,7 +22,8 @@ static void write_record(eval_slot_t *sl, json_t *rec) {
    * queued behind it are cancelled now, before any of them begins, not
    * when the loop hears of the signal. */
   if (eval_interrupted && !r->stopping) eval_slots_cancel(r);
-  eval_progress_episode(&r->progress, sl->reward, sl->err_class[0] != '\0');
+  eval_progress_episode(&r->progress, sl->reward, sl->err_class[0] != '\0',
+                        strcmp(sl->err_class, "ECANCELED") == 0);
   json_decref(rec);
   r->finished++;
   sl->ep = NULL;

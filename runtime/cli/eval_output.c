@@ -104,11 +104,23 @@ static void keep_last(json_t *all, json_t *into) {
   free(keys);
 }
 
+/* Says line `line` of `path` is not a result record: malformed JSON
+ * (`json_err`, jansson's message) or JSON that is not a record (NULL). */
+static void not_a_record(const char *path, size_t line, const char *json_err) {
+  if (json_err != NULL)
+    ludo__cli_error("%s:%zu: not a result record (malformed JSON: %s)", path,
+                    line, json_err);
+  else
+    ludo__cli_error("%s:%zu: not a result record (not a JSON object with a "
+                    "whole-number \"episode\")", path, line);
+}
+
 /* Parses the complete lines of buf[0..n) into `all`; *torn is where an
  * unterminated last line starts (n when none). */
 static int parse_lines(const char *path, const char *buf, size_t n,
                        json_t *all, size_t *torn) {
   size_t at = 0, line = 0;
+  json_error_t err;
   *torn = n;
   while (at < n) {
     const char *nl = memchr(buf + at, '\n', n - at);
@@ -121,7 +133,11 @@ static int parse_lines(const char *path, const char *buf, size_t n,
     rec = json_loadb(buf + at, (size_t)(nl - buf) - at, 0, NULL);
     if (!json_is_object(rec) ||
         !json_is_integer(json_object_get(rec, "episode"))) {
-      ludo__cli_error("%s:%zu: not a result record", path, line);
+      /* again for jansson's message (an error struct costs on every
+       * line: jansson then tracks positions) */
+      if (rec == NULL)
+        json_decref(json_loadb(buf + at, (size_t)(nl - buf) - at, 0, &err));
+      not_a_record(path, line, rec == NULL ? err.text : NULL);
       json_decref(rec);
       return -1;
     }
@@ -177,33 +193,42 @@ static const char *after(const char *p, size_t n, const char *key) {
   return at ? at + k : NULL;
 }
 
-/* Reads a line as ludo writes it ({"episode":N,...}). Returns 0, or -1
- * when it is not written so (read it with jansson then). */
+/* Reads a line as ludo writes it ({"episode":N,"seed":S,...}), the
+ * fields found by their keys (jansson takes ~15 us a record, more than
+ * the 1 s for 100,000 the figure allows; bench/eval_resume.c). A line
+ * cut short (no closing brace), or whose episode or seed is not a whole
+ * number where ludo writes it, returns -1: it is read with jansson, which
+ * says what is wrong. */
 static int scan_fast(const char *p, size_t n, eval_line_t *l) {
   static const char head[] = "{\"episode\":";
   const size_t hn = sizeof head - 1;
   const char *v;
   char *end;
-  if (n <= hn || memcmp(p, head, hn) != 0) return -1;
+  if (n <= hn || memcmp(p, head, hn) != 0 || p[n - 1] != '}') return -1;
   l->episode = strtoll(p + hn, &end, 10);
   if (end == p + hn || *end != ',') return -1;
-  v = after(p, n, "\"seed\":");
-  l->seed = v ? strtoll(v, NULL, 10) : -1;
+  if ((v = after(p, n, "\"seed\":")) == NULL) return -1;
+  l->seed = strtoll(v, &end, 10);
+  if (end == v || (*end != ',' && *end != '}')) return -1;
   v = after(p, n, "\"reward\":");
   l->reward = v ? strtod(v, NULL) : 0;
   l->error = after(p, n, "\"error\":null") == NULL;
-  l->rerun = l->error && (after(p, n, "\"class\":\"ECANCELED\"") ||
-                          after(p, n, "\"class\":\"ECONNECT\"") ||
-                          after(p, n, "\"class\":\"EDISCONNECTED\""));
+  l->cancelled = l->error && after(p, n, "\"class\":\"ECANCELED\"");
+  l->rerun = l->cancelled || (l->error &&
+                              (after(p, n, "\"class\":\"ECONNECT\"") ||
+                               after(p, n, "\"class\":\"EDISCONNECTED\"")));
   l->has_traj = after(p, n, "\"trajectory\":\"") != NULL;
   return 0;
 }
 
 /* Reads a line with jansson. Returns 0, or -1 for a line that is not a
- * record. */
-static int scan_slow(const char *p, size_t n, eval_line_t *l) {
+ * record (*bad: jansson's message when it is not JSON, else NULL). */
+static int scan_slow(const char *p, size_t n, eval_line_t *l,
+                     json_error_t *jerr, const char **bad) {
   json_t *rec = json_loadb(p, n, 0, NULL), *err, *seed;
   if (!json_is_integer(json_object_get(rec, "episode"))) {
+    if (rec == NULL) json_decref(json_loadb(p, n, 0, jerr));
+    *bad = rec == NULL ? jerr->text : NULL;
     json_decref(rec);
     return -1;
   }
@@ -215,6 +240,9 @@ static int scan_slow(const char *p, size_t n, eval_line_t *l) {
   l->error = json_is_object(err);
   l->rerun = eval_class_rerun(json_string_value(json_object_get(err,
                                                                 "class")));
+  l->cancelled = json_is_string(json_object_get(err, "class")) &&
+                 strcmp(json_string_value(json_object_get(err, "class")),
+                        "ECANCELED") == 0;
   l->has_traj = json_is_string(json_object_get(rec, "trajectory"));
   json_decref(rec);
   return 0;
@@ -229,16 +257,17 @@ static int scan_lines(const char *path, const char *buf, size_t n,
   size_t line = first_line;
   *at = 0;
   while (*at < n) {
-    const char *nl = memchr(buf + *at, '\n', n - *at), *why;
+    const char *nl = memchr(buf + *at, '\n', n - *at), *why, *bad = NULL;
     eval_line_t l;
+    json_error_t jerr;
     line++;
     if (nl == NULL) break;
     memset(&l, 0, sizeof l);
     l.line = buf + *at;
     l.len = (size_t)(nl - buf) - *at;
     if (scan_fast(l.line, l.len, &l) != 0 &&
-        scan_slow(l.line, l.len, &l) != 0) {
-      ludo__cli_error("%s:%zu: not a result record", path, line);
+        scan_slow(l.line, l.len, &l, &jerr, &bad) != 0) {
+      not_a_record(path, line, bad);
       return -1;
     }
     if ((why = fn(ud, &l)) != NULL) {

@@ -30,6 +30,27 @@ static char *task_id(const char *split, json_t *task, long long index) {
   return strdup(buf);
 }
 
+/* The most episodes one process plans (72 bytes each, ~720 MB): a run
+ * beyond it is split with --shard, each shard planning only its own. */
+#define PLAN_MAX 10000000LL
+
+/* Of `total` episodes, how many fall in cfg's shard. */
+static long long shard_size(const eval_cfg_t *cfg, long long total) {
+  if (cfg->shard_count == 0) return total;
+  return total / cfg->shard_count +
+         (cfg->shard_index < total % cfg->shard_count ? 1 : 0);
+}
+
+/* Refuses a plan of more than PLAN_MAX episodes in this process. */
+static int too_many(const eval_cfg_t *cfg, long long total) {
+  long long n = shard_size(cfg, total);
+  if (n <= PLAN_MAX) return 0;
+  ludo__cli_error("this run has %lld episodes for one process, more than "
+                  "%lld: split it with --shard I/N (each shard plans only "
+                  "its own; docs/eval.md, \"Shards\")", n, PLAN_MAX);
+  return -1;
+}
+
 static int no_memory(long long n) {
   ludo__cli_error("no memory for a plan of %lld episodes", n);
   return -1;
@@ -227,7 +248,9 @@ int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan) {
   long long r, i;
   memset(plan, 0, sizeof *plan);
   if (!eval_has_tasks(cfg)) {
-    plan->eps = calloc((size_t)cfg->episodes + 1, sizeof *plan->eps);
+    if (too_many(cfg, cfg->episodes)) return -1;
+    plan->eps = calloc((size_t)shard_size(cfg, cfg->episodes) + 1,
+                       sizeof *plan->eps);
     if (plan->eps == NULL) return no_memory(cfg->episodes);
     for (i = 0; i < cfg->episodes; i++)
       plan_add(cfg, plan, i, 0, NULL, -1, NULL);
@@ -242,7 +265,12 @@ int eval_plan(const eval_cfg_t *cfg, ludo_session_t *s, eval_plan_t *plan) {
     picks_free(&p);
     return -1;
   }
-  plan->eps = calloc(p.n * (size_t)cfg->repeats + 1, sizeof *plan->eps);
+  if (too_many(cfg, (long long)p.n * cfg->repeats)) {
+    picks_free(&p);
+    return -1;
+  }
+  plan->eps = calloc((size_t)shard_size(cfg, (long long)p.n * cfg->repeats) +
+                         1, sizeof *plan->eps);
   if (plan->eps == NULL) {
     picks_free(&p);
     return no_memory((long long)p.n * cfg->repeats);

@@ -2,7 +2,10 @@
  * line rewritten in place (\r) twice a second; otherwise a plain line
  * every 5 seconds; nothing with --quiet. Each says episodes done / total,
  * episodes/s, the ETA, the mean reward ("-" before any) and the errors,
- * over every finished record of the run (a resume's earlier ones too). */
+ * over every finished record of the run (a resume's earlier ones too);
+ * after Ctrl-C the episodes it cancelled (ECANCELED), which are not
+ * errors (summary.json counts them apart too, and --resume runs them
+ * again): "cancelled 16". */
 #include <string.h>
 #include <unistd.h>
 
@@ -34,10 +37,16 @@ static void line(const eval_progress_t *p, char *buf, size_t n) {
     snprintf(mean, sizeof mean, "%.4g", p->reward_sum / (double)p->reward_n);
   else
     snprintf(mean, sizeof mean, "-");
-  snprintf(buf, n,
-           "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
-           "errors %lld",
-           p->done, p->total, rate, eta, mean, p->errors);
+  if (p->cancelled > 0)
+    snprintf(buf, n,
+             "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
+             "errors %lld  cancelled %lld",
+             p->done, p->total, rate, eta, mean, p->errors, p->cancelled);
+  else
+    snprintf(buf, n,
+             "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
+             "errors %lld",
+             p->done, p->total, rate, eta, mean, p->errors);
 }
 
 static void draw(eval_progress_t *p) {
@@ -88,7 +97,12 @@ void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan) {
   }
 }
 
-void eval_progress_episode(eval_progress_t *p, double reward, int error) {
+void eval_progress_episode(eval_progress_t *p, double reward, int error,
+                           int cancelled) {
+  if (cancelled) {
+    p->cancelled++;
+    return;
+  }
   p->done++;
   if (error) {
     p->errors++;

@@ -571,6 +571,46 @@ def run_file_field_errors_are_one_clear_line():
         "does not exist" in r.stderr, r.stderr
     r = ludo("eval", "examples/echo", "--shard", "3/3")
     assert r.returncode == 2 and "(got '3/3')" in r.stderr, r.stderr
+    # I/N as two plain decimal numbers: no sign, space or leading zero
+    for bad in (" 1/2", "+1/2", "01/2", "1/ 2", "1/2x", "-1/2", "1/0"):
+        r = ludo("eval", "examples/echo", "--shard", bad)
+        assert r.returncode == 2 and "(got '%s')" % bad in r.stderr, \
+            (bad, r.stderr)
+    r = ludo("eval", "examples/echo", "--shard", "0/2000000")
+    assert r.returncode == 2 and "at most 1000000 shards" in r.stderr, \
+        r.stderr
+
+
+@test
+def episodes_flag_and_run_file_tasks_conflict():
+    r = ludo("eval", FIX + "/arith_run.lua", "--episodes", "5", "--out",
+             out("ep-tasks"))
+    assert r.returncode == 1, r.returncode
+    assert "give tasks or episodes, not both" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(out("ep-tasks"),
+                                           "results.jsonl"))
+
+
+@test
+def a_plan_too_big_for_one_process_asks_for_shards():
+    r = ludo("eval", "examples/echo", "--episodes", "100000000", "--out",
+             out("huge-plan"), "--quiet")
+    assert r.returncode == 1, r.returncode
+    assert "split it with --shard I/N" in r.stderr, r.stderr
+    # one shard of it plans its own episodes only, and starts at once
+    d = out("huge-plan-shard")
+    p = subprocess.Popen([LUDO, "eval", "examples/echo", "--episodes",
+                          "100000000", "--shard", "7/1000", "--out", d,
+                          "--quiet", "--concurrency", "1"], env=ENV)
+    deadline = time.time() + 20
+    while time.time() < deadline and not (
+            os.path.exists(os.path.join(d, "results.jsonl")) and
+            os.path.getsize(os.path.join(d, "results.jsonl")) > 0):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == 130
+    recs = results(d)
+    assert recs and all(r["episode"] % 1000 == 7 for r in recs), recs[:2]
 
 
 def rewrite_error(d, episodes, cls):

@@ -49,12 +49,20 @@ local function ids_of(list, what)
   if type(list) ~= "table" or #list == 0 then
     fail("%s must be a non-empty list of task ids", what)
   end
-  local out = {}
+  local out, seen = {}, {}
   for i, id in ipairs(list) do
     if type(id) ~= "string" then fail("%s[%d] must be a string", what, i) end
     if id:find("\0", 1, true) then
       fail("%s[%d] holds a NUL byte: not a task id", what, i)
     end
+    -- A task listed twice would be two tasks of one id to pass@k (its
+    -- attempts counted as one task's): give repeats for more attempts.
+    if seen[id] then
+      fail("%s[%d] is the task id %q again (%s[%d]): list each task " ..
+        "once, and give repeats for more attempts", what, i, id, what,
+        seen[id])
+    end
+    seen[id] = i
     out[i] = id
   end
   return out

@@ -124,14 +124,17 @@ end
 
 -- The Wilson score interval (95%) of `k` successes out of `n` (> 0)
 -- trials: {lo, hi}, which stays inside [0, 1] and is not empty at 0 or n.
+-- At k = 0 the lower bound is exactly 0 and at k = n the upper bound
+-- exactly 1 (center - half there is 0 in exact arithmetic; in floats it
+-- can come out as 5.55e-17).
 function M.wilson(k, n)
   local p, z2 = k / n, Z975 * Z975
   local denom = 1 + z2 / n
   local center = (p + z2 / (2 * n)) / denom
   local half = Z975 * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
   local lo, hi = center - half, center + half
-  if lo < 0 then lo = 0.0 end
-  if hi > 1 then hi = 1.0 end
+  if lo < 0 or k <= 0 then lo = 0.0 end
+  if hi > 1 or k >= n then hi = 1.0 end
   return { M.round(lo), M.round(hi) }
 end
 
