@@ -40,10 +40,22 @@
 
 enum { EVAL_SUCCESS_DEFAULT, EVAL_SUCCESS_THRESHOLD, EVAL_SUCCESS_FN };
 
+/* "fnv1a64:" and 16 hex digits, with the NUL. */
+#define EVAL_DIGEST_LEN 25
+
+/* The digest of a file, or of a folder's files (eval_digest.c): what
+ * run.json's `code` records, so --resume and merge see edited code.
+ * Returns 0, or -1 when the path cannot be read (or is too big: more than
+ * 10,000 files or 256 MiB). */
+int eval_digest(const char *path, char out[EVAL_DIGEST_LEN]);
+
 /* The run as resolved: flags over the run file over the defaults. */
 typedef struct eval_cfg_s {
-  char env[4096];          /* a path (resolved) or a ws:// URL */
+  char env[4096];          /* a path (resolved, absolute when it
+                              exists) or a ws:// URL */
   int remote;
+  char env_digest[EVAL_DIGEST_LEN];    /* "" for a URL or unreadable */
+  char policy_digest[EVAL_DIGEST_LEN]; /* a Lua policy file's; "" else */
   char runfile_dir[4096];  /* the run file's folder, "" without one */
   char runfile_mod[256];   /* its module name */
   char policy_dir[4096];   /* a Lua policy's folder and module name, */

@@ -1,6 +1,7 @@
 /* eval_config.c - `ludo eval`'s configuration: the flags, the run file
  * (read by ludo.eval.runfile in a sandboxed script), the defaults, and the
  * run.json that records them. Flags override the run file's fields. */
+#include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,15 @@ static long long num_or(json_t *o, const char *k, long long flag,
 
 /* ---- resolving --------------------------------------------------------- */
 
+/* A local path made absolute (symbolic links followed), so run.json names
+ * the same code whatever folder ludo eval was started from; a path that
+ * does not exist stays as given (loading it says why). */
+static void canonical(char *path, size_t n) {
+  char real[PATH_MAX];
+  if (is_url(path) || realpath(path, real) == NULL) return;
+  snprintf(path, n, "%s", real);
+}
+
 static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   json_t *p = json_object_get(rf, "policy");
   const char *kind = json_string_value(json_object_get(p, "kind"));
@@ -253,12 +263,14 @@ static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
     snprintf(path, sizeof path, "%s", file);
   else
     resolve(cfg, file, path, sizeof path);
+  canonical(path, sizeof path);
+  if (eval_digest(path, cfg->policy_digest) != 0) cfg->policy_digest[0] = 0;
   if (split_module(path, cfg->policy_dir, sizeof cfg->policy_dir,
                    cfg->policy_mod, sizeof cfg->policy_mod) != 0) {
     ludo__cli_error("policy %s: not a Lua file name", file);
     return -1;
   }
-  cfg->policy_desc = json_pack("{ssss}", "kind", "lua", "file", file);
+  cfg->policy_desc = json_pack("{ssss}", "kind", "lua", "file", path);
   return 0;
 }
 
@@ -320,6 +332,9 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   else
     resolve(cfg, env, cfg->env, sizeof cfg->env);
   cfg->remote = is_url(cfg->env);
+  canonical(cfg->env, sizeof cfg->env);
+  if (cfg->remote || eval_digest(cfg->env, cfg->env_digest) != 0)
+    cfg->env_digest[0] = '\0';
   snprintf(cfg->out, sizeof cfg->out, "%s", out ? out : "eval-out");
   if (set_policy(cfg, f, rf) != 0 || set_tasks(cfg, f, rf) != 0) return 1;
   if (f->repeats >= 0 && !eval_has_tasks(cfg)) {
@@ -431,6 +446,15 @@ json_t *eval_run_json(const eval_cfg_t *cfg, long long episodes_total) {
   json_object_set_new(run, "cpu_budget_ms", json_integer(cfg->budget_ms));
   json_object_set_new(run, "memory_cap_mb", json_integer(cfg->cap_mb));
   json_object_set_new(run, "success", success_json(cfg));
+  /* What the code was: an edit at the same path is another run. */
+  json_object_set_new(
+      run, "code",
+      json_pack("{soso}", "env",
+                cfg->env_digest[0] ? json_string(cfg->env_digest)
+                                   : json_null(),
+                "policy",
+                cfg->policy_digest[0] ? json_string(cfg->policy_digest)
+                                      : json_null()));
   json_object_set_new(
       run, "shard",
       cfg->shard_count > 0

@@ -582,6 +582,51 @@ def run_file_field_errors_are_one_clear_line():
 
 
 @test
+def run_json_names_code_by_absolute_path_and_digest():
+    # two folders, each with an env "e" and a policy "p.lua" of its own
+    root = out("code-id")
+    for sub, steps in (("a", 3), ("b", 1)):
+        os.makedirs(os.path.join(root, sub, "e"))
+        write(os.path.join("code-id", sub, "e", "env.lua"),
+              "local env = {name = 'e', concurrent = true, action = "
+              "{x = 'integer'}}\nlocal n = 0\nfunction env.reset() n = 0 "
+              "return {t = 0} end\nfunction env.step() n = n + 1 return "
+              "{t = n, reward = 1, done = n >= %d} end\nreturn env\n" % steps)
+        write(os.path.join("code-id", sub, "p.lua"),
+              "return function() return {x = 1} end\n")
+    d = out("code-id-out")
+    args = ["eval", "e", "--policy", "p.lua", "--episodes", "6", "--out", d,
+            "--quiet"]
+
+    def run_in(sub, *more):
+        return subprocess.run([LUDO, *args, *more], env=ENV, text=True,
+                              capture_output=True, timeout=120,
+                              cwd=os.path.join(root, sub))
+    r = run_in("a")
+    assert r.returncode == 0, r.stderr
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["env"] == os.path.realpath(os.path.join(root, "a", "e"))
+    assert run["policy"]["file"] == os.path.realpath(
+        os.path.join(root, "a", "p.lua"))
+    assert run["code"]["env"].startswith("fnv1a64:"), run["code"]
+    # the same names from another folder are other code: refused
+    r = run_in("b", "--resume")
+    assert r.returncode == 1 and "differs in: code, env, policy" in \
+        r.stderr, r.stderr
+    # the same code named from elsewhere is the same run
+    r = subprocess.run([LUDO, "eval", os.path.join(root, "a", "e"),
+                        "--policy", "a/p.lua", "--episodes", "6", "--out", d,
+                        "--quiet", "--resume"], env=ENV, text=True,
+                       capture_output=True, timeout=120, cwd=root)
+    assert r.returncode == 0, r.stderr
+    # an edit at the same path is another run
+    with open(os.path.join(root, "a", "p.lua"), "a") as f:
+        f.write("-- edited\n")
+    r = run_in("a", "--resume")
+    assert r.returncode == 1 and "differs in: code" in r.stderr, r.stderr
+
+
+@test
 def episodes_flag_and_run_file_tasks_conflict():
     r = ludo("eval", FIX + "/arith_run.lua", "--episodes", "5", "--out",
              out("ep-tasks"))
