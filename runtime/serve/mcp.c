@@ -377,6 +377,14 @@ void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
   json_t *r = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err),
          *id, *params, *empty = NULL;
   const char *m;
+  if (r == NULL && strstr(err.text, "too big") != NULL) {
+    /* JSON, with an integer (an id, say) beyond 64 bits, which the
+     * server cannot echo exactly: not a parse error. */
+    sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32600, "Invalid request: an "
+                 "integer beyond 64 bits (ids are strings or integers of "
+                 "at most 64 bits here)", NULL);
+    return;
+  }
   if (r == NULL) {
     sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32700, "Parse error", NULL);
     return;

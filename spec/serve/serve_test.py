@@ -347,6 +347,11 @@ def http_mcp():
         return v
     v = call("{bad")
     check(v["error"]["code"] == -32700 and v["id"] is None, v)
+    # JSON with an id beyond 64 bits: an invalid request, said so
+    v = call('{"jsonrpc":"2.0","id":123456789012345678901234567890,'
+             '"method":"tools/list"}')
+    check(v["error"]["code"] == -32600 and "64 bits" in
+          v["error"]["message"], v)
     v = call({"jsonrpc": "1.0", "method": "x", "id": 1})
     check(v["error"]["code"] == -32600, v)
     v = call({"jsonrpc": "2.0", "method": "tools/list", "id": 7})
