@@ -491,18 +491,26 @@ def write(name, text):
     return path
 
 
-@test
-def a_reward_sum_that_overflows_fails_the_episode_only():
-    d = out("huge-reward")
-    run_ok("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
+def non_finite_episodes(fixture, cls, message):
+    """Runs 2 episodes of `fixture`: each fails with `cls` and `message`,
+    the run goes on, and the summary counts them."""
+    d = out(fixture)
+    run_ok("eval", FIX + "/" + fixture, "--episodes", "2", "--max-steps",
            "4", "--out", d, "--quiet")
     recs = results(d)
     assert len(recs) == 2, recs
     for r in recs:
-        assert r["error"]["class"] == "EVALUE", r
-        assert "step 2's reward sum is not a finite number" in \
-            r["error"]["message"], r
-    assert summary(d)["errors"] == {"EVALUE": 2}, summary(d)
+        assert r["error"]["class"] == cls, r
+        assert message in r["error"]["message"], r
+        assert r["success"] is False, r
+    assert summary(d)["errors"] == {cls: 2}, summary(d)
+    return d
+
+
+@test
+def a_reward_sum_that_overflows_fails_the_episode_only():
+    d = non_finite_episodes("huge_reward", "EVALUE",
+                            "step 2's reward sum is not a finite number")
     r = ludo("eval", FIX + "/huge_reward", "--episodes", "2", "--max-steps",
              "4", "--out", d, "--quiet", "--resume")
     assert r.returncode == 0, r.stderr
@@ -510,17 +518,8 @@ def a_reward_sum_that_overflows_fails_the_episode_only():
 
 @test
 def a_nan_reward_fails_the_episode_not_counted_as_zero():
-    d = out("nan-reward")
-    run_ok("eval", FIX + "/nan_reward", "--episodes", "2", "--max-steps",
-           "4", "--out", d, "--quiet")
-    recs = results(d)
-    assert len(recs) == 2, recs
-    for r in recs:
-        assert r["error"]["class"] == "ESCRIPT", r
-        assert "observation.reward must be a finite number or nil, got " \
-            "nan" in r["error"]["message"], r
-        assert r["success"] is False, r
-    assert summary(d)["errors"] == {"ESCRIPT": 2}, summary(d)
+    non_finite_episodes("nan_reward", "ESCRIPT", "observation.reward must "
+                        "be a finite number or nil, got nan")
 
 
 @test

@@ -3,44 +3,10 @@
 -- --host-lib, runtime/cli/hostlib.c), strict observation checks, and the
 -- gameloop example that docs/embedding.md shows. They run the built
 -- binaries ($LUDO_BUILD, default build/) from the source tree.
-local ROOT = os.getenv("LUDO_ROOT") or "."
-if ROOT:sub(1, 1) ~= "/" then ROOT = os.getenv("PWD") .. "/" .. ROOT end
-local BUILD = os.getenv("LUDO_BUILD") or "build"
-if BUILD:sub(1, 1) ~= "/" then BUILD = ROOT .. "/" .. BUILD end
-local LUDO = BUILD .. "/ludo"
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
--- Runs a command line; returns its exit status, stdout and stderr.
-local function sh(cmdline)
-  local out, err = os.tmpname(), os.tmpname()
-  local _, _, code = os.execute(cmdline .. " >" .. out .. " 2>" .. err)
-  local o, e = slurp(out), slurp(err)
-  os.remove(out)
-  os.remove(err)
-  return code, o, e
-end
-
--- Runs build/ludo with the given arguments (each quoted).
-local function ludo(...)
-  local parts = { quote(LUDO) }
-  for _, a in ipairs({ ... }) do parts[#parts + 1] = quote(a) end
-  return sh(table.concat(parts, " "))
-end
-
-local function contains(hay, needle)
-  assert.is_truthy(hay:find(needle, 1, true),
-    "'" .. hay .. "' does not contain '" .. needle .. "'")
-end
+local cli = require("cliutil")
+local ROOT, BUILD, LUDO = cli.ROOT, cli.BUILD, cli.LUDO
+local slurp, quote, sh, ludo = cli.slurp, cli.quote, cli.sh, cli.ludo
+local contains = cli.contains
 
 -- The options a help text documents: name -> value name or false, from
 -- the lines of its "options:" section ("  -v, --verbose", "  --seed S").

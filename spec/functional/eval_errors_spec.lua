@@ -5,66 +5,14 @@
 -- line after Ctrl-C counts cancelled episodes apart from errors, and a
 -- run file listing a task id twice is refused. The rest of `ludo eval`'s
 -- tests: spec/eval/eval_test.py.
-local ROOT = os.getenv("LUDO_ROOT") or "."
-if ROOT:sub(1, 1) ~= "/" then ROOT = os.getenv("PWD") .. "/" .. ROOT end
-local BUILD = os.getenv("LUDO_BUILD") or "build"
-if BUILD:sub(1, 1) ~= "/" then BUILD = ROOT .. "/" .. BUILD end
-local LUDO = BUILD .. "/ludo"
+local cli = require("cliutil")
+local ROOT, LUDO = cli.ROOT, cli.LUDO
 local ECHO = ROOT .. "/examples/echo"
 local ARITH = ROOT .. "/examples/arith"
 local SLOW = ROOT .. "/spec/fixtures/eval/slow_policy.lua"
 local json = require("ludo.json")
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function exists(path)
-  local f = io.open(path, "rb")
-  if f then f:close() end
-  return f ~= nil
-end
-
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
--- Runs a command line; returns its exit status, stdout and stderr.
-local function sh(cmdline)
-  local out, err = os.tmpname(), os.tmpname()
-  local _, _, code = os.execute("(" .. cmdline .. ") >" .. out .. " 2>"
-    .. err)
-  local o, e = slurp(out), slurp(err)
-  os.remove(out)
-  os.remove(err)
-  return code, o, e
-end
-
--- Runs build/ludo with the given arguments (each quoted).
-local function ludo(...)
-  local parts = { quote(LUDO) }
-  for _, a in ipairs({ ... }) do parts[#parts + 1] = quote(a) end
-  return sh(table.concat(parts, " "))
-end
-
-local function contains(hay, needle)
-  assert.is_truthy(hay:find(needle, 1, true),
-    "'" .. hay .. "' does not contain '" .. needle .. "'")
-end
-
-local function lacks(hay, needle)
-  assert.is_falsy(hay:find(needle, 1, true),
-    "'" .. hay .. "' contains '" .. needle .. "'")
-end
+local slurp, spit, exists, quote = cli.slurp, cli.spit, cli.exists, cli.quote
+local sh, ludo, contains, lacks = cli.sh, cli.ludo, cli.contains, cli.lacks
 
 local function lines(text)
   local t = {}
