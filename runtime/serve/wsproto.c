@@ -18,9 +18,18 @@ typedef struct sv_msg_s {
 } sv_msg_t;
 
 void sv_ws_send(sv_ws_t *c, const char *data, size_t len) {
+  int rc;
   if (c->ws == NULL || c->closing) return;
-  atomic_fetch_add(&c->sv->shared->metrics.bytes_out, len);
-  ludo__ws_send(c->ws, 0, data, len);
+  rc = ludo__ws_send(c->ws, 0, data, len);
+  if (rc == 0) {
+    atomic_fetch_add(&c->sv->shared->metrics.bytes_out, len);
+  } else if (rc == LUDO_EBUSY) {
+    /* More than the connection's queue (max_queued, 32 MiB) of replies
+     * wait unread: a reply cannot be dropped and the client still wait
+     * for it, so the connection ends, saying why, after what is queued. */
+    static const char why[] = "the client does not read its replies";
+    ludo__ws_close(c->ws, 1008, why);
+  }
 }
 
 /* Sends the JSON of `v` (taken). */
@@ -55,7 +64,8 @@ void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
   }
   data = json_pack("{s:o,s:s}", "message", sv_jstr(message, (size_t)-1),
                    "code", code);
-  ludo__metrics_proto(&c->sv->shared->metrics, proto_code(code));
+  if (strcmp(code, "CAPACITY_REACHED") != 0) /* sv_sess_open counted it */
+    ludo__metrics_proto(&c->sv->shared->metrics, proto_code(code));
   if (data && extra) json_object_update(data, extra);
   json_decref(extra);
   send_value(c, json_pack("{s:s,s:o}", "type", "error", "data", data));

@@ -453,6 +453,9 @@ async def capacity():
                                         "method": "openenv/session/create"})[1]
             check(v["error"]["code"] == -32000 and
                   v["error"]["data"]["max_sessions"] == 2, v)
+            # one refusal counted once (two WebSockets, one /mcp)
+            m = c.http("GET", "/metrics")[1]
+            check('ludo_errors_total{code="CAPACITY_REACHED"} 2' in m, m)
         # the slots come back when the sockets close
         for _ in range(50):
             if "ludo_sessions_open 0" in c.http("GET", "/metrics")[1]:
@@ -461,6 +464,37 @@ async def capacity():
         async with c.ws() as again:
             v = await rpc(again, {"type": "reset"})
             check(v["type"] == "observation", v)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+async def unread_replies_end_the_connection():
+    # A client that pipelines small steps with big replies and reads none
+    # of them: once more than the connection's queue (32 MiB) would wait,
+    # the server ends the connection with 1008 after the queued replies,
+    # instead of dropping replies while the client waits for them.
+    c = Server("spec/fixtures/serve/big")
+    try:
+        async with c.ws(max_queue=1) as w:
+            await rpc(w, {"type": "reset"})
+            for _ in range(20):
+                await w.send(json.dumps({"type": "step",
+                                         "data": {"mib": 4}}))
+            await asyncio.sleep(2)
+            got, code = 0, None
+            try:
+                while True:
+                    v = json.loads(await asyncio.wait_for(w.recv(), 20))
+                    check(v["type"] == "observation", v["type"])
+                    got += 1
+            except websockets.ConnectionClosed as e:
+                code = e.rcvd.code if e.rcvd else None
+            check(0 < got < 20 and code == 1008, (got, code))
+        # what /metrics counts as sent is what was sent
+        m = c.http("GET", "/metrics")[1]
+        sent = int(re.search(r"ludo_sent_bytes_total (\d+)", m).group(1))
+        check(sent < (got + 2) * (4 * 2 ** 20 + 200), (sent, got))
     finally:
         check(c.stop() == 0, "exit status")
 
