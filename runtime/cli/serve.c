@@ -413,11 +413,17 @@ static void plan(serve_t *s, ludo_env_t *env) {
   }
 }
 
+/* The longest a Lua call holds a worker's loop at a time. */
+#define SERVE_SLICE_US 20000
+
 static void set_options(serve_t *s) {
   const serve_args_t *a = s->a;
   ludo_options_init(&s->opts);
   s->opts.module_path = ludo__cli_root();
   s->opts.cpu_budget_ms = (uint32_t)a->budget_ms;
+  /* A long Lua call yields to the loop every slice: the worker's other
+   * sessions, /health and the keepalive go on while it runs. */
+  s->opts.slice_us = SERVE_SLICE_US;
   s->opts.memory_cap = (size_t)a->cap_mb << 20;
   s->opts.max_input_bytes = (size_t)a->max_msg_mb << 20;
   s->opts.log = a->verbose ? verbose_log : quiet_log;

@@ -500,6 +500,37 @@ async def unread_replies_end_the_connection():
 
 
 @test
+async def a_spinning_step_holds_no_one_else():
+    # One worker, a step that spins for its whole CPU budget (3 s): Lua
+    # yields to the loop between time slices, so /health and another
+    # session are answered while it runs, before its ETIMEOUT.
+    c = Server("spec/fixtures/serve/big", "--workers", "1",
+               "--cpu-budget", "3000")
+    try:
+        async with c.ws() as spin, c.ws() as other:
+            await rpc(spin, {"type": "reset"})
+            await rpc(other, {"type": "reset"})
+            await spin.send(json.dumps({"type": "step",
+                                        "data": {"mib": -1}}))
+            await asyncio.sleep(0.3)
+            st, v, _ = await asyncio.to_thread(c.http, "GET", "/health")
+            check(st == 200, (st, v))
+            v = await rpc(other, {"type": "step", "data": {"mib": 0}})
+            check(v["type"] == "observation", v)
+            # the spin is still running: its reply has not come yet
+            try:
+                await asyncio.wait_for(spin.recv(), 0.01)
+                check(False, "the spin ended first")
+            except asyncio.TimeoutError:
+                pass
+            v = json.loads(await asyncio.wait_for(spin.recv(), 20))
+            check(v["type"] == "error" and "ETIMEOUT" in
+                  v["data"]["message"], v)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
 async def idle_timeout_closes_socket():
     c = Server("examples/echo", "--session-timeout", "1")
     try:
