@@ -61,6 +61,7 @@ int ludo__watchdog_init(ludo__watchdog_t *w) {
   atomic_init(&w->cancel_gen, 0);
   for (i = 0; i < LUDO__WD_DEPTH; i++) atomic_init(&w->deadline[i], 0);
   w->target = pthread_self();
+  w->max_sleep_ns = MAX_SLEEP_NS;
   if (install_handler() != 0) return -1;
   if (sem_init(&w->wake, 0, 0) != 0) return -1;
   w->ok = 1;
@@ -91,7 +92,7 @@ static void *watch(void *arg) {
       pthread_kill(w->target, SIGURG);
       d = now + MIN_SLEEP_NS * 5; /* check again soon: it may not stop */
     }
-    until = d == 0 || d > now + MAX_SLEEP_NS ? now + MAX_SLEEP_NS : d;
+    until = d == 0 || d > now + w->max_sleep_ns ? now + w->max_sleep_ns : d;
     if (until < now + MIN_SLEEP_NS) until = now + MIN_SLEEP_NS;
     atomic_store(&w->next_wake, until);
     ts.tv_sec = (time_t)(until / 1000000000u);
@@ -129,6 +130,11 @@ void ludo__watchdog_leave(ludo__wd_entry_t *e) {
   tl_top = e->outer;
   atomic_store(&w->deadline[e->slot], 0);
   atomic_store(&w->depth, e->slot);
+}
+
+void ludo__watchdog_set_slice(ludo__watchdog_t *w, uint64_t slice_ns) {
+  if (slice_ns >= MIN_SLEEP_NS * 10 && slice_ns < MAX_SLEEP_NS)
+    w->max_sleep_ns = slice_ns / 2;
 }
 
 void ludo__watchdog_cancel(ludo__watchdog_t *w) {

@@ -54,6 +54,7 @@ typedef struct ludo__watchdog_s {
   _Atomic uint64_t deadline[LUDO__WD_DEPTH]; /* earliest of each entry */
   _Atomic uint64_t next_wake;     /* when the thread wakes next */
   _Atomic unsigned cancel_gen;    /* bumped by ludo__watchdog_cancel */
+  uint64_t max_sleep_ns;          /* the longest the thread sleeps */
 } ludo__watchdog_t;
 
 /* Prepares a watchdog for the calling thread (the runtime's). Returns 0,
@@ -63,6 +64,12 @@ int ludo__watchdog_init(ludo__watchdog_t *w);
 
 /* Stops the thread. */
 void ludo__watchdog_free(ludo__watchdog_t *w);
+
+/* Every Lua run will have a slice of `slice_ns`: the thread then wakes
+ * at least that often, so entering a run finds it due before the slice
+ * ends and needs no wake-up of its own (one sem_post per call
+ * otherwise). Before the first run. */
+void ludo__watchdog_set_slice(ludo__watchdog_t *w, uint64_t slice_ns);
 
 /* ludo_runtime_interrupt: bumps cancel_gen and, with signals, sends
  * SIGURG to the runtime's thread (whose handler hands LUDO__WD_CANCEL to

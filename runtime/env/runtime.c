@@ -76,6 +76,8 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
   rt->core.heap.live += sizeof *rt;
   rt->core.on_closed = core_closed;
   rt->core.slice_ns = (uint64_t)opts->slice_us * 1000u;
+  if (rt->core.has_watchdog)
+    ludo__watchdog_set_slice(&rt->core.watchdog, rt->core.slice_ns);
   rt->opts = *opts;
   rt->opts.module_path = rt->core.module_path;
   rt->gc_seed = (unsigned)(uintptr_t)rt;
