@@ -35,6 +35,11 @@
 #define DEFAULT_MAX_PIPELINED 16u
 #define DEFAULT_HEADER_TIMEOUT_MS 10000u
 #define DEFAULT_BODY_TIMEOUT_MS 30000u
+/* A body must come at this rate on the whole, past one gap's grace: a
+ * client sending a byte just under every gap would otherwise hold the
+ * connection for days (slow POST). A chunked body, whose length is not
+ * known, gets the time of the largest body allowed. */
+#define MIN_BODY_BYTES_PER_S 8192u
 #define DEFAULT_IDLE_TIMEOUT_MS 30000u
 #define DEFAULT_LINGER_MS 5000u
 #define DEFAULT_WRITE_HIGH_WATER ((size_t)1 << 20)
@@ -96,6 +101,8 @@ struct ludo__http_conn_s {
   char head_prev;          /* the request head's last byte seen so far */
   size_t url_len;
   size_t trailer_bytes;
+  uint64_t body_end_ms;    /* the body must have come by then (the
+                              loop's clock); 0: no body under way */
   int field;               /* F_*: what the text holds last */
   int stop;                /* parse nothing more (close or error) */
   int upgrade_pending;     /* an upgrade request waits for its answer */
@@ -620,8 +627,26 @@ static int headers_done(ludo__http_conn_t *hc) {
     if (ludo__net_conn_write(hc->nc, cont, sizeof cont - 1) == 0)
       ludo__net_conn_flush(hc->nc);
   }
+  hc->body_end_ms = 0;
+  if (has_body) {
+    uint64_t n = p->content_length != ULLONG_MAX ? p->content_length
+                                                 : hc->o.max_body_bytes;
+    hc->body_end_ms = uv_now(hc->core->loop) + hc->o.body_timeout_ms +
+                      n * 1000u / MIN_BODY_BYTES_PER_S;
+  }
   timer(hc, has_body ? hc->o.body_timeout_ms : 0);
   return 0;
+}
+
+/* The wait for the next bytes of a body: a gap, and no later than the
+ * whole body's end. 0: that end has passed. */
+static uint32_t body_wait(const ludo__http_conn_t *hc) {
+  uint64_t now = uv_now(hc->core->loop);
+  if (hc->body_end_ms == 0) return hc->o.body_timeout_ms;
+  if (now >= hc->body_end_ms) return 0;
+  return hc->body_end_ms - now < hc->o.body_timeout_ms
+             ? (uint32_t)(hc->body_end_ms - now)
+             : hc->o.body_timeout_ms;
 }
 
 /* Hands a complete request to the handler. */
@@ -766,7 +791,15 @@ static void http_read(void *p, const char *data, size_t len) {
   ludo__http_conn_t *hc = p;
   if (hc->stop || hc->closing) return; /* past the last request */
   enter(hc);
-  if (hc->cur && hc->cur->hdrs_done) timer(hc, hc->o.body_timeout_ms);
+  if (hc->cur && hc->cur->hdrs_done) {
+    uint32_t ms = body_wait(hc);
+    if (ms == 0) {
+      fail(hc, 408, "the request body came too slowly");
+      leave(hc);
+      return;
+    }
+    timer(hc, ms);
+  }
   if (hc->in.len > hc->in_off || !can_parse(hc)) {
     stash(hc, data, len);
     parse_in(hc);

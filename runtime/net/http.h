@@ -62,7 +62,9 @@ typedef struct ludo__http_options_s {
   uint32_t header_timeout_ms; /* from a request's first byte to the end of
                                  its headers: 10000 (408) */
   uint32_t body_timeout_ms;   /* longest wait between two reads of a
-                                 body: 30000 (408) */
+                                 body: 30000 (408); the whole body must
+                                 come within it plus its length at
+                                 8 KiB/s */
   uint32_t idle_timeout_ms;   /* a connection with no request under way
                                  and nothing sent or read for this long is
                                  closed: 30000 */

@@ -563,6 +563,28 @@ TEST_IMPL(http_timeouts) {
   ASSERT_EQ(r.n, 0);
   mem_finish(&m);
   mem_free(&m);
+  /* A body trickled a byte per gap: reads re-arm the gap only up to the
+   * whole body's end (a gap, plus its length at 8 KiB/s), then 408. */
+  o.body_timeout_ms = 2000; /* room for a loaded machine's scheduling */
+  memset(&r, 0, sizeof r);
+  http_on(&m, &core, &o, &r);
+  uv_update_time(core.loop);
+  MEM_FEED(&m, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\na");
+  ASSERT_EQ(m.timer_ms, 2000);
+  uv_sleep(300);
+  uv_update_time(core.loop);
+  MEM_FEED(&m, "b");
+  ASSERT_TRUE(m.timer_ms > 0 && m.timer_ms <= 2001 - 300);
+  uv_sleep(1800);
+  uv_update_time(core.loop);
+  MEM_FEED(&m, "c");
+  ASSERT_STR_CONTAINS(mem_take(&m, NULL),
+                      "HTTP/1.1 408 Request Timeout\r\n");
+  ASSERT_EQ(m.close_req, 1);
+  ASSERT_EQ(r.n, 0);
+  mem_finish(&m);
+  mem_free(&m);
+  o.body_timeout_ms = 222;
   /* After a response the idle timer runs again. */
   memset(&r, 0, sizeof r);
   http_on(&m, &core, &o, &r);
