@@ -157,8 +157,10 @@ int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
                   eval_plan_t *plan, long long *already);
 
 /* Makes `dir` an empty folder to write into: refuses one that holds
- * anything (naming --resume). Returns 0 or -1 after saying why. */
-int eval_out_fresh(const char *dir);
+ * anything, saying `what_to_do` (a run: "give --resume ..."; a merge,
+ * which has no --resume: "merge into a new or empty folder ..."). Returns
+ * 0 or -1 after saying why. */
+int eval_out_fresh(const char *dir, const char *what_to_do);
 
 /* Appends one record (a JSON object; steals nothing) and flushes. */
 int eval_out_append(eval_out_t *o, json_t *record);

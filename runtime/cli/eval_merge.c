@@ -5,7 +5,6 @@
  * different runs (run.json differing in anything but the shard), an
  * episode in two folders, or episodes none of them has, are refused with
  * what is wrong. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -248,30 +247,6 @@ static void shard_timing(const merge_args_t *m, double *wall, char *start,
   }
 }
 
-/* The merged folder must be new or empty (its lock aside): a merge writes
- * a whole folder, and has no --resume to go on with one (eval_out_fresh's
- * message would suggest it). Returns 0, or -1 after saying why not. */
-static int out_empty(const char *dir) {
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  int any = 0;
-  if (d == NULL && errno == ENOENT) return 0;
-  if (d == NULL) {
-    ludo__cli_error("cannot read the output folder %s: %s", dir,
-                    strerror(errno));
-    return -1;
-  }
-  while (!any && (e = readdir(d)) != NULL)
-    any = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-          strcmp(e->d_name, EVAL_LOCK) != 0;
-  closedir(d);
-  if (any)
-    ludo__cli_error("the output folder %s is not empty: merge into a new or "
-                    "empty folder (another --out, or empty %s first); "
-                    "results of two runs are never mixed", dir, dir);
-  return any ? -1 : 0;
-}
-
 static int merge(const merge_args_t *m) {
   json_t *run = check_runs(m), *all = json_array();
   long long total, ep;
@@ -284,8 +259,9 @@ static int merge(const merge_args_t *m) {
   for (ep = 0; ep < total; ep++) from[ep] = -1;
   if (gather(m, total, all, from) != 0 ||
       check_missing(m, from, total) != 0 ||
-      eval_out_lock(m->out, &lock) != 0 || out_empty(m->out) != 0 ||
-      eval_out_fresh(m->out) != 0)
+      eval_out_lock(m->out, &lock) != 0 ||
+      eval_out_fresh(m->out, "merge into a new or empty folder (another "
+                             "--out, or empty it first)") != 0)
     goto done;
   sort_records(all);
   json_object_set_new(run, "shard", json_null());

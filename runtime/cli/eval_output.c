@@ -104,6 +104,25 @@ static void keep_last(json_t *all, json_t *into) {
   free(keys);
 }
 
+/* A line of results.jsonl read with jansson: the record, or NULL with
+ * *bad saying why (jansson's message in `err`, or that it is JSON but no
+ * object with a whole-number "episode"). */
+static json_t *load_record(const char *p, size_t n, json_error_t *err,
+                           const char **bad) {
+  json_t *rec = json_loadb(p, n, 0, err);
+  if (rec == NULL) {
+    *bad = err->text;
+    return NULL;
+  }
+  if (!json_is_object(rec) ||
+      !json_is_integer(json_object_get(rec, "episode"))) {
+    json_decref(rec);
+    *bad = NULL;
+    return NULL;
+  }
+  return rec;
+}
+
 /* Says line `line` of `path` is not a result record: malformed JSON
  * (`json_err`, jansson's message) or JSON that is not a record (NULL). */
 static void not_a_record(const char *path, size_t line, const char *json_err) {
@@ -121,6 +140,7 @@ static int parse_lines(const char *path, const char *buf, size_t n,
                        json_t *all, size_t *torn) {
   size_t at = 0, line = 0;
   json_error_t err;
+  const char *bad;
   *torn = n;
   while (at < n) {
     const char *nl = memchr(buf + at, '\n', n - at);
@@ -130,15 +150,9 @@ static int parse_lines(const char *path, const char *buf, size_t n,
       *torn = at;
       break;
     }
-    rec = json_loadb(buf + at, (size_t)(nl - buf) - at, 0, NULL);
-    if (!json_is_object(rec) ||
-        !json_is_integer(json_object_get(rec, "episode"))) {
-      /* again for jansson's message (an error struct costs on every
-       * line: jansson then tracks positions) */
-      if (rec == NULL)
-        json_decref(json_loadb(buf + at, (size_t)(nl - buf) - at, 0, &err));
-      not_a_record(path, line, rec == NULL ? err.text : NULL);
-      json_decref(rec);
+    rec = load_record(buf + at, (size_t)(nl - buf) - at, &err, &bad);
+    if (rec == NULL) {
+      not_a_record(path, line, bad);
       return -1;
     }
     json_array_append_new(all, rec);
@@ -225,13 +239,8 @@ static int scan_fast(const char *p, size_t n, eval_line_t *l) {
  * record (*bad: jansson's message when it is not JSON, else NULL). */
 static int scan_slow(const char *p, size_t n, eval_line_t *l,
                      json_error_t *jerr, const char **bad) {
-  json_t *rec = json_loadb(p, n, 0, NULL), *err, *seed;
-  if (!json_is_integer(json_object_get(rec, "episode"))) {
-    if (rec == NULL) json_decref(json_loadb(p, n, 0, jerr));
-    *bad = rec == NULL ? jerr->text : NULL;
-    json_decref(rec);
-    return -1;
-  }
+  json_t *rec = load_record(p, n, jerr, bad), *err, *seed;
+  if (rec == NULL) return -1;
   l->episode = json_integer_value(json_object_get(rec, "episode"));
   seed = json_object_get(rec, "seed");
   l->seed = json_is_integer(seed) ? json_integer_value(seed) : -1;
@@ -518,11 +527,10 @@ int eval_out_lock(const char *dir, int *fd) {
   return 0;
 }
 
-int eval_out_fresh(const char *dir) {
+int eval_out_fresh(const char *dir, const char *what_to_do) {
   if (non_empty(dir)) {
-    ludo__cli_error("the output folder %s is not empty: give --resume to go "
-                    "on with the run in it, or another --out (results of "
-                    "two runs are never mixed)", dir);
+    ludo__cli_error("the output folder %s is not empty: %s (results of two "
+                    "runs are never mixed)", dir, what_to_do);
     return -1;
   }
   if (make_dirs(dir) != 0) {
@@ -562,7 +570,8 @@ static int open_how(const eval_cfg_t *cfg) {
                     cfg->out, cfg->out);
     return -1;
   }
-  return eval_out_fresh(cfg->out);
+  return eval_out_fresh(cfg->out, "give --resume to go on with the run in "
+                                  "it, or another --out");
 }
 
 static void out_init(eval_out_t *o, const eval_cfg_t *cfg) {

@@ -513,6 +513,15 @@ TEST_IMPL(http_expect_continue) {
   net_core_free(&core);
 }
 
+/* The connection answered 408 and closed, no request handed over. */
+static void expect_408(mem_t *m, const rec_t *r) {
+  ASSERT_STR_CONTAINS(mem_take(m, NULL), "HTTP/1.1 408 Request Timeout\r\n");
+  ASSERT_EQ(m->close_req, 1);
+  ASSERT_EQ(r->n, 0);
+  mem_finish(m);
+  mem_free(m);
+}
+
 /* Slow clients: the header, body and idle timeouts, fired by hand. */
 TEST_IMPL(http_timeouts) {
   ludo__core_t core;
@@ -542,12 +551,7 @@ TEST_IMPL(http_timeouts) {
   MEM_FEED(&m, "Host: x\r\n");
   ASSERT_EQ(m.timer_ms, 1);
   mem_fire(&m);
-  ASSERT_STR_CONTAINS(mem_take(&m, NULL),
-                      "HTTP/1.1 408 Request Timeout\r\n");
-  ASSERT_EQ(m.close_req, 1);
-  ASSERT_EQ(r.n, 0);
-  mem_finish(&m);
-  mem_free(&m);
+  expect_408(&m, &r);
   /* Body too slow: 408; each read re-arms the body timeout. */
   memset(&r, 0, sizeof r);
   http_on(&m, &core, &o, &r);
@@ -557,12 +561,7 @@ TEST_IMPL(http_timeouts) {
   MEM_FEED(&m, "cd");
   ASSERT_EQ(m.timer_ms, 222);
   mem_fire(&m);
-  ASSERT_STR_CONTAINS(mem_take(&m, NULL),
-                      "HTTP/1.1 408 Request Timeout\r\n");
-  ASSERT_EQ(m.close_req, 1);
-  ASSERT_EQ(r.n, 0);
-  mem_finish(&m);
-  mem_free(&m);
+  expect_408(&m, &r);
   /* A body trickled a byte per gap: reads re-arm the gap only up to the
    * whole body's end (a gap, plus its length at 8 KiB/s), then 408. */
   o.body_timeout_ms = 2000; /* room for a loaded machine's scheduling */
@@ -578,12 +577,7 @@ TEST_IMPL(http_timeouts) {
   uv_sleep(1800);
   uv_update_time(core.loop);
   MEM_FEED(&m, "c");
-  ASSERT_STR_CONTAINS(mem_take(&m, NULL),
-                      "HTTP/1.1 408 Request Timeout\r\n");
-  ASSERT_EQ(m.close_req, 1);
-  ASSERT_EQ(r.n, 0);
-  mem_finish(&m);
-  mem_free(&m);
+  expect_408(&m, &r);
   o.body_timeout_ms = 222;
   /* After a response the idle timer runs again. */
   memset(&r, 0, sizeof r);

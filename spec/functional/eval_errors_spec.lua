@@ -22,7 +22,7 @@ end
 
 local TMP
 setup(function()
-  local p = assert(io.popen("mktemp -d /tmp/ludo-eval-fixes-XXXXXX"))
+  local p = assert(io.popen("mktemp -d /tmp/ludo-eval-errors-XXXXXX"))
   TMP = p:read("l")
   p:close()
 end)
