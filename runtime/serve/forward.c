@@ -297,6 +297,7 @@ static void keep_rpc(sv_sess_t *x, ludo__http_req_t *req, sv_ws_t *ws,
                      int rpc_ws, json_t *rpc_id) {
   x->req = req;
   x->ws = ws;
+  x->caller = ws;
   x->rpc_ws = ws ? rpc_ws : 0;
   x->rpc_id = rpc_id ? json_incref(rpc_id) : NULL;
   if (req) ludo__http_req_set_data(req, x);
@@ -398,6 +399,7 @@ static void proxy_end(sv_sess_t *x, int op) {
   x->dead = 1;
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
   x->ws = NULL;
+  x->caller = NULL;
   if (!x->gone)
     post(sv, x->owner - 1, op, x->seq, x->id, 0, 0, NULL, 0);
   if (x->busy) {
@@ -466,7 +468,7 @@ static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
   }
   if (x->fwd_op != SV_FWD_ATTACH) x->kind = m->sess_kind;
   if (x->fwd_op == SV_FWD_TOOL && x->rpc_ws && !client_alive(sv, x->ws))
-    x->ws = NULL, x->rpc_ws = 0;
+    x->ws = NULL, x->caller = NULL, x->rpc_ws = 0;
   done = x->done;
   x->done = NULL;
   x->in_cb++;
@@ -521,8 +523,38 @@ static sv_ws_t *remote_of(ludo__serve_t *sv, const sv_fwd_t *q,
   return x->ws;
 }
 
+/* A call of remote record c that came while its session was busy with
+ * an earlier client's call (a WebSocket that left, an HTTP request): it
+ * waits, as a local client's message does, and runs when that call ends
+ * (sv_remote_pump). Its asker has one call in flight at a time. */
+static void wait_call(ludo__serve_t *sv, sv_ws_t *c, const sv_fwd_t *q) {
+  sv_fwd_t *m = c->waiting ? NULL : sv_fwd_new(q->data, q->len);
+  if (m == NULL) {
+    answer_text(sv, q, LUDO_EBUSY, 0, c->waiting ? "the session is busy"
+                                                 : "out of memory");
+    return;
+  }
+  m->op = q->op;
+  m->from = q->from;
+  m->seq = q->seq;
+  m->kind = q->kind;
+  memcpy(m->id, q->id, sizeof m->id);
+  c->waiting = m;
+}
+
+void sv_remote_pump(sv_ws_t *c) {
+  sv_fwd_t *q = c->waiting;
+  if (q == NULL || c->closing || c->sess == NULL || c->sess->busy ||
+      c->sv->draining)
+    return;
+  c->waiting = NULL;
+  run_call(c->sv, c->sess, q, q->kind);
+  sv_fwd_free(q);
+}
+
 /* Unlinks and frees a remote record (last: the server may go with it). */
 static void remote_free(ludo__serve_t *sv, sv_ws_t *c) {
+  if (c->waiting) sv_fwd_free(c->waiting);
   if (c->prev)
     c->prev->next = c->next;
   else
@@ -608,10 +640,10 @@ static void on_request(ludo__serve_t *sv, const sv_fwd_t *q) {
       on_attach(sv, q);
       break;
     case SV_FWD_CALL:
-      if (remote_of(sv, q, &x) == NULL)
+      if ((c = remote_of(sv, q, &x)) == NULL)
         answer_text(sv, q, LUDO_ECLOSED, 0, "the session was closed");
       else if (x->busy)
-        answer_text(sv, q, LUDO_EBUSY, 0, "the session is busy");
+        wait_call(sv, c, q);
       else
         run_call(sv, x, q, q->kind);
       break;

@@ -38,6 +38,9 @@ struct sv_sess_s {
   ludo__serve_t *sv;
   ludo_session_t *s;        /* NULL while opening */
   sv_ws_t *ws;              /* the WebSocket it belongs to, or NULL */
+  sv_ws_t *caller;          /* the WebSocket whose call is in flight: its
+                               answer goes there, not to one attached
+                               since; cleared when that one leaves */
   sv_done_fn done;          /* the continuation of the open or call */
   uint64_t last_ms;         /* last reset, step or tool call */
   uint64_t t0_us;           /* when the call's message arrived */
@@ -87,6 +90,9 @@ struct sv_ws_s {
    * worker attached to our session `sess` (ws is NULL); 0: a real one. */
   unsigned remote_from;     /* 1 + that worker */
   uint64_t remote_seq;      /* the number of its proxy there */
+  sv_fwd_t *waiting;        /* a remote record's call that came while the
+                               session was busy with an earlier client's
+                               call: it runs when that ends (sv_ws_pump) */
 };
 
 /* A message between the workers of a group (forward.c; group.c carries
@@ -301,6 +307,9 @@ void sv_proxy_detach(sv_sess_t *x);
  * the WebSocket closes that with `code` and `reason`. Frees c. */
 void sv_remote_close(sv_ws_t *c, int code, const char *reason);
 
+/* Runs remote record c's waiting call if its session is free now. */
+void sv_remote_pump(sv_ws_t *c);
+
 /* Joins the group (o->group, o->worker) and starts taking messages.
  * Returns 0, or LUDO_EINVAL with sv->errmsg set. */
 int sv_fwd_start(ludo__serve_t *sv);
@@ -352,7 +361,9 @@ void sv_ws_send(sv_ws_t *c, const char *data, size_t len);
 void sv_ws_error(sv_ws_t *c, const char *code, const char *message,
                  json_t *extra);
 
-/* Handles the messages a client sent while its session was busy. */
+/* Handles the messages a client sent while its session was busy (a
+ * remote record: runs its waiting call, sv_remote_pump). Called when the
+ * client's session may have become free. */
 void sv_ws_pump(sv_ws_t *c);
 
 /* Closes the client's WebSocket with `code`; the session goes with it. */

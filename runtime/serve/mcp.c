@@ -79,6 +79,7 @@ static void keep(sv_sess_t *x, ludo__http_req_t *req, sv_ws_t *ws,
                  int rpc_ws, json_t *id) {
   x->req = req;
   x->rpc_ws = ws ? rpc_ws : 0;
+  x->caller = ws != NULL && x->ws == ws ? ws : NULL;
   if (x->rpc_id) json_decref(x->rpc_id);
   x->rpc_id = id ? json_incref(id) : NULL;
   if (req) ludo__http_req_set_data(req, x);
@@ -89,7 +90,8 @@ static void keep(sv_sess_t *x, ludo__http_req_t *req, sv_ws_t *ws,
 static void take(sv_sess_t *x, ludo__http_req_t **req, sv_ws_t **ws,
                  int *rpc_ws, json_t **id) {
   *req = x->req;
-  *ws = x->rpc_ws ? x->ws : NULL;
+  *ws = x->rpc_ws ? x->caller : NULL;
+  x->caller = NULL;
   *rpc_ws = x->rpc_ws;
   *id = x->rpc_id;
   x->req = NULL;

@@ -167,6 +167,9 @@ static void on_call(ludo_session_t *s, int status, const char *data,
   if (status != 0) ludo__metrics_error(&x->sv->shared->metrics, status);
   x->in_cb++;
   if (done) done(x, status, data, len);
+  /* The call may have been another client's (a WebSocket that left, an
+   * HTTP request): the one attached now goes on with what it sent. */
+  if (!x->dead && !x->busy && x->ws != NULL) sv_ws_pump(x->ws);
   x->in_cb--;
   if (x->dead && !x->busy && x->in_cb == 0 && x->in_close == 0) {
     if (x->s) { /* closed from the continuation */
@@ -207,6 +210,7 @@ void sv_sess_close(sv_sess_t *x) {
   x->dead = 1;
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
   x->ws = NULL;
+  x->caller = NULL;
   if (x->opening) return; /* on_open frees it */
   s = x->s;
   x->s = NULL;
@@ -220,7 +224,10 @@ void sv_sess_close(sv_sess_t *x) {
 }
 
 void sv_sess_detach(sv_sess_t *x) {
+  /* A call in flight from a WebSocket came from this one (the only one
+   * attached since it started): its answer has nowhere to go now. */
   x->ws = NULL;
+  x->caller = NULL;
   if (x->owner) sv_proxy_detach(x);
 }
 

@@ -120,7 +120,8 @@ static void send_wrapped(sv_ws_t *c, const char *type, const char *data,
 static void ws_done(sv_sess_t *x, int status, const char *data,
                     size_t len) {
   ludo__serve_t *sv = x->sv;
-  sv_ws_t *c = x->ws;
+  sv_ws_t *c = x->caller;
+  x->caller = NULL;
   if (c == NULL || c->closing) return;
   if (status == 0) {
     if (x->call == LUDO__CALL_STATE) {
@@ -178,8 +179,11 @@ static void start_call(sv_ws_t *c, int kind, const char *text, size_t len,
                        uint64_t t0) {
   sv_sess_t *x = c->sess;
   x->t0_us = t0;
-  if (sv_sess_call(x, kind, text, len, ws_done) != 0)
+  x->caller = c;
+  if (sv_sess_call(x, kind, text, len, ws_done) != 0) {
+    x->caller = NULL;
     sv_ws_error(c, "EXECUTION_ERROR", "the call could not start", NULL);
+  }
 }
 
 /* Starts call `kind` with the JSON of `data` (NULL: no input). */
@@ -321,6 +325,10 @@ static void overflow_end(sv_ws_t *c) {
 }
 
 void sv_ws_pump(sv_ws_t *c) {
+  if (c->remote_from) {
+    sv_remote_pump(c);
+    return;
+  }
   while (c->head && ready(c)) {
     sv_msg_t *m = c->head;
     c->head = m->next;

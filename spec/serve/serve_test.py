@@ -607,10 +607,13 @@ async def token_auth():
         check(c.stop() == 0, "exit status")
 
 
-def raw_ws(port):
-    """A WebSocket opened by hand, to see frames the library hides."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+def raw_ws(port, path="/ws", sport=None):
+    """A WebSocket opened by hand, to see frames the library hides; from
+    source port `sport` when given (see worker_ports)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                 source_address=("127.0.0.1", sport or 0))
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n"
+              b"Upgrade: websocket\r\n"
               b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
               b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
     head = b""
@@ -1439,6 +1442,94 @@ async def idle_timeout_counts_from_the_call_end():
             await ws.send(json.dumps({"type": "step", "data": {"ms": 0}}))
             obs = json.loads(await ws.recv())
             check(obs["type"] == "observation", obs)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+def reset_close(s):
+    """Ends a socket with a RST: no TIME_WAIT holds its source port."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+def worker_ports(srv, n=2):
+    """Source ports from which a connection reaches worker 0 and worker 1:
+    the kernel's SO_REUSEPORT hash of the 4-tuple is stable, and a session
+    made on a connection names the worker that made it ("w<N>-")."""
+    got = {0: [], 1: []}
+    base = 20000 + os.getpid() % 20000
+    for sport in range(base, base + 400):
+        try:
+            s = raw_ws(srv.port, "/mcp", sport)
+        except OSError:
+            continue
+        s.sendall(ws_frame(1, b'{"jsonrpc":"2.0","id":1,"method":'
+                              b'"openenv/session/create"}'))
+        sid = json.loads(read_frame(s)[1])["result"]["session_id"]
+        reset_close(s)
+        srv.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method":
+                                  "openenv/session/close",
+                                  "params": {"session_id": sid}})
+        w = got[int(sid[1])]
+        if len(w) < n:
+            w.append(sport)
+        if min(len(v) for v in got.values()) == n:
+            return got
+    raise AssertionError(f"400 source ports, workers reached: {got}")
+
+
+@test
+def a_call_answers_the_client_that_made_it():
+    # A session with a slow call in flight from a client that left (a
+    # WebSocket attached from either worker, or an HTTP request): a
+    # WebSocket attached next, on either worker, has its own messages
+    # wait for that call and gets exactly their replies, in order.
+    c = Server("spec/fixtures/serve/slow", "--workers", "2")
+    try:
+        ports = worker_ports(c)
+        sid = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                      "openenv/session/create"})[1]
+        sid = sid["result"]["session_id"]
+        owner = int(sid[1])
+        steps = 0
+        for first, second in ((0, 0), (1, 0), (0, 1), (1, 1), ("http", 0),
+                              ("http", 1)):
+            w2 = (owner + second) % 2
+            if first == "http":
+                # the step runs while its HTTP client stays; the WebSocket
+                # attaches meanwhile
+                import threading
+                t = threading.Thread(target=c.http, args=(
+                    "POST", "/step", {"action": {"ms": 400}},
+                    {"X-Session-Id": sid}))
+                t.start()
+                time.sleep(0.1)
+            else:
+                w1 = (owner + first) % 2
+                s1 = raw_ws(c.port, "/ws?session_id=" + sid, ports[w1][0])
+                s1.sendall(ws_frame(1, b'{"type":"step","data":{"ms":400}}'))
+                time.sleep(0.1)
+                reset_close(s1)  # gone without a close frame
+                time.sleep(0.05)
+            s2 = raw_ws(c.port, "/ws?session_id=" + sid, ports[w2][1])
+            s2.sendall(ws_frame(1, b'{"type":"step","data":{"ms":0}}') +
+                       ws_frame(1, b'{"type":"state"}'))
+            steps += 2
+            v = json.loads(read_frame(s2)[1])
+            check(v["type"] == "observation" and
+                  v["data"]["observation"].get("slept") == 0,
+                  (first, second, v))
+            v = json.loads(read_frame(s2)[1])
+            check(v["type"] == "state" and v["data"]["step_count"] == steps,
+                  (first, second, steps, v))
+            s2.sendall(ws_frame(1, b'{"type":"state"}'))
+            v = json.loads(read_frame(s2)[1])
+            check(v["type"] == "state", ("a reply not asked for",
+                                         first, second, v))
+            reset_close(s2)
+            if first == "http":
+                t.join()
+            time.sleep(0.05)  # the detach reaches the owner
     finally:
         check(c.stop() == 0, "exit status")
 
