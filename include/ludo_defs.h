@@ -207,6 +207,15 @@ typedef struct ludo_server_options_s {
                                   long; then the calls still running are
                                   cancelled. Default 10000; UINT32_MAX:
                                   no draining */
+  size_t max_output_bytes;     /* bytes waiting to be sent to clients that
+                                  do not read, all connections together
+                                  (of a group too): a connection whose
+                                  next reply would pass it while earlier
+                                  ones wait unsent is closed (a WebSocket
+                                  with 1008). Each connection may hold
+                                  64 KiB besides, and always its next
+                                  reply once the earlier ones went out.
+                                  Default 256 MiB */
 } ludo_server_options_t;
 
 typedef struct ludo_server_s ludo_server_t;

@@ -40,6 +40,7 @@ enum {
   OPT_CPU_BUDGET,
   OPT_MEMORY_CAP,
   OPT_MAX_MESSAGE,
+  OPT_MAX_OUTPUT,
   OPT_PING_INTERVAL,
   OPT_DRAIN,
   OPT_HOST_LIB,
@@ -86,6 +87,10 @@ static const ludo__cli_opt_t serve_opts[] = {
     {OPT_MAX_MESSAGE, "--max-message", NULL, "MB",
      "largest WebSocket message or request body, in\n"
      "MiB (default 16)"},
+    {OPT_MAX_OUTPUT, "--max-output", NULL, "MB",
+     "replies waiting for clients that do not read,\n"
+     "all connections together, in MiB (default 256);\n"
+     "past it such a client is disconnected"},
     {OPT_PING_INTERVAL, "--ping-interval", NULL, "S",
      "keepalive pings on WebSockets every S seconds\n"
      "(default 20; 0: none)"},
@@ -110,7 +115,7 @@ static const ludo__cli_opt_t serve_opts[] = {
 typedef struct {
   const char *env_path, *host, *token, *host_lib;
   long long port, max_sessions, timeout_s, budget_ms, cap_mb, max_msg_mb;
-  long long ping_s, workers, drain_s;
+  long long ping_s, workers, drain_s, max_out_mb;
   int production, strict, no_host_lib, verbose, allow_llm;
 } serve_args_t;
 
@@ -186,6 +191,9 @@ static int apply(void *ud, int id, const char *val) {
       return ludo__cli_number("--memory-cap", val, 1, 65536, &a->cap_mb);
     case OPT_MAX_MESSAGE:
       return ludo__cli_number("--max-message", val, 1, 4096, &a->max_msg_mb);
+    case OPT_MAX_OUTPUT:
+      return ludo__cli_number("--max-output", val, 1, 1 << 20,
+                              &a->max_out_mb);
     case OPT_PING_INTERVAL:
       return ludo__cli_number("--ping-interval", val, 0, 86400, &a->ping_s);
     case OPT_DRAIN:
@@ -211,6 +219,7 @@ static int parse_args(const ludo__cli_cmd_t *cmd, int argc, char **argv,
   a->budget_ms = 10000;
   a->cap_mb = 64;
   a->max_msg_mb = 16;
+  a->max_out_mb = 256;
   a->ping_s = 20;
   a->drain_s = 10;
   a->token = getenv("LUDO_TOKEN");
@@ -435,6 +444,7 @@ static void set_options(serve_t *s) {
   s->so.token = a->token;
   s->so.strict = a->strict;
   s->so.max_message_bytes = (size_t)a->max_msg_mb << 20;
+  s->so.max_output_bytes = (size_t)a->max_out_mb << 20;
   s->so.ping_interval_ms =
       a->ping_s ? (uint32_t)(a->ping_s * 1000) : UINT32_MAX;
   s->so.drain_timeout_ms =

@@ -21,6 +21,36 @@ void ludo__net_conn_init(ludo__net_conn_t *c, ludo__core_t *core,
   c->closing = 0;
   c->eof = 0;
   c->closed = 0;
+  c->budget = NULL;
+  c->charged = 0;
+}
+
+void ludo__net_conn_set_budget(ludo__net_conn_t *c, ludo__net_budget_t *b) {
+  c->budget = b;
+}
+
+/* Brings what the connection counts against its budget up to date: its
+ * pending bytes past the free allowance, all of them; none below it
+ * (`live` 0: once gone). */
+static void recharge(ludo__net_conn_t *c, int live) {
+  size_t pending = c->out.len + c->inflight;
+  size_t want = live && pending > LUDO__NET_CONN_FREE_BYTES ? pending : 0;
+  if (c->budget == NULL || want == c->charged) return;
+  if (want > c->charged)
+    atomic_fetch_add(&c->budget->used, want - c->charged);
+  else
+    atomic_fetch_sub(&c->budget->used, c->charged - want);
+  c->charged = want;
+}
+
+int ludo__net_conn_over_budget(const ludo__net_conn_t *c, size_t n) {
+  size_t pending = c->out.len + c->inflight, used, after;
+  if (c->budget == NULL || pending == 0) return 0;
+  after = pending + n;
+  if (after <= LUDO__NET_CONN_FREE_BYTES) return 0;
+  used = atomic_load(&c->budget->used) - c->charged;
+  return used + after > atomic_load_explicit(&c->budget->max,
+                                            memory_order_relaxed);
 }
 
 void ludo__net_conn_set_proto(ludo__net_conn_t *c,
@@ -54,6 +84,7 @@ void ludo__net_conn_flush(ludo__net_conn_t *c) {
   if (len == 0 || c->closing == 2) return;
   ludo__buf_init(&c->out, ludo__alloc_fn, &c->core->heap);
   c->inflight += len;
+  recharge(c, 1);
   c->sink->write(c, p, len, cap);
   if (c->inflight > c->high_water && !(c->paused & LUDO__NET_PAUSE_WRITE)) {
     c->paused |= LUDO__NET_PAUSE_WRITE;
@@ -123,6 +154,7 @@ void ludo__net_conn_timeout(ludo__net_conn_t *c) {
 
 void ludo__net_conn_written(ludo__net_conn_t *c, size_t n) {
   c->inflight = n <= c->inflight ? c->inflight - n : 0;
+  recharge(c, 1);
   if (c->closing == 1 && c->eof && c->inflight == 0)
     ludo__net_conn_close(c, 1); /* sent; the peer closed already */
   if (c->closing) return;
@@ -144,6 +176,7 @@ void ludo__net_conn_closed(ludo__net_conn_t *c) {
   if (c->closed) return;
   c->closed = 1;
   c->closing = 2;
+  recharge(c, 0);
   c->proto = NULL;
   if (proto) proto->closed(c->proto_data);
   ludo__buf_free(&c->out);

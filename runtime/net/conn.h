@@ -30,6 +30,7 @@
 #ifndef LUDO_NET_CONN_H
 #define LUDO_NET_CONN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,20 @@
 #include "core/core.h"
 
 typedef struct ludo__net_conn_s ludo__net_conn_t;
+
+/* A bound on the bytes many connections hold unsent together (a server's,
+ * shared by the connections of all its threads). A connection counts its
+ * pending bytes against it once they pass LUDO__NET_CONN_FREE_BYTES, so
+ * the replies of clients that read cost no shared counting; the memory
+ * they hold is then at most `max` plus that much per connection.
+ * Protocols ask ludo__net_conn_over_budget before queuing more. */
+typedef struct ludo__net_budget_s {
+  _Atomic size_t used;            /* bytes counted now */
+  _Atomic size_t max;             /* the bound (set by any of the threads
+                                     sharing it, before they serve) */
+} ludo__net_budget_t;
+
+#define LUDO__NET_CONN_FREE_BYTES ((size_t)64 << 10)
 
 /* What a transport does for a connection. No function calls back into the
  * conn before it returns; each reports later through the transport entry
@@ -100,6 +115,8 @@ struct ludo__net_conn_s {
   int closing;                    /* 0, 1 graceful, 2 aborted */
   int eof;                        /* the peer closed its side */
   int closed;                     /* ludo__net_conn_closed ran */
+  ludo__net_budget_t *budget;     /* NULL: none */
+  size_t charged;                 /* bytes counted in budget->used */
 };
 
 /* Sets up `c` on `core` for a transport. high_water 0 means 1 MiB,
@@ -113,6 +130,10 @@ void ludo__net_conn_init(ludo__net_conn_t *c, ludo__core_t *core,
  * protocol is replaced. */
 void ludo__net_conn_set_proto(ludo__net_conn_t *c,
                               const ludo__net_proto_t *proto, void *p);
+
+/* Counts the connection's unsent bytes against `b` (borrowed: outlives the
+ * conn; NULL: none), from its next flush on. */
+void ludo__net_conn_set_budget(ludo__net_conn_t *c, ludo__net_budget_t *b);
 
 /* ---- the protocol's side ---------------------------------------------- */
 
@@ -132,6 +153,12 @@ void ludo__net_conn_flush(ludo__net_conn_t *c);
 
 /* Bytes written by the protocol that the transport has not sent yet. */
 size_t ludo__net_conn_pending(const ludo__net_conn_t *c);
+
+/* 1 when queuing `n` more bytes would take the connection's budget past
+ * its bound while bytes of this connection still wait unsent (the peer is
+ * behind); 0 otherwise, and always when nothing waits: a connection whose
+ * peer reads can always send its next message. */
+int ludo__net_conn_over_budget(const ludo__net_conn_t *c, size_t n);
 
 /* Sets (on 1) or clears (0) a reason to stop reading
  * (LUDO__NET_PAUSE_INPUT); reading stops while any reason holds. */

@@ -148,6 +148,7 @@ void ludo__http_options_fill(ludo__http_options_t *o,
   LUDO__OPT(linger_ms)
   LUDO__OPT(write_high_water)
   LUDO__OPT(max_connections)
+  LUDO__OPT(output_budget)
 #undef LUDO__OPT
 }
 
@@ -307,7 +308,10 @@ static void write_answers(ludo__http_conn_t *hc) {
          !hc->closing) {
     ludo__http_req_t *r = dequeue(hc);
     int close_after = r->close_after;
-    if (ludo__net_conn_write(hc->nc, r->answer.p, r->answer.len) != 0) {
+    /* A peer that does not read its responses while the server's output
+     * is full: the connection ends rather than hold more. */
+    if (ludo__net_conn_over_budget(hc->nc, r->answer.len) ||
+        ludo__net_conn_write(hc->nc, r->answer.p, r->answer.len) != 0) {
       req_free(hc, r);
       close_conn(hc, 1);
       return;

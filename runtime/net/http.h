@@ -74,6 +74,11 @@ typedef struct ludo__http_options_s {
                                  wait to be sent: 1 MiB */
   unsigned max_connections;   /* server.c: connections open at once; more
                                  are closed as they come: 4096 */
+  ludo__net_budget_t *output_budget; /* server.c: the bound on the bytes
+                                 all connections hold unsent (conn.h),
+                                 borrowed; NULL: none. A connection whose
+                                 next response would pass it while its
+                                 earlier ones wait unsent is closed */
 } ludo__http_options_t;
 
 /* Fills `o` with the defaults above. */

@@ -319,6 +319,7 @@ static void on_connection(uv_stream_t *l, int status) {
   s->nsocks++;
   ludo__net_conn_init(&k->conn, core, &sock_sink, k, s->o.write_high_water,
                       s->o.linger_ms);
+  ludo__net_conn_set_budget(&k->conn, s->o.output_budget);
   if (uv_accept(l, (uv_stream_t *)&k->tcp) != 0 ||
       ludo__http_conn_new(core, &k->conn, &s->o, &s->h, s->ud, &hc) != 0) {
     sock_close(k);

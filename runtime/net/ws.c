@@ -859,8 +859,9 @@ int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len) {
     return LUDO_ECLOSED;
   if (!binary && ludo__utf8_check(data, len) != len) return LUDO_EINVAL;
   queued = ludo__ws_queued(ws);
-  if (queued > 0 &&
-      (queued >= ws->o.max_queued || len > ws->o.max_queued - queued)) {
+  if ((queued > 0 &&
+       (queued >= ws->o.max_queued || len > ws->o.max_queued - queued)) ||
+      (ws->nc != NULL && ludo__net_conn_over_budget(ws->nc, len))) {
     ws->refused = 1;
     return LUDO_EBUSY;
   }

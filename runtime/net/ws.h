@@ -111,8 +111,9 @@ int ludo__ws_client(ludo__core_t *core, ludo__net_conn_t *nc,
 
 /* Queues a message (copied): `binary` 0 sends text, which must be valid
  * UTF-8, 1 binary. Returns 0, LUDO_EINVAL (text that is not UTF-8),
- * LUDO_EBUSY (the queue holds bytes and would pass max_queued: the peer
- * is not reading; the drain callback comes when it emptied), LUDO_ECLOSED
+ * LUDO_EBUSY (the queue holds bytes and would pass max_queued, or the
+ * connection's output budget, conn.h: the peer is not reading; the drain
+ * callback comes when it emptied), LUDO_ECLOSED
  * (a close frame was sent or received, or the connection is gone), or
  * LUDO_ENOMEM. */
 int ludo__ws_send(ludo__ws_t *ws, int binary, const void *data, size_t len);

@@ -144,6 +144,15 @@ int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b) {
                  get(&m->http_requests));
   bad |= counter(b, "ludo_ws_messages_total",
                  "WebSocket messages received.", get(&m->ws_messages));
+  if (m->output != NULL)
+    bad |= ludo__buf_printf(
+               b, "# HELP ludo_output_pending_bytes Bytes waiting to be "
+                  "sent on connections holding more than 64 KiB each "
+                  "(bounded by the server's max_output_bytes).\n"
+                  "# TYPE ludo_output_pending_bytes gauge\n"
+                  "ludo_output_pending_bytes %zu\n",
+               atomic_load_explicit(&m->output->used,
+                                    memory_order_relaxed)) < 0;
   if (m->nworkers > 0) bad |= render_workers(m, b);
   return bad ? -1 : 0;
 }

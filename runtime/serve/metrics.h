@@ -9,6 +9,7 @@
 
 #include "base/buf.h"
 #include "ludo_defs.h"
+#include "net/conn.h"
 
 /* The number of ludo's error codes (ludo_defs.h), one counter each. */
 #define LUDO__METRICS_ONE(name, code, msg) +1
@@ -57,6 +58,9 @@ typedef struct ludo__metrics_s {
    * sets them after ludo__metrics_init); NULL for a lone server. */
   ludo__worker_metrics_t *workers;
   unsigned nworkers;
+  /* The connections' output budget, shown as a gauge (borrowed; NULL:
+   * none). */
+  ludo__net_budget_t *output;
 } ludo__metrics_t;
 
 /* Zeroes `m` (no workers). */

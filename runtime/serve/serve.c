@@ -13,10 +13,14 @@
 #define DEFAULT_HTTP_SESSION_TIMEOUT_MS 300000
 #define DEFAULT_MAX_CONNECTIONS 16384
 #define DEFAULT_DRAIN_TIMEOUT_MS 10000
+#define DEFAULT_MAX_OUTPUT_BYTES ((size_t)256 << 20)
 
 void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   atomic_init(&sh->open, 0);
+  atomic_init(&sh->output.used, 0);
+  atomic_init(&sh->output.max, DEFAULT_MAX_OUTPUT_BYTES);
   ludo__metrics_init(&sh->metrics);
+  sh->metrics.output = &sh->output;
 }
 
 uint64_t sv_now_us(void) {
@@ -351,6 +355,8 @@ static void fill_options(ludo_server_options_t *o,
   if (o->max_connections == 0) o->max_connections = DEFAULT_MAX_CONNECTIONS;
   if (o->drain_timeout_ms == 0)
     o->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
+  if (o->max_output_bytes == 0)
+    o->max_output_bytes = DEFAULT_MAX_OUTPUT_BYTES;
 }
 
 void ludo__serve_options_init(ludo_server_options_t *o) {
@@ -358,6 +364,7 @@ void ludo__serve_options_init(ludo_server_options_t *o) {
   o->http_session_timeout_ms = DEFAULT_HTTP_SESSION_TIMEOUT_MS;
   o->max_connections = DEFAULT_MAX_CONNECTIONS;
   o->drain_timeout_ms = DEFAULT_DRAIN_TIMEOUT_MS;
+  o->max_output_bytes = DEFAULT_MAX_OUTPUT_BYTES;
 }
 
 int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
@@ -424,6 +431,9 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   if (sv->o.max_message_bytes) ho.max_body_bytes = sv->o.max_message_bytes;
   if (sv->o.max_header_bytes) ho.max_header_bytes = sv->o.max_header_bytes;
   ho.max_connections = sv->o.max_connections;
+  atomic_store_explicit(&sv->shared->output.max, sv->o.max_output_bytes,
+                        memory_order_relaxed);
+  ho.output_budget = &sv->shared->output;
   ludo__ws_options_init(&sv->wso);
   if (sv->o.max_message_bytes) sv->wso.max_message = sv->o.max_message_bytes;
   if (sv->o.ping_interval_ms == UINT32_MAX)

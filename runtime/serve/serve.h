@@ -20,6 +20,8 @@ typedef struct ludo__serve_s ludo__serve_t;
  * ludo__serve_shared_init; it must outlive its servers. */
 typedef struct ludo__serve_shared_s {
   atomic_uint open;          /* sessions open or opening, all servers */
+  ludo__net_budget_t output; /* unsent bytes of all connections
+                                (max_output_bytes) */
   ludo__metrics_t metrics;
 } ludo__serve_shared_t;
 

@@ -285,6 +285,50 @@ TEST_IMPL(http_pipelining) {
   net_core_free(&core);
 }
 
+/* The output budget shared by connections (conn.h): a pipelining client
+ * whose earlier response waits unsent, when its next one would take the
+ * budget past its bound, loses the connection; one whose responses went
+ * out answers as usual. */
+TEST_IMPL(http_output_budget) {
+  static const char two[] = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                            "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n";
+  static const ludo__http_header_t ct = {"Content-Type", "text/plain"};
+  ludo__core_t core;
+  ludo__net_budget_t b;
+  mem_t m;
+  rec_t r;
+  char *big = malloc(100 << 10);
+  int round;
+  ASSERT_NOT_NULL(big);
+  memset(big, 'b', 100 << 10);
+  atomic_init(&b.used, 0);
+  atomic_init(&b.max, (size_t)150 << 10);
+  net_core_init(&core);
+  for (round = 0; round < 2; round++) { /* 0: the peer reads; 1: not */
+    memset(&r, 0, sizeof r);
+    http_on(&m, &core, NULL, &r);
+    ludo__net_conn_set_budget(&m.conn, &b);
+    mem_feed(&m, two, sizeof two - 1);
+    ASSERT_EQ(r.n, 2);
+    ASSERT_OK(ludo__http_respond(r.req[0], 200, &ct, 1, big, 100 << 10));
+    if (round == 0) mem_ack(&m);
+    ASSERT_OK(ludo__http_respond(r.req[1], 200, &ct, 1, big, 100 << 10));
+    if (round == 0) {
+      ASSERT_EQ(m.close_req, 0);
+      mem_ack(&m);
+      ASSERT_UINT_EQ(atomic_load(&b.used), 0);
+      hang_up(&m);
+    } else {
+      ASSERT_EQ(m.close_req, 2); /* aborted: the second never queued */
+      mem_finish(&m);
+      mem_free(&m);
+      ASSERT_UINT_EQ(atomic_load(&b.used), 0);
+    }
+  }
+  free(big);
+  net_core_free(&core);
+}
+
 /* Connection: close, HTTP/1.0 with and without keep-alive. */
 TEST_IMPL(http_keep_alive) {
   ludo__core_t core;

@@ -167,6 +167,7 @@
   X(http_response_bytes)                                                     \
   X(http_respond_checks)                                                     \
   X(http_pipelining)                                                         \
+  X(http_output_budget)                                                      \
   X(http_keep_alive)                                                         \
   X(http_bad_requests)                                                       \
   X(http_error_after_pipelined)                                              \
@@ -192,6 +193,7 @@
   X(ws_close_from_server)                                                    \
   X(ws_keepalive)                                                            \
   X(ws_send_queue)                                                           \
+  X(ws_output_budget)                                                        \
   X(ws_send_paths)                                                           \
   X(ws_upgrade_pipelined)                                                    \
   X(ws_gone_before_switch)                                                   \

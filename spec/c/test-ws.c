@@ -831,6 +831,65 @@ TEST_IMPL(ws_send_queue) {
   net_core_free(&core);
 }
 
+/* The output budget shared by connections (conn.h): a WebSocket whose
+ * peer is behind is refused a send that would take the budget past its
+ * bound; one with nothing waiting always sends; under the free allowance
+ * nothing is counted; what a connection counted goes back as its bytes
+ * are sent and when it closes. */
+TEST_IMPL(ws_output_budget) {
+  ludo__core_t core;
+  ludo__net_budget_t b;
+  mem_t m1, m2;
+  wsrec_t w1, w2;
+  char *big = malloc(100 << 10);
+  ASSERT_NOT_NULL(big);
+  memset(big, 'b', 100 << 10);
+  atomic_init(&b.used, 0);
+  atomic_init(&b.max, (size_t)150 << 10);
+  net_core_init(&core);
+  memset(&w1, 0, sizeof w1);
+  memset(&w2, 0, sizeof w2);
+  ws_on(&m1, &core, &w1);
+  ws_on(&m2, &core, &w2);
+  ludo__net_conn_set_budget(&m1.conn, &b);
+  ludo__net_conn_set_budget(&m2.conn, &b);
+  mem_ack(&m1); /* the 101s are sent */
+  mem_ack(&m2);
+  /* small messages stay under the allowance: nothing counted */
+  ASSERT_OK(ludo__ws_send(w1.ws, 0, "hello", 5));
+  ASSERT_OK(ludo__ws_send(w1.ws, 0, "hello", 5));
+  ASSERT_UINT_EQ(atomic_load(&b.used), 0);
+  mem_ack(&m1);
+  /* each connection's first big message goes (its queue was empty), even
+   * past the bound together */
+  ASSERT_OK(ludo__ws_send(w1.ws, 0, big, 100 << 10));
+  ASSERT_TRUE(atomic_load(&b.used) > (size_t)100 << 10);
+  ASSERT_OK(ludo__ws_send(w2.ws, 0, big, 100 << 10));
+  ASSERT_TRUE(atomic_load(&b.used) > (size_t)200 << 10);
+  /* more while their peers are behind: refused, even one byte */
+  ASSERT_ERR(ludo__ws_send(w1.ws, 0, "x", 1), LUDO_EBUSY);
+  ASSERT_ERR(ludo__ws_send(w2.ws, 0, big, 100 << 10), LUDO_EBUSY);
+  /* the second peer reads: its bytes no longer count, and the first may
+   * add a little more (101 KiB of 150) but not another 100 KiB */
+  mem_ack(&m2);
+  ASSERT_EQ(w2.drains, 1);
+  ASSERT_OK(ludo__ws_send(w1.ws, 0, "x", 1));
+  ASSERT_ERR(ludo__ws_send(w1.ws, 0, big, 100 << 10), LUDO_EBUSY);
+  ASSERT_OK(ludo__ws_send(w2.ws, 0, big, 10 << 10));
+  /* a connection that goes returns what it counted */
+  ludo__net_conn_eof(&m1.conn);
+  mem_finish(&m1);
+  ASSERT_UINT_EQ(atomic_load(&b.used), 0); /* w2 holds 10 KiB: free */
+  mem_ack(&m2);
+  ludo__net_conn_eof(&m2.conn);
+  mem_finish(&m2);
+  ASSERT_UINT_EQ(atomic_load(&b.used), 0);
+  mem_free(&m1);
+  mem_free(&m2);
+  free(big);
+  net_core_free(&core);
+}
+
 /* An upgrade behind a request the handler still holds: the 101 and the
  * frames sent meanwhile wait; the client's first frame, sent with the
  * handshake, arrives after the switch. */

@@ -1534,6 +1534,63 @@ def a_call_answers_the_client_that_made_it():
         check(c.stop() == 0, "exit status")
 
 
+@test
+def unread_replies_share_one_bound():
+    # Clients that pipeline steps with big replies and read none, each
+    # under its connection's own 32 MiB: together they pass the server's
+    # --max-output (16 MiB, all workers), so the ones that add to it while
+    # their earlier replies wait end with 1008 after those; the others
+    # get every reply, a new client is served, and the bytes counted go
+    # back to 0 once they are gone.
+    c = Server("spec/fixtures/serve/big", "--workers", "2",
+               "--max-output", "16")
+    try:
+        socks = []
+        for _ in range(6):
+            s = raw_ws(c.port)
+            s.sendall(ws_frame(1, b'{"type":"reset"}'))
+            read_frame(s)
+            s.sendall(b"".join(ws_frame(1, b'{"type":"step","data":'
+                                           b'{"mib":4}}') for _ in range(4)))
+            socks.append(s)
+        time.sleep(2)
+        pending = metric(c.http("GET", "/metrics")[1],
+                         "ludo_output_pending_bytes")
+        # the bound, plus each connection's one reply that may always go
+        check(pending <= (16 + 6 * 4.1) * 2 ** 20, pending)
+        ended, whole = 0, 0
+        for s in socks:
+            got = 0
+            while True:
+                op, data = read_frame(s)
+                if op == 8:
+                    check(struct.unpack(">H", data[:2])[0] == 1008 and
+                          b"does not read" in data, data)
+                    ended += 1
+                    break
+                check(json.loads(data)["type"] == "observation", data[:80])
+                got += 1
+                if got == 4:
+                    whole += 1
+                    break
+            s.close()
+        check(ended >= 1 and ended + whole == 6, (ended, whole))
+        s = raw_ws(c.port)
+        s.sendall(ws_frame(1, b'{"type":"step","data":{"mib":1}}'))
+        op, data = read_frame(s)
+        check(op == 1 and len(data) > 2 ** 20, (op, len(data)))
+        s.close()
+        for _ in range(50):
+            pending = metric(c.http("GET", "/metrics")[1],
+                             "ludo_output_pending_bytes")
+            if pending == 0:
+                break
+            time.sleep(0.1)
+        check(pending == 0, pending)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
