@@ -85,3 +85,12 @@ void ludo__buf_reset(ludo__buf_t *b) {
   b->len = 0;
   if (b->p) b->p[0] = '\0';
 }
+
+void ludo__buf_fit(ludo__buf_t *b) {
+  char *np;
+  if (b->p == NULL || b->len + 1 >= b->cap) return;
+  np = b->fn(b->ud, b->p, b->cap, b->len + 1);
+  if (np == NULL) return;
+  b->p = np;
+  b->cap = b->len + 1;
+}

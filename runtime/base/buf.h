@@ -31,5 +31,8 @@ int ludo__buf_printf(ludo__buf_t *b, const char *fmt, ...)
 int ludo__buf_vprintf(ludo__buf_t *b, const char *fmt, va_list ap);
 /* Empties the buffer, keeping its memory. */
 void ludo__buf_reset(ludo__buf_t *b);
+/* Gives back the memory past the contents (and its NUL); when the
+ * allocator refuses, the buffer stays as it was. */
+void ludo__buf_fit(ludo__buf_t *b);
 
 #endif

@@ -31,6 +31,9 @@ typedef struct ludo__pstate_s {
   int named_ref;               /* the rubric's {name, rubric} pairs */
   int encode_ref;              /* the result encoder closure */
   int doing_ref;               /* ludo.runner's `doing`: what a call runs */
+  size_t gc_base;              /* the Lua heap (st.used without the result
+                                  buffer) after its last collection at a
+                                  call's end (session.c, settle_memory) */
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 

@@ -97,6 +97,32 @@ static void note_phase(ludo_session_t *s) {
     ludo__buf_printf(&s->err, " during %s", s->err_call);
 }
 
+/* A result buffer above this keeps at most a quarter more than its
+ * result; a call that leaves more garbage than the state holds live, and
+ * at least this much, is followed by a collection (settle_memory). */
+#define SETTLE_BYTES ((size_t)1 << 20)
+
+/* After a call: an idle session holds what it uses, not what its last
+ * call threw away (a big string it built and returned, say), which the
+ * incremental collector would keep until later calls allocate enough;
+ * nor a result buffer grown by doubling. The collection's work is
+ * proportional to what the call allocated (Lua's own pause of 200 %,
+ * applied when the call ends). Scripts cannot set __gc: only ludo's C
+ * finalizers run. */
+static void settle_memory(ludo_session_t *s) {
+  ludo__pstate_t *ps = s->ps;
+  ludo__state_t *st = &ps->st;
+  size_t lua;
+  if (s->out.cap > SETTLE_BYTES && s->out.cap - s->out.len > s->out.len / 4)
+    ludo__buf_fit(&s->out);
+  lua = st->used > s->out.cap ? st->used - s->out.cap : 0; /* Lua's part */
+  if (lua > SETTLE_BYTES && lua / 2 > ps->gc_base &&
+      lua - ps->gc_base > SETTLE_BYTES) {
+    lua_gc(st->L, LUA_GCCOLLECT);
+    ps->gc_base = st->used > s->out.cap ? st->used - s->out.cap : 0;
+  }
+}
+
 static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   ludo_session_t *s = ud;
   ludo_runtime_t *rt = s->env->rt;
@@ -144,6 +170,7 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
       ludo__log(&rt->core.log, LUDO_LOG_WARN, s->id, "close: %s",
                 s->err.p ? s->err.p : "");
   }
+  if (s->kind != LUDO__CALL_CLOSE) settle_memory(s);
   s->status = status;
   s->done = 1;
   rt->calls--;

@@ -156,6 +156,7 @@
   X(where_load_limits)                                                       \
   /* test-memory.c: accounting, allocator, pool */                           \
   X(stats_lua_bytes)                                                         \
+  X(memory_settles_after_big_steps)                                          \
   X(alloc_all_returned)                                                      \
   X(alloc_fault_injection)                                                   \
   X(pool_prewarm)                                                            \

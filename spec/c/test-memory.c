@@ -65,6 +65,39 @@ TEST_IMPL(stats_lua_bytes) {
   test_rt_free(rt);
 }
 
+/* A step that builds a 4 MiB string and returns it: once it answered,
+ * the session holds about its result (the string was collected, the
+ * result buffer fits it), not the string, the copy and a buffer grown
+ * by doubling (12 MiB and more); small steps after it collect nothing
+ * more and keep working. */
+TEST_IMPL(memory_settles_after_big_steps) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  const char *out;
+  size_t len, mem;
+  int i;
+  test_options(&o);
+  o.memory_cap = (size_t)64 << 20;
+  rt = test_rt_new(&o);
+  env = test_env_load(rt, "spec/fixtures/serve/big", NULL);
+  s = test_open(env);
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  for (i = 0; i < 3; i++) {
+    ASSERT_OK(ludo_session_step(s, J("{\"mib\":4}"), &out, &len));
+    ASSERT_UINT_GT(len, (size_t)4 << 20);
+    mem = ludo_session_memory(s);
+    ASSERT_UINT_GT(mem, (size_t)4 << 20);
+    ASSERT_LE(mem, ((size_t)4 << 20) + ((size_t)1 << 20));
+  }
+  ASSERT_OK(ludo_session_step(s, J("{\"mib\":0}"), &out, &len));
+  ASSERT_LE(ludo_session_memory(s), ((size_t)4 << 20) + ((size_t)1 << 20));
+  ludo_session_close(s);
+  ASSERT_OK(ludo_env_free(env));
+  test_rt_free(rt);
+}
+
 static void count_cb(ludo_session_t *s, int status, const char *data,
                      size_t len, void *ud) {
   int *n = ud;
