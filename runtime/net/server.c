@@ -76,6 +76,8 @@ struct ludo__server_s {
   int closing;
   ludo__server_close_cb close_cb;
   void *close_ud;
+  ludo__task_t finish;         /* ends a close with nothing left to wait
+                                  for (maybe_finish from the loop) */
   int rbuf_busy;
   char errmsg[256];
   char rbuf[READ_BUF];
@@ -95,8 +97,14 @@ static void maybe_finish(ludo__server_t *s) {
     return;
   cb = s->close_cb;
   ud = s->close_ud;
+  ludo__core_unpost(s->core, &s->finish);
   ludo__free(&s->core->heap, s, sizeof *s);
   if (cb) cb(ud);
+}
+
+static void finish_task(ludo__task_t *t) {
+  maybe_finish((ludo__server_t *)((char *)t -
+                                  offsetof(ludo__server_t, finish)));
 }
 
 /* ---- a sock's handles ------------------------------------------------- */
@@ -493,4 +501,8 @@ void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
     next = k->next;
     ludo__net_conn_shutdown(&k->conn);
   }
+  /* The listener closed already (ludo__server_stop_accepting) and no
+   * connection is left: no close callback will come to finish. */
+  s->finish.fn = finish_task;
+  ludo__core_post(s->core, &s->finish);
 }

@@ -1591,6 +1591,32 @@ def unread_replies_share_one_bound():
         check(c.stop() == 0, "exit status")
 
 
+@test
+def graceful_shutdown_with_no_connection_left():
+    # SIGTERM while a step runs for a client that has gone (one worker,
+    # and two: then neither has a connection left): the drain ends when
+    # the step does, not at the 15 s deadline of a worker waiting for
+    # connections it no longer has.
+    for workers in ("1", "2"):
+        c = Server("spec/fixtures/serve/slow", "--workers", workers)
+        sid = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+        s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        body = json.dumps({"action": {"ms": 800}}).encode()
+        s.sendall(b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nX-Session-Id: " + sid.encode() +
+                  b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(0.1)
+        reset_close(s)
+        c.p.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        status = c.p.wait(timeout=30)
+        log = c.p.stderr.read()
+        c.p.stderr.close()
+        check(status == 0, (workers, status, log))
+        check("did not close in time" not in log,
+              (workers, round(time.time() - t0, 1), log))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
