@@ -220,12 +220,13 @@ static void proxy_free(sv_sess_t *x) {
   if (sv->closing) sv_maybe_finish(sv);
 }
 
-/* Whether c is still one of the server's clients (a request's proxy keeps
- * the WebSocket it came on, which may have gone since). */
-static int client_alive(ludo__serve_t *sv, sv_ws_t *c) {
+/* Whether the WebSocket request proxy x came on is still one of the
+ * server's clients: it may have gone since, and another be allocated at
+ * its address (its serial then differs). */
+static int client_alive(ludo__serve_t *sv, const sv_sess_t *x) {
   sv_ws_t *k;
   for (k = sv->clients; k; k = k->next)
-    if (k == c) return 1;
+    if (k == x->ws) return k->serial == x->ws_serial;
   return 0;
 }
 
@@ -243,7 +244,7 @@ static void proxy_refuse(sv_sess_t *x, int code, const char *text) {
   sv_ws_t *ws = x->rpc_ws ? x->ws : NULL;
   x->req = NULL;
   if (req) ludo__http_req_set_data(req, NULL);
-  if (ws && !client_alive(sv, ws)) ws = NULL;
+  if (ws && !client_alive(sv, x)) ws = NULL;
   if (x->fwd_op == SV_FWD_HTTP) {
     if (req) sv_respond_detail(sv, req, code, text);
   } else if (req || ws) {
@@ -297,6 +298,7 @@ static void keep_rpc(sv_sess_t *x, ludo__http_req_t *req, sv_ws_t *ws,
                      int rpc_ws, json_t *rpc_id) {
   x->req = req;
   x->ws = ws;
+  x->ws_serial = ws ? ws->serial : 0;
   x->caller = ws;
   x->rpc_ws = ws ? rpc_ws : 0;
   x->rpc_id = rpc_id ? json_incref(rpc_id) : NULL;
@@ -451,7 +453,7 @@ static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
     } else {
       ludo__http_req_t *req = x->req;
       sv_ws_t *ws = x->rpc_ws ? x->ws : NULL;
-      if (ws && !client_alive(sv, ws)) ws = NULL;
+      if (ws && !client_alive(sv, x)) ws = NULL;
       x->req = NULL;
       if (req) ludo__http_req_set_data(req, NULL);
       if (req || ws)
@@ -467,7 +469,7 @@ static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
     return;
   }
   if (x->fwd_op != SV_FWD_ATTACH) x->kind = m->sess_kind;
-  if (x->fwd_op == SV_FWD_TOOL && x->rpc_ws && !client_alive(sv, x->ws))
+  if (x->fwd_op == SV_FWD_TOOL && x->rpc_ws && !client_alive(sv, x))
     x->ws = NULL, x->caller = NULL, x->rpc_ws = 0;
   done = x->done;
   x->done = NULL;

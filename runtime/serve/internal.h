@@ -69,6 +69,7 @@ struct sv_sess_s {
   int fwd_op;               /* a proxy: what it asked (SV_FWD_*) */
   int gone;                 /* a proxy: the owner dropped it already */
   uint64_t seq;             /* a proxy: its number, named by answers */
+  uint64_t ws_serial;       /* a request's proxy: the serial of `ws` */
   unsigned fwd_from;        /* ours, running a forwarded call: 1 + the
                                asking worker, 0: none */
   uint64_t fwd_seq;         /* ... and the number of its proxy there */
@@ -86,6 +87,8 @@ struct sv_ws_s {
   int overflowed;           /* one message too many came: the queued ones
                                are answered, then the error and a close */
   sv_ws_t *next, *prev;     /* all clients */
+  uint64_t serial;          /* unique on its server: tells it from a
+                               client allocated at its address later */
   /* A remote record (forward.c): stands for a WebSocket of another
    * worker attached to our session `sess` (ws is NULL); 0: a real one. */
   unsigned remote_from;     /* 1 + that worker */

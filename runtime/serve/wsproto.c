@@ -493,6 +493,7 @@ void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp) {
   }
   c->sv = sv;
   c->mcp = mcp;
+  c->serial = ++sv->next_seq;
   id = mcp ? NULL : query_value(ludo__http_req_query(req), "session_id",
                                 idbuf, sizeof idbuf);
   rc = ludo__ws_accept(req, &sv->wso, &cb, c, &c->ws);

@@ -1617,6 +1617,46 @@ def graceful_shutdown_with_no_connection_left():
               (workers, round(time.time() - t0, 1), log))
 
 
+@test
+def an_answer_never_reaches_a_later_client():
+    # A WebSocket asks (an mcp frame) to close a session of the other
+    # worker, busy with a spinning step so the answer comes late, and
+    # leaves; a new client of the same worker, whose record may take the
+    # freed one's address, must not get that answer.
+    c = Server("spec/fixtures/serve/big", "--workers", "2",
+               "--cpu-budget", "20000")
+    try:
+        ports = worker_ports(c)
+        spin = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+        sp = raw_ws(c.port, "/ws?session_id=" + spin,
+                    ports[int(spin[1])][0])
+        sp.sendall(ws_frame(1, b'{"type":"step","data":{"mib":-1}}'))
+        other = 1 - int(spin[1])
+        for i in range(10):
+            v = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                        "openenv/session/create"})[1]
+            target = v["result"]["session_id"]
+            if target[1] != spin[1]:
+                continue  # made on the other worker: not busy
+            a = raw_ws(c.port, "/ws", ports[other][0])
+            a.sendall(ws_frame(1, b'{"type":"state"}'))
+            read_frame(a)
+            a.sendall(ws_frame(1, json.dumps({"type": "mcp", "data": {
+                "jsonrpc": "2.0", "id": "close-%d" % i, "method":
+                "openenv/session/close", "params": {"session_id": target}}})
+                .encode()))
+            reset_close(a)
+            b = raw_ws(c.port, "/ws", ports[other][1])
+            time.sleep(0.1)
+            b.sendall(ws_frame(1, b'{"type":"state"}'))
+            v = json.loads(read_frame(b)[1])
+            check(v["type"] == "state", ("a reply not asked for", v))
+            reset_close(b)
+        reset_close(sp)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
