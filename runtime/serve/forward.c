@@ -397,6 +397,7 @@ int sv_proxy_call(sv_sess_t *x, int kind, const char *json, size_t len,
  * call does when it closes. */
 static void proxy_end(sv_sess_t *x, int op) {
   ludo__serve_t *sv = x->sv;
+  int draining = sv->draining; /* read first: see on_answer */
   if (x->dead) return;
   x->dead = 1;
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
@@ -413,6 +414,7 @@ static void proxy_end(sv_sess_t *x, int op) {
     x->in_cb--;
   }
   if (x->in_cb == 0) proxy_free(x);
+  if (draining) sv_drain_check(sv); /* it waited for no more answers */
 }
 
 void sv_proxy_close(sv_sess_t *x) {
@@ -427,7 +429,7 @@ void sv_proxy_detach(sv_sess_t *x) {
 }
 
 /* An answer for proxy m->seq. */
-static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
+static void answer_proxy(ludo__serve_t *sv, const sv_fwd_t *m) {
   sv_sess_t *x = proxy_find(sv, m->seq);
   sv_done_fn done;
   if (x == NULL || x->dead) return; /* dropped meanwhile */
@@ -478,6 +480,14 @@ static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
   x->in_cb--;
   if (x->fwd_op != SV_FWD_ATTACH || (x->dead && x->in_cb == 0))
     proxy_free(x);
+}
+
+static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
+  /* Read first: once closed, the server may go with the proxy. While it
+   * drains it stays (its HTTP server is open). */
+  int draining = sv->draining;
+  answer_proxy(sv, m);
+  if (draining) sv_drain_check(sv); /* that call was one it waited for */
 }
 
 /* The owner ended the attachment of proxy m->seq's WebSocket. */

@@ -506,11 +506,17 @@ static void on_reaper_closed(uv_handle_t *h) {
 
 /* ---- closing: drain, then close -------------------------------------- */
 
-/* 1 when one of the server's own sessions has a call in flight. */
+/* 1 when one of the server's own sessions has a call in flight, or a
+ * call it passed to another worker waits for its answer (that worker
+ * drains it too: the answer comes). */
 static int any_busy(const ludo__serve_t *sv) {
   const sv_sess_t *x;
+  unsigned b;
   for (x = sv->sessions; x; x = x->next)
     if (x->busy) return 1;
+  for (b = 0; sv->nproxies > 0 && b < SV_PROXY_BUCKETS; b++)
+    for (x = sv->proxies[b]; x; x = x->hnext)
+      if (x->busy && !x->dead) return 1;
   return 0;
 }
 

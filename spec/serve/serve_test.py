@@ -1657,6 +1657,41 @@ def an_answer_never_reaches_a_later_client():
         check(c.stop() == 0, "exit status")
 
 
+@test
+def graceful_shutdown_finishes_forwarded_steps():
+    # SIGTERM while a step runs for a WebSocket attached from the other
+    # worker, and for an X-Session-Id request from there: both workers
+    # drain, so the step answers (as on the owner) before the 1001.
+    c = Server("spec/fixtures/serve/slow", "--workers", "2")
+    ports = worker_ports(c)
+    sid = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                  "openenv/session/create"})[1]
+    sid = sid["result"]["session_id"]
+    other = 1 - int(sid[1])
+    sid2 = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+    h = socket.create_connection(("127.0.0.1", c.port), timeout=10,
+                                 source_address=("127.0.0.1",
+                                                 ports[1 - int(sid2[1])][1]))
+    body = json.dumps({"action": {"ms": 800}}).encode()
+    h.sendall(b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: "
+              b"application/json\r\nX-Session-Id: " + sid2.encode() +
+              b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    s = raw_ws(c.port, "/ws?session_id=" + sid, ports[other][0])
+    s.sendall(ws_frame(1, b'{"type":"step","data":{"ms":800}}'))
+    time.sleep(0.2)
+    c.p.send_signal(signal.SIGTERM)
+    op, data = read_frame(s)
+    check(op == 1 and json.loads(data)["type"] == "observation", (op, data))
+    op, data = read_frame(s)
+    check(op == 8 and struct.unpack(">H", data[:2])[0] == 1001, (op, data))
+    head = h.recv(65536)
+    check(head.startswith(b"HTTP/1.1 200"), head[:200])
+    reset_close(s)
+    reset_close(h)
+    check(c.p.wait(timeout=30) == 0, "exit status")
+    c.p.stderr.close()
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
