@@ -1,6 +1,9 @@
 /* main.c - `ludo`: entry point, subcommand dispatch and `ludo help`. */
 #include <stdarg.h>
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -211,10 +214,26 @@ static int cmd_help(const ludo__cli_cmd_t *cmd, int argc, char **argv) {
   return 0;
 }
 
+/* Blocks of 1 MiB and more (a big observation, its JSON, a reply frame)
+ * get their own mappings, given back to the system when freed. glibc's
+ * default raises that threshold to the largest block freed so far (up to
+ * 32 MiB), after which such blocks come from its heap and stay there:
+ * 40 sessions that each returned a 4 MiB observation once held 341 MB of
+ * RSS for 170 MB of live data (docs/performance.md, session 20). Only the
+ * command does this; the library leaves the host's allocator alone. An
+ * environment setting (MALLOC_MMAP_THRESHOLD_) wins. */
+static void malloc_policy(void) {
+#ifdef __GLIBC__
+  if (getenv("MALLOC_MMAP_THRESHOLD_") == NULL)
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 int main(int argc, char **argv) {
   const ludo__cli_cmd_t *cmd;
   const char *val;
   int i = 0, rest = 0, id;
+  malloc_policy();
   if (argc < 2) {
     top_help(stderr);
     return LUDO__CLI_USAGE;
