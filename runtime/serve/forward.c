@@ -484,7 +484,8 @@ static void answer_proxy(ludo__serve_t *sv, const sv_fwd_t *m) {
 
 static void on_answer(ludo__serve_t *sv, const sv_fwd_t *m) {
   /* Read first: once closed, the server may go with the proxy. While it
-   * drains it stays (its HTTP server is open). */
+   * drains it stays (its HTTP server is open; the drain ends from the
+   * loop). */
   int draining = sv->draining;
   answer_proxy(sv, m);
   if (draining) sv_drain_check(sv); /* that call was one it waited for */
@@ -607,12 +608,15 @@ void sv_remote_close(sv_ws_t *c, int code, const char *reason) {
   if (c->closing) return;
   c->closing = 1;
   c->sess = NULL;
+  /* The close first: the answer of a call the session's close cancels
+   * then finds the WebSocket closing (its code stands, 1001 on a
+   * shutdown), as a local client's would. */
+  post(sv, c->remote_from - 1, SV_FWD_WS_CLOSE, c->remote_seq, NULL, 0,
+       code, r, strlen(r));
   if (x) {
     x->ws = NULL;
     sv_sess_close(x);
   }
-  post(sv, c->remote_from - 1, SV_FWD_WS_CLOSE, c->remote_seq, NULL, 0,
-       code, r, strlen(r));
   remote_free(sv, c);
 }
 

@@ -198,7 +198,8 @@ uint64_t sv_now_ms(ludo__serve_t *sv);
 
 /* Frees the server when it is closing and nothing is left. */
 void sv_maybe_finish(ludo__serve_t *sv);
-/* During ludo__serve_close's drain: ends it once no call is in flight. */
+/* During ludo__serve_close's drain: ends it, from the loop, once no call
+ * is in flight. */
 void sv_drain_check(ludo__serve_t *sv);
 
 /* The capacity error text: "Server at capacity: N/M sessions active.

@@ -539,8 +539,12 @@ static void drain_end(ludo__serve_t *sv) {
 
 static void on_drain_timeout(uv_timer_t *t) { drain_end(t->data); }
 
+/* Ends the drain from the loop (its timer, due now): this runs inside
+ * the continuations of calls and proxies, which the close would free
+ * under them. */
 void sv_drain_check(ludo__serve_t *sv) {
-  if (sv->draining && !any_busy(sv)) drain_end(sv);
+  if (sv->draining && !any_busy(sv))
+    uv_timer_start(&sv->drain, on_drain_timeout, 0, 0);
 }
 
 /* Stops accepting and waits (bounded) for the calls in flight; 0 when

@@ -1692,6 +1692,37 @@ def graceful_shutdown_finishes_forwarded_steps():
     c.p.stderr.close()
 
 
+@test
+def graceful_shutdown_cancels_forwarded_steps():
+    # A step of a WebSocket attached from the other worker outlasts
+    # --drain-timeout: the owner cancels it, the answer ends the asker's
+    # drain from inside its continuation (which once freed the proxy
+    # under it), and the WebSocket still ends with 1001, the server 0.
+    for _ in range(3):
+        c = Server("spec/fixtures/serve/slow", "--workers", "2",
+                   "--drain-timeout", "1")
+        ports = worker_ports(c, 1)
+        sid = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                      "openenv/session/create"})[1]
+        sid = sid["result"]["session_id"]
+        s = raw_ws(c.port, "/ws?session_id=" + sid,
+                   ports[1 - int(sid[1])][0])
+        s.sendall(ws_frame(1, b'{"type":"step","data":{"ms":5000}}'))
+        time.sleep(0.3)
+        c.p.send_signal(signal.SIGTERM)
+        while True:
+            op, data = read_frame(s)
+            if op == 8:
+                break
+            check(json.loads(data)["type"] == "error", data)
+        check(struct.unpack(">H", data[:2])[0] == 1001, data)
+        reset_close(s)
+        status = c.p.wait(timeout=30)
+        log = c.p.stderr.read()
+        c.p.stderr.close()
+        check(status == 0, (status, log))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
