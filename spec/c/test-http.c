@@ -311,6 +311,7 @@ TEST_IMPL(http_output_budget) {
     mem_feed(&m, two, sizeof two - 1);
     ASSERT_EQ(r.n, 2);
     ASSERT_OK(ludo__http_respond(r.req[0], 200, &ct, 1, big, 100 << 10));
+    ASSERT_UINT_GT(atomic_load(&b.used), (size_t)100 << 10); /* counted */
     if (round == 0) mem_ack(&m);
     ASSERT_OK(ludo__http_respond(r.req[1], 200, &ct, 1, big, 100 << 10));
     if (round == 0) {
