@@ -465,6 +465,10 @@ static void answer_proxy(ludo__serve_t *sv, const sv_fwd_t *m) {
     return;
   }
   x->busy = 0;
+  if (m->refusal == SV_FWD_DROPPED) { /* no reply: the drain's 1001 comes */
+    x->done = NULL;
+    return;
+  }
   if (m->refusal) { /* a request's proxy (HTTP, tools/call) */
     proxy_refuse(x, m->refusal, m->data);
     proxy_free(x);
@@ -557,11 +561,13 @@ static void wait_call(ludo__serve_t *sv, sv_ws_t *c, const sv_fwd_t *q) {
 
 void sv_remote_pump(sv_ws_t *c) {
   sv_fwd_t *q = c->waiting;
-  if (q == NULL || c->closing || c->sess == NULL || c->sess->busy ||
-      c->sv->draining)
-    return;
+  if (q == NULL || c->closing || c->sess == NULL || c->sess->busy) return;
   c->waiting = NULL;
-  run_call(c->sv, c->sess, q, q->kind);
+  if (c->sv->draining) /* the asker, draining too, waits for an answer */
+    answer(c->sv, q->from, q->seq, LUDO_ECANCELED, SV_FWD_DROPPED, 0, "",
+           0);
+  else
+    run_call(c->sv, c->sess, q, q->kind);
   sv_fwd_free(q);
 }
 

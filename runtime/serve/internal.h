@@ -120,6 +120,11 @@ enum {
                         WebSocket with code `status`, reason data */
 };
 
+/* An answer's refusal: the owner's drain dropped an attached WebSocket's
+ * call that waited behind another client's (as a local client's queued
+ * messages are dropped): no reply; the asker stops waiting for it. */
+#define SV_FWD_DROPPED (-1)
+
 struct sv_fwd_s {
   sv_fwd_t *next;
   int op;                   /* SV_FWD_* */
@@ -129,7 +134,7 @@ struct sv_fwd_s {
   int status;               /* an answer's: 0 or the LUDO_E* of the call */
   int refusal;              /* an answer's: 0, or the HTTP status or
                                JSON-RPC code the request was refused with
-                               (text: data) */
+                               (text: data), or SV_FWD_DROPPED */
   int sess_kind;            /* an answer's: SV_SESS_* of the session */
   char id[48];              /* the session's id */
   size_t len;

@@ -1723,6 +1723,67 @@ def graceful_shutdown_cancels_forwarded_steps():
         check(status == 0, (status, log))
 
 
+@test
+def graceful_shutdown_drops_forwarded_waiting_steps():
+    # On each worker a session busy with a step, and a WebSocket from the
+    # other worker whose step waits behind it at the owner. SIGTERM: the
+    # owners drop the waiting steps, as a local client's queued ones, and
+    # say so, so neither worker waits for the other's answer until the
+    # drain timeout (they did: 15 s, the deadline); each WebSocket ends
+    # with 1001 and no reply, the first steps answer.
+    c = Server("spec/fixtures/serve/slow", "--workers", "2",
+               "--drain-timeout", "14")
+    ports = worker_ports(c, 3)
+    hs, ws = [], []
+    for w in (0, 1):
+        s = socket.create_connection(("127.0.0.1", c.port), timeout=10,
+                                     source_address=("127.0.0.1",
+                                                     ports[w][0]))
+        body = b'{"jsonrpc":"2.0","id":1,"method":"openenv/session/create"}'
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nContent-Length: %d\r\n\r\n"
+                  % len(body) + body)
+        got = b""
+        while not got.rstrip().endswith(b"}"):
+            got += s.recv(65536)
+        reset_close(s)
+        v = json.loads(got.split(b"\r\n\r\n", 1)[1])
+        v = v["result"]["session_id"]  # a session of worker w
+        check(int(v[1]) == w, v)
+        h = socket.create_connection(("127.0.0.1", c.port), timeout=10,
+                                     source_address=("127.0.0.1",
+                                                     ports[w][1]))
+        body = json.dumps({"action": {"ms": 1000}}).encode()
+        h.sendall(b"POST /step HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                  b"application/json\r\nX-Session-Id: " + v.encode() +
+                  b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        hs.append(h)
+        time.sleep(0.1)
+        a = raw_ws(c.port, "/ws?session_id=" + v, ports[1 - w][2])
+        a.sendall(ws_frame(1, b'{"type":"step","data":{"ms":0}}'))
+        ws.append(a)
+    time.sleep(0.2)
+    c.p.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    for a in ws:
+        a.settimeout(30)
+        op, data = read_frame(a)
+        check(op == 8 and struct.unpack(">H", data[:2])[0] == 1001,
+              (op, data[:120]))
+        reset_close(a)
+    # the steps end about 1 s in; a drain stuck to its timeout takes 14
+    check(time.time() - t0 < 7, ("the drain ran to its timeout",
+                                 round(time.time() - t0, 1)))
+    for h in hs:
+        head = h.recv(65536)
+        check(head.startswith(b"HTTP/1.1 200"), head[:200])
+        reset_close(h)
+    status = c.p.wait(timeout=30)
+    log = c.p.stderr.read()
+    c.p.stderr.close()
+    check(status == 0 and "did not close in time" not in log, (status, log))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
