@@ -33,6 +33,23 @@ function M.quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+-- A new empty folder /tmp/ludo-<name>-XXXXXX (mktemp -d); remove it with
+-- M.rmtmpdir when done.
+function M.tmpdir(name)
+  local p = assert(io.popen("mktemp -d /tmp/ludo-" .. name .. "-XXXXXX"))
+  local dir = p:read("l")
+  p:close()
+  assert(dir and dir:find("/tmp/ludo-" .. name .. "-", 1, true) == 1,
+    "mktemp -d failed")
+  return dir
+end
+
+-- Removes a folder M.tmpdir made, with what it holds (nothing else).
+function M.rmtmpdir(dir)
+  assert(dir:match("^/tmp/ludo%-[%w%-]+%-[%w]+$"), "not a tmpdir: " .. dir)
+  os.execute("rm -rf " .. M.quote(dir))
+end
+
 -- Runs a command line; returns its exit status, stdout and stderr.
 function M.sh(cmdline)
   local out, err = os.tmpname(), os.tmpname()

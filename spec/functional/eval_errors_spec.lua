@@ -21,17 +21,8 @@ local function lines(text)
 end
 
 local TMP
-setup(function()
-  local p = assert(io.popen("mktemp -d /tmp/ludo-eval-errors-XXXXXX"))
-  TMP = p:read("l")
-  p:close()
-end)
-
-teardown(function()
-  if TMP and TMP:match("^/tmp/ludo%-eval%-fixes%-") then
-    os.execute("rm -rf " .. quote(TMP))
-  end
-end)
+setup(function() TMP = cli.tmpdir("eval-errors") end)
+teardown(function() if TMP then cli.rmtmpdir(TMP) end end)
 
 describe("ludo eval merge into a non-empty folder", function()
   it("says to choose a new or empty folder, not to give --resume",
