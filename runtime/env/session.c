@@ -109,17 +109,21 @@ static void note_phase(ludo_session_t *s) {
  * proportional to what the call allocated (Lua's own pause of 200 %,
  * applied when the call ends). Scripts cannot set __gc: only ludo's C
  * finalizers run. */
+static size_t lua_heap(const ludo_session_t *s) {
+  size_t used = s->ps->st.used; /* the result buffer is counted there too */
+  return used > s->out.cap ? used - s->out.cap : 0;
+}
+
 static void settle_memory(ludo_session_t *s) {
   ludo__pstate_t *ps = s->ps;
-  ludo__state_t *st = &ps->st;
   size_t lua;
   if (s->out.cap > SETTLE_BYTES && s->out.cap - s->out.len > s->out.len / 4)
     ludo__buf_fit(&s->out);
-  lua = st->used > s->out.cap ? st->used - s->out.cap : 0; /* Lua's part */
+  lua = lua_heap(s);
   if (lua > SETTLE_BYTES && lua / 2 > ps->gc_base &&
       lua - ps->gc_base > SETTLE_BYTES) {
-    lua_gc(st->L, LUA_GCCOLLECT);
-    ps->gc_base = st->used > s->out.cap ? st->used - s->out.cap : 0;
+    lua_gc(ps->st.L, LUA_GCCOLLECT);
+    ps->gc_base = lua_heap(s);
   }
 }
 

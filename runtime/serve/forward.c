@@ -467,6 +467,7 @@ static void answer_proxy(ludo__serve_t *sv, const sv_fwd_t *m) {
   x->busy = 0;
   if (m->refusal == SV_FWD_DROPPED) { /* no reply: the drain's 1001 comes */
     x->done = NULL;
+    x->caller = NULL;
     return;
   }
   if (m->refusal) { /* a request's proxy (HTTP, tools/call) */
