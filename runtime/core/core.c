@@ -12,7 +12,8 @@
 /* A queue pass this recent means someone runs the loop. */
 #define LOOP_RECENT_NS 50000000u
 
-static void run_queue(uv_idle_t *h);
+static void run_queue(ludo__core_t *c);
+static void on_check(uv_check_t *h);
 
 int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
                     ludo_log_cb log, void *log_ud, uv_loop_t *loop,
@@ -40,6 +41,9 @@ int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
   uv_idle_init(c->loop, &c->idle);
   c->idle.data = c;
   ludo__core_handle_opened(c);
+  uv_check_init(c->loop, &c->check);
+  c->check.data = c;
+  ludo__core_handle_opened(c);
   return 0;
 fail_loop:
   ludo__registry_free(&c->cmods);
@@ -59,7 +63,7 @@ void ludo__core_handle_closed(ludo__core_t *c) {
     c->on_closed(c);
 }
 
-static void idle_closed(uv_handle_t *h) {
+static void handle_closed(uv_handle_t *h) {
   ludo__core_handle_closed(h->data);
 }
 
@@ -79,7 +83,9 @@ void ludo__core_close(ludo__core_t *c) {
     ludo__free(&c->heap, c->module_path, strlen(c->module_path) + 1);
   c->module_path = NULL;
   uv_idle_stop(&c->idle);
-  uv_close((uv_handle_t *)&c->idle, idle_closed);
+  uv_check_stop(&c->check);
+  uv_close((uv_handle_t *)&c->idle, handle_closed);
+  uv_close((uv_handle_t *)&c->check, handle_closed);
   if (!c->borrowed) {
     uv_run(c->loop, UV_RUN_DEFAULT); /* every handle closes */
     uv_loop_close(c->loop);
@@ -110,14 +116,28 @@ static int remove_from(ludo__queue_t *q, ludo__task_t *t) {
   return 0;
 }
 
+/* The idle handle's callback: nothing to do, its being active keeps the
+ * loop's I/O poll from blocking while tasks wait for the check phase. */
+static void on_idle(uv_idle_t *h) { (void)h; }
+
 static void want_idle(ludo__core_t *c) {
-  if (!c->closing) uv_idle_start(&c->idle, run_queue); /* no-op if on */
+  if (c->closing) return;
+  uv_idle_start(&c->idle, on_idle); /* both no-ops if on */
+  uv_check_start(&c->check, on_check);
+}
+
+static void stop_idle(ludo__core_t *c) {
+  uv_idle_stop(&c->idle);
+  uv_check_stop(&c->check);
 }
 
 void ludo__core_post(ludo__core_t *c, ludo__task_t *t) {
   if (t->queued || c->closing) return;
   t->queued = 1;
-  push(c->in_callback > 0 ? &c->later : &c->ready, t);
+  /* A callback the pass runs (a completion) that starts the next call
+   * waits for the next pass; a callback of the loop's I/O phase (a
+   * socket's message) posts for the pass that follows it. */
+  push(c->in_callback > 0 && c->in_pass ? &c->later : &c->ready, t);
   want_idle(c);
 }
 
@@ -208,9 +228,10 @@ uint64_t ludo__core_slice_deadline(const ludo__core_t *c) {
  * so a host driving the loop with uv_run gets it back between slices of
  * a long Lua run), then makes the tasks posted from host callbacks ready
  * for the next pass. */
-static void run_queue(uv_idle_t *h) {
-  ludo__core_t *c = h->data;
+static void run_queue(ludo__core_t *c) {
   ludo__task_t *t;
+  int was_in_pass = c->in_pass;
+  c->in_pass = 1;
   c->last_pass_ns = ludo__clock_ns();
   c->pass_end_ns = c->deadline_ns == 0 && c->slice_ns != 0
                        ? c->last_pass_ns + c->slice_ns : 0;
@@ -225,6 +246,7 @@ static void run_queue(uv_idle_t *h) {
       break;
   }
   c->pass_end_ns = 0;
+  c->in_pass = was_in_pass;
   if (c->later.head != NULL) {
     if (c->ready.tail)
       c->ready.tail->next = c->later.head;
@@ -233,8 +255,10 @@ static void run_queue(uv_idle_t *h) {
     c->ready.tail = c->later.tail;
     c->later.head = c->later.tail = NULL;
   }
-  if (c->ready.head == NULL) uv_idle_stop(&c->idle);
+  if (c->ready.head == NULL) stop_idle(c);
 }
+
+static void on_check(uv_check_t *h) { run_queue(h->data); }
 
 void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
   uint64_t saved = c->deadline_ns;
@@ -242,7 +266,7 @@ void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns) {
   c->in_run++;
   if (c->borrowed) {
     /* The host runs its loop; a poll runs only ludo's queue. */
-    if (uv_is_active((uv_handle_t *)&c->idle)) run_queue(&c->idle);
+    if (uv_is_active((uv_handle_t *)&c->check)) run_queue(c);
   } else {
     uv_run(c->loop, UV_RUN_NOWAIT);
   }

@@ -6,13 +6,18 @@
  *
  * The run queue. Everything ludo does after a call returns (starting a
  * non-blocking call, resuming Lua after a wait or a time slice, running a
- * completion callback, refilling a pool) is a task posted here. An idle
- * handle on the loop runs the tasks, so a host that runs the loop itself
- * (uv_run) needs nothing else, and a host that polls gets them from
- * ludo__core_poll. Tasks posted while a host callback runs go to the next
- * pass of the loop (or the next poll), so a callback that starts the next
- * call cannot keep one pass busy forever. A pass stops early at the
- * poll's deadline; what is left runs on the next pass. */
+ * completion callback, refilling a pool) is a task posted here. A check
+ * handle on the loop runs the tasks right after the loop's I/O phase, and
+ * an idle handle keeps the loop from blocking while tasks are ready. So a
+ * host that runs the loop itself (uv_run) needs nothing else, and a host
+ * that polls gets them from ludo__core_poll. A task posted from the I/O
+ * phase runs in the pass that follows it: a step a socket's message
+ * starts runs, and its reply is written, before the loop waits for I/O
+ * again. Tasks posted from a host callback that a pass runs (a
+ * completion callback starting the next call) go to the next pass of the
+ * loop (or the next poll), so such a chain cannot keep one pass busy
+ * forever. A pass stops early at the poll's deadline; what is left runs
+ * on the next pass. */
 #ifndef LUDO_CORE_CORE_H
 #define LUDO_CORE_CORE_H
 
@@ -58,7 +63,9 @@ typedef struct ludo__core_s {
   uv_loop_t own_loop;
   uv_loop_t *loop;           /* &own_loop, or the host's */
   int borrowed;              /* the loop is the host's */
-  uv_idle_t idle;            /* runs the queue while it is not empty */
+  uv_idle_t idle;            /* active while tasks are ready: the loop
+                                then polls for I/O without blocking */
+  uv_check_t check;          /* runs the queue, after the I/O phase */
   int closing, handles;
   ludo__queue_t ready;       /* tasks for this pass */
   ludo__queue_t later;       /* tasks posted from host callbacks */
@@ -74,6 +81,7 @@ typedef struct ludo__core_s {
                                 current queue pass gives the loop back */
   uint64_t last_pass_ns;     /* when the loop last ran the queue */
   int in_callback;           /* inside a host callback (depth) */
+  int in_pass;               /* the run queue's pass is running */
   int in_run;                /* inside uv_run started by ludo */
   int lua_depth;             /* Lua runs active on this core (nesting) */
   ludo__watchdog_t watchdog;
