@@ -110,10 +110,13 @@ static void check_observation(lua_State *L, ludo_session_t *s) {
   char text[512];
   void *ud;
   lua_Alloc fn = lua_getallocf(L, &ud);
+  int ok;
   ludo__buf_init(&msg, fn, ud);
-  if (ludo__schema_check_except(L, 1, s->env->obs_schema, "observation",
-                                envelope_skip, &msg)) {
+  ok = ludo__schema_check_except(L, 1, s->env->obs_schema, "observation",
+                                 envelope_skip, &msg);
+  if (ok != 0) {
     ludo__buf_free(&msg);
+    if (ok < 0) ludo__schema_stop(L);
     return;
   }
   /* Copied out and freed before raising. */

@@ -14,6 +14,7 @@
 #include "base/regex.h"
 #include "ludo_defs.h"
 #include "script/json.h"
+#include "script/state.h"
 
 enum {
   T_NULL = 1, T_BOOLEAN = 2, T_INTEGER = 4, T_NUMBER = 8, T_STRING = 16,
@@ -580,6 +581,11 @@ typedef struct {
   int quiet; /* inside anyOf/oneOf probes: no message */
   const char *const *skip; /* keys of the root object taken as absent */
   int hops;                /* $refs followed without going deeper */
+  int frames;              /* check() calls inside each other */
+  unsigned steps;          /* check() calls so far */
+  int stopped;             /* the running call's budget ran out */
+  int hard;                /* a limit failed the check: no `not`, anyOf
+                              or oneOf turns that into a pass */
 } chk_t;
 
 /* 1 when key k is one the check leaves out: a key of `skip`, in the root
@@ -612,18 +618,39 @@ static int fail(chk_t *c, const char *fmt, ...)
  * deeper is refused, never let through unchecked. */
 #define CHECK_DEPTH 64
 
+static int fail_limit(chk_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 static int too_deep(chk_t *c) {
-  return fail(c, "nested deeper than %d levels", CHECK_DEPTH);
+  return fail_limit(c, "nested deeper than %d levels", CHECK_DEPTH);
+}
+
+/* The message: "<root>.<path>: <what>". */
+static void put_msg(chk_t *c, const char *fmt, va_list ap) {
+  ludo__buf_reset(c->msg);
+  put_path(c);
+  ludo__buf_adds(c->msg, ": ");
+  ludo__buf_vprintf(c->msg, fmt, ap);
 }
 
 static int fail(chk_t *c, const char *fmt, ...) {
   va_list ap;
-  if (c->quiet) return 0;
-  ludo__buf_reset(c->msg);
-  put_path(c);
-  ludo__buf_adds(c->msg, ": ");
+  if (c->quiet || c->hard) return 0;
   va_start(ap, fmt);
-  ludo__buf_vprintf(c->msg, fmt, ap);
+  put_msg(c, fmt, ap);
+  va_end(ap);
+  return 0;
+}
+
+/* A limit (depth, $ref hops, nesting of checks) failed: the whole check
+ * fails with this message, inside alternatives and `not` too (a limit
+ * never lets a value through unchecked). */
+static int fail_limit(chk_t *c, const char *fmt, ...) {
+  va_list ap;
+  if (c->hard) return 0;
+  c->hard = 1;
+  va_start(ap, fmt);
+  put_msg(c, fmt, ap);
   va_end(ap);
   return 0;
 }
@@ -763,14 +790,31 @@ static void json_text(json_t *j, char *out, size_t n) {
 
 static int check(chk_t *c, int idx, const node_t *n);
 
+/* anyOf (need 1, any more allowed), oneOf (exactly 1) and allOf (all):
+ * the alternatives are tried in order until the outcome is known, so a
+ * recursive schema costs what the value's match needs, not every
+ * alternative at every level. */
 static int check_combo(chk_t *c, int idx, node_t **list, size_t cnt,
                        const char *kw, size_t need_min, size_t need_max) {
   size_t i, passed = 0;
   int quiet = c->quiet;
   c->quiet = 1;
-  for (i = 0; i < cnt; i++) passed += (size_t)check(c, idx, list[i]);
+  for (i = 0; i < cnt; i++) {
+    if (check(c, idx, list[i])) {
+      if (++passed > need_max || (need_max == cnt && passed >= need_min))
+        break; /* anyOf matched, or oneOf matched twice */
+    } else if (need_min == cnt) {
+      break; /* allOf failed */
+    }
+  }
   c->quiet = quiet;
   if (passed >= need_min && passed <= need_max) return 1;
+  if (need_min == cnt && cnt > 1)
+    return fail(c, "does not match %s (alternative %zu of %zu does not)",
+                kw, i + 1, cnt);
+  if (passed > need_max)
+    return fail(c, "does not match %s (more than %zu of %zu alternatives "
+                "matched)", kw, need_max, cnt);
   return fail(c, "does not match %s (%zu of %zu alternatives matched)", kw,
               passed, cnt);
 }
@@ -834,7 +878,7 @@ static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
   if (n->ref != NULL) {
     int ok;
     if (c->hops >= 4 * CHECK_DEPTH)
-      return fail(c, "the schema's $refs loop");
+      return fail_limit(c, "the schema's $refs loop");
     c->hops++;
     ok = check(c, idx, n->ref);
     c->hops--;
@@ -843,7 +887,7 @@ static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
   return 1;
 }
 
-static int check(chk_t *c, int idx, const node_t *n) {
+static int check_node(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
   if (n->never) return fail(c, "not allowed (the schema is false)");
@@ -983,18 +1027,46 @@ static int check(chk_t *c, int idx, const node_t *n) {
   return 1;
 }
 
+/* check() calls inside each other at most, values, $refs, not and the
+ * combinators together: bounds the C stack whatever the schema. */
+#define CHECK_FRAMES 512
+/* The running call's budget is looked at every this many check() calls. */
+#define CHECK_POLL 1024u
+
+static int check(chk_t *c, int idx, const node_t *n) {
+  int ok;
+  if (c->stopped || c->hard) return 0;
+  if (++c->steps % CHECK_POLL == 0 && ludo__state_check(c->L)) {
+    lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
+    c->stopped = 1;
+    return 0;
+  }
+  if (c->frames >= CHECK_FRAMES)
+    return fail_limit(c, "the schema nests more than %d checks deep here",
+                      CHECK_FRAMES);
+  c->frames++;
+  ok = check_node(c, idx, n);
+  c->frames--;
+  return ok && !c->hard && !c->stopped;
+}
+
 int ludo__schema_check_except(lua_State *L, int idx,
                               const ludo__schema_t *s, const char *root,
                               const char *const *skip, ludo__buf_t *msg) {
   chk_t c;
+  int ok;
+  memset(&c, 0, sizeof c);
   c.L = L;
   c.msg = msg;
   c.root = root;
-  c.depth = 0;
-  c.quiet = 0;
   c.skip = skip;
-  c.hops = 0;
-  return check(&c, lua_absindex(L, idx), s->root);
+  ok = check(&c, lua_absindex(L, idx), s->root);
+  return c.stopped ? -1 : ok;
+}
+
+int ludo__schema_stop(lua_State *L) {
+  if (!ludo__state_check(L)) lua_pushliteral(L, "ETIMEOUT: schema check");
+  return lua_error(L);
 }
 
 int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
@@ -1013,10 +1085,13 @@ static int ludo_l_schema_validate(lua_State *L) {
   ludo__buf_t msg;
   void *ud;
   lua_Alloc fn = lua_getallocf(L, &ud);
+  int ok;
   luaL_checkany(L, 1);
   ludo__buf_init(&msg, fn, ud);
-  if (ludo__schema_check(L, 1, s, root, &msg)) {
+  ok = ludo__schema_check(L, 1, s, root, &msg);
+  if (ok != 0) {
     ludo__buf_free(&msg);
+    if (ok < 0) return ludo__schema_stop(L);
     lua_pushboolean(L, 1);
     return 1;
   }

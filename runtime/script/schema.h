@@ -43,8 +43,13 @@ int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
 void ludo__schema_free(ludo__schema_t *s);
 
 /* Checks the Lua value at idx. Returns 1 when it conforms; otherwise 0 and
- * writes "<root>.<path>: <what>" into msg. Never raises; uses raw access
- * only (no metamethods run). [-0, +0, -] */
+ * writes "<root>.<path>: <what>" into msg. Returns -1 when the running
+ * call of L's state ran out of its budget during the check (looked at
+ * every thousand or so steps: a recursive schema can make a small value
+ * cost much): the caller frees what it holds and raises with
+ * ludo__schema_stop. Checks nest at most 512 deep, whatever the schema,
+ * and a value deeper than that fails. Never raises; uses raw access only
+ * (no metamethods run). [-0, +0, -] */
 int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
                        const char *root, ludo__buf_t *msg);
 
@@ -55,6 +60,10 @@ int ludo__schema_check(lua_State *L, int idx, const ludo__schema_t *s,
 int ludo__schema_check_except(lua_State *L, int idx,
                               const ludo__schema_t *s, const char *root,
                               const char *const *skip, ludo__buf_t *msg);
+
+/* Raises the timeout of the running call after a check returned -1.
+ * [-0, +1, v] */
+int ludo__schema_stop(lua_State *L);
 
 /* Pushes a C closure `validate(value) -> true | false, message` bound to s
  * (borrowed: s must outlive the state). [-0, +1, m] */

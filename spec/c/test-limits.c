@@ -331,3 +331,56 @@ TEST_IMPL(limit_sizes_and_depths) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* "[[...[" n deep, then `leaf`, then as many closing brackets, as the
+ * value of field `key` of an action object, into buf. */
+static size_t nested_action(char *buf, size_t cap, const char *key, int n,
+                            const char *leaf) {
+  size_t len = (size_t)snprintf(buf, cap, "{\"%s\":", key);
+  int i;
+  for (i = 0; i < n && len + 1 < cap; i++) buf[len++] = '[';
+  len += (size_t)snprintf(buf + len, cap - len, "%s", leaf);
+  for (i = 0; i < n && len + 2 < cap; i++) buf[len++] = ']';
+  buf[len++] = '}';
+  buf[len] = '\0';
+  return len;
+}
+
+/* Schemas whose check costs far more than the action (fixture
+ * schemacost): a limit reached inside `not` fails the action (it passed
+ * before); checks nested without bound end at 512 (a C stack overflow
+ * before); a $ref loop under anyOf ends at its first limit (2^256 paths
+ * before, as no limit failed more than its own path); an exponential but legitimate schema is stopped by the call's
+ * CPU budget, and the session stays usable. */
+TEST_IMPL(limit_schema_costs) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out;
+  size_t len, n;
+  char action[1024];
+  test_options(&o);
+  o.cpu_budget_ms = 100;
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, "spec/fixtures/c/schemacost", NULL));
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  n = nested_action(action, sizeof action, "notdeep", 70, "");
+  ASSERT_ERR(ludo_session_step(s, action, n, &out, &len), LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "nested deeper than 64");
+  n = nested_action(action, sizeof action, "notdeep", 3, "");
+  ASSERT_ERR(ludo_session_step(s, action, n, &out, &len), LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "matches the schema of 'not'");
+  expect_step_error(s, "{\"chain\":1}", LUDO_ESCHEMA,
+                    "nests more than 512 checks");
+  expect_step_error(s, "{\"bomb\":1}", LUDO_ESCHEMA,
+                    "nests more than 512 checks");
+  n = nested_action(action, sizeof action, "tree", 40, "[]");
+  ASSERT_OK(ludo_session_step(s, action, n, &out, &len));
+  n = nested_action(action, sizeof action, "tree", 40, "1");
+  ASSERT_ERR(ludo_session_step(s, action, n, &out, &len), LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "CPU budget of 100 ms");
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_step(s, J("{\"tree\":[[],[[]]]}"), &out, &len));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

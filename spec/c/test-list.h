@@ -143,6 +143,7 @@
   X(limit_input_size)                                                        \
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
+  X(limit_schema_costs)                                                      \
   /* test-where.c: errors that say where and what */                       \
   X(where_tracebacks)                                                        \
   X(where_policy_traceback)                                                  \

@@ -765,7 +765,7 @@ describe("ludo.json", function()
       { '{"pick":"x"}',
         "action.pick: does not match anyOf (0 of 2 alternatives matched)" },
       { '{"both":1}',
-        "action.both: does not match allOf (1 of 2 alternatives matched)" },
+        "action.both: does not match allOf (alternative 2 of 2 does not)" },
     }
 
     for _, case in ipairs(cases) do
