@@ -188,7 +188,13 @@ static int encode_result(lua_State *L) {
   if (s->strict && s->env->obs_schema != NULL && !tool_obs)
     check_observation(L, s);
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
+  obs_end = b->len; /* where the observation begins, for now */
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
+  if (b->p[obs_end] != '{') /* a sequence, or ludo.json.array{} */
+    return ludo__error_raise(L, LUDO_ESCRIPT, "the observation of %s must "
+                             "be an object (a table with string keys), got "
+                             "an array", s->kind == LUDO__CALL_RESET ? "reset"
+                                                                 : "step");
   obs_end = b->len;
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_REWARD));

@@ -682,9 +682,10 @@ static int key_cmp(const void *a, const void *b) {
   return x->n < y->n ? -1 : x->n > y->n;
 }
 
+/* 1 when the key k (n bytes, which may hold NULs) is one of `skip`. */
 static int is_skipped(const char *const *skip, const char *k, size_t n) {
   for (; skip && *skip; skip++)
-    if ((*skip)[0] == k[0] && strncmp(*skip, k, n) == 0 && (*skip)[n] == 0)
+    if ((*skip)[0] == k[0] && strlen(*skip) == n && memcmp(*skip, k, n) == 0)
       return 1;
   return 0;
 }

@@ -9,12 +9,19 @@
 
 #define ABUSE "spec/fixtures/c/abuse"
 
-static int step(ludo_session_t *s, const char *mode) {
+/* Steps with the action {"mode": mode}; the result in *out (borrowed
+ * until the session's next call). */
+static int step_out(ludo_session_t *s, const char *mode, const char **out,
+                    size_t *len) {
   char action[128];
+  snprintf(action, sizeof action, "{\"mode\":\"%s\"}", mode);
+  return ludo_session_step(s, action, strlen(action), out, len);
+}
+
+static int step(ludo_session_t *s, const char *mode) {
   const char *out;
   size_t len;
-  snprintf(action, sizeof action, "{\"mode\":\"%s\"}", mode);
-  return ludo_session_step(s, action, strlen(action), &out, &len);
+  return step_out(s, mode, &out, &len);
 }
 
 static ludo_runtime_t *abuse_rt(void) {
@@ -199,6 +206,8 @@ TEST_IMPL(abuse_huge_error) {
 TEST_IMPL(abuse_result_and_wait_messages) {
   ludo_runtime_t *rt = abuse_rt();
   ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  const char *out;
+  size_t len;
   ASSERT_ERR(step(s, "done_not_boolean"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
                       "observation.done must be a boolean or nil, got "
@@ -210,6 +219,18 @@ TEST_IMPL(abuse_result_and_wait_messages) {
                       "finite number or nil, got nan");
   ASSERT_ERR(step(s, "inf_reward"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "got -inf");
+  /* An observation is an object: a sequence used to be written as
+   * [1,2,3,"metadata":{}], which is no JSON. */
+  ASSERT_ERR(step(s, "array_obs"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the observation of step must "
+                      "be an object (a table with string keys), got an "
+                      "array");
+  ASSERT_ERR(step(s, "marked_array_obs"), LUDO_ESCRIPT);
+  /* Keys that hold NULs are keys like any other, not the envelope's
+   * (read past "reward" before: ASan) */
+  ASSERT_OK(step_out(s, "nul_keys", &out, &len));
+  ASSERT_STR_CONTAINS(out, "\"reward\\u0000\":1");
+  ASSERT_STR_CONTAINS(out, "\"reward\":null");
   ASSERT_ERR(step(s, "wait_in_sort"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "a C function that cannot "
                                               "yield is in between");
