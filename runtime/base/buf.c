@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 void ludo__buf_init(ludo__buf_t *b, ludo_alloc_fn fn, void *ud) {
   b->p = NULL;
   b->len = b->cap = 0;
@@ -48,11 +50,9 @@ int ludo__buf_addc(ludo__buf_t *b, char c) {
 
 int ludo__buf_add_clipped(ludo__buf_t *b, const char *p, size_t n,
                           size_t max) {
-  size_t keep = n;
-  if (n <= max) return ludo__buf_add(b, p, n);
-  keep = max;
-  while (keep > 0 && ((unsigned char)p[keep] & 0xC0) == 0x80) keep--;
+  size_t keep = ludo__utf8_cut(p, n, max);
   if (ludo__buf_add(b, p, keep)) return -1;
+  if (keep == n) return 0;
   return ludo__buf_printf(b, " [... %zu more bytes]", n - keep);
 }
 

@@ -47,3 +47,10 @@ size_t ludo__utf8_check(const char *s, size_t n) {
   }
   return n;
 }
+
+size_t ludo__utf8_cut(const char *s, size_t n, size_t max) {
+  size_t keep = max;
+  if (n <= max) return n;
+  while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80) keep--;
+  return keep;
+}

@@ -11,4 +11,9 @@
  * cut by the end of `s` is invalid). Never fails. */
 size_t ludo__utf8_check(const char *s, size_t n);
 
+/* How many of the `n` bytes of `s` to keep so as to keep at most `max`,
+ * cut before a UTF-8 sequence that would not fit whole: `n` when n <= max.
+ * Never fails. */
+size_t ludo__utf8_cut(const char *s, size_t n, size_t max);
+
 #endif

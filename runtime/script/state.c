@@ -17,6 +17,7 @@
 
 #include "base/clock.h"
 #include "base/redact.h"
+#include "base/utf8.h"
 #include "core/error.h"
 #include "script/guards.h"
 #include "script/pattern.h"
@@ -802,6 +803,26 @@ int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
   return LUDO_ENOMEM;
 }
 
+/* Replaces the string on top, when longer than LUDO__SCRIPT_MSG_MAX, with
+ * its first bytes (cut before a UTF-8 sequence that would not fit) and
+ * " [... N more bytes]": the message is prefixed, traced and redacted
+ * under a lifted cap, so those copies must not be of a message as big as
+ * the cap. [-1, +1, m] */
+static void clip_top(lua_State *L) {
+  size_t len, keep;
+  const char *msg = lua_tolstring(L, -1, &len);
+  luaL_Buffer b;
+  char more[48];
+  if (msg == NULL || len <= LUDO__SCRIPT_MSG_MAX) return;
+  keep = ludo__utf8_cut(msg, len, LUDO__SCRIPT_MSG_MAX);
+  snprintf(more, sizeof more, " [... %zu more bytes]", len - keep);
+  luaL_buffinit(L, &b);
+  luaL_addlstring(&b, msg, keep);
+  luaL_addstring(&b, more);
+  luaL_pushresult(&b);
+  lua_remove(L, -2);
+}
+
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap) {
   const char *msg;
@@ -844,6 +865,7 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     lua_remove(L, -2);
     return code;
   }
+  clip_top(L);
   msg = lua_tostring(L, -1);
   if (msg == NULL) {
     const char *tn = luaL_typename(L, -1);

@@ -170,6 +170,11 @@ void ludo__state_run_end(ludo__state_t *st);
  * kilobytes. [-0, +(0|1), m] */
 int ludo__state_check(lua_State *L);
 
+/* A script's error message is cut to this many bytes (and " [... N more
+ * bytes]") before ludo prefixes it with its code and adds a traceback:
+ * the session keeps 16 KiB of the whole (LUDO__ERRMSG_MAX). */
+#define LUDO__SCRIPT_MSG_MAX ((size_t)12 << 10)
+
 /* Most log bytes (print, ludo.log) one call may write; past it the rest
  * of the call's lines are dropped, with one line saying so. */
 #define LUDO__LOG_CALL_MAX ((size_t)256 << 10)
