@@ -227,22 +227,81 @@ void ludo__state_log(lua_State *L, ludo__state_t *st, int level,
   lua_pop(L, 1);
 }
 
-/* load(chunk [, chunkname [, mode [, env]]]): text chunks only. */
+/* The parser's input, fed in slices of this many bytes: the parser is C
+ * (no hook runs inside it) and some inputs cost it more than linear time
+ * (a chain of `and`s is quadratic), so the call's budget is looked at
+ * between slices. */
+#define LOAD_SLICE 512
+
+typedef struct {
+  const char *s;  /* the text not yet given to the parser */
+  size_t left;
+  int fn;         /* the chunk is a function giving the text in pieces */
+} load_reader_t;
+
+/* lua_Reader of l_load. The pieces of a function chunk are kept in the
+ * stack's slot 5, as the stock load keeps them. */
+static const char *load_reader(lua_State *L, void *ud, size_t *size) {
+  load_reader_t *r = ud;
+  size_t n;
+  if (ludo__state_check(L)) lua_error(L); /* load returns it; the call
+                                             ends at its next instruction */
+  if (r->left == 0 && r->fn) {
+    luaL_checkstack(L, 2, "too many nested functions");
+    lua_pushvalue(L, 1);
+    lua_call(L, 0, 1);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      r->fn = 0;
+    } else if (!lua_isstring(L, -1)) {
+      luaL_error(L, "reader function must return a string");
+    } else {
+      lua_replace(L, 5);
+      r->s = lua_tolstring(L, 5, &r->left);
+    }
+  }
+  n = r->left < LOAD_SLICE ? r->left : LOAD_SLICE;
+  *size = n;
+  r->left -= n;
+  r->s += n;
+  return n > 0 ? r->s - n : NULL;
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]): text chunks only, parsed
+ * within the call's budget. */
 static int l_load(lua_State *L) {
-  int n = lua_gettop(L);
+  size_t len;
+  const char *s = lua_tolstring(L, 1, &len);
   const char *mode = luaL_optstring(L, 3, "t");
+  const char *name;
+  int env = !lua_isnone(L, 4) ? 4 : 0, status;
+  load_reader_t r;
   if (strchr(mode, 't') == NULL) {
     luaL_pushfail(L);
     lua_pushliteral(L, "EPERM: binary chunks are not allowed in the sandbox");
     return 2;
   }
-  if (n < 3) lua_settop(L, 3);
-  lua_pushliteral(L, "t");
-  lua_replace(L, 3);
-  lua_pushvalue(L, lua_upvalueindex(1));
-  lua_insert(L, 1);
-  lua_call(L, n < 4 ? 3 : 4, LUA_MULTRET);
-  return lua_gettop(L);
+  r.s = s;
+  r.left = s != NULL ? len : 0;
+  r.fn = s == NULL;
+  if (s != NULL) {
+    name = luaL_optstring(L, 2, s);
+  } else {
+    name = luaL_optstring(L, 2, "=(load)");
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 5); /* slot 5 keeps the reader's current piece */
+  }
+  status = lua_load(L, load_reader, &r, name, "t");
+  if (status != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  if (env != 0) { /* the chunk's first upvalue is its _ENV */
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+  }
+  return 1;
 }
 
 /* setmetatable(t, mt): refuses metatables with __gc. */
@@ -425,7 +484,8 @@ static int open_sandbox(lua_State *L) {
   lua_setglobal(L, "loadfile");
   lua_pushcfunction(L, l_print);
   lua_setglobal(L, "print");
-  wrap_global(L, "load", l_load);
+  lua_pushcfunction(L, l_load);
+  lua_setglobal(L, "load");
   wrap_global(L, "setmetatable", l_setmetatable);
   wrap_global(L, "collectgarbage", l_collectgarbage);
   wrap_global(L, "xpcall", l_xpcall);

@@ -223,6 +223,25 @@ describe("sandbox", function()
       local obs = assert(attack(s, "load_text"))
       assert.are.equal(42, obs.value)
     end)
+
+    it("loads text from a reader and reports syntax errors", function()
+      local obs = assert(attack(s, "load_text_reader"))
+      assert.are.equal(42, obs.value)
+      assert.is_true(obs.bad)
+      assert.are.equal("bad:1: unexpected symbol near '+'", obs.err)
+    end)
+
+    for _, name in ipairs({ "load_and_chain", "load_and_chain_reader" }) do
+      it("parses within the call's budget (" .. name .. ")", function()
+        local t0 = os.clock()
+        local obs, err, code = attack(s, name)
+        assert.is_nil(obs)
+        assert.are.equal("ETIMEOUT", code, err)
+        -- 40 s of parsing before; the budget is 100 ms
+        assert.is_true(os.clock() - t0 < 5, "took " .. os.clock() - t0)
+        assert_healthy(s)
+      end)
+    end
   end)
 
   describe("memory bombs", function()
@@ -399,7 +418,7 @@ describe("sandbox", function()
       assert.are.equal("ETIMEOUT", code)
       -- The limit, where the loop was, and the phase.
       assert.are.equal("ETIMEOUT: the call exceeded its budget of 100000 VM "
-        .. "instructions (at " .. FIXTURE .. "/env.lua:135) during step", err)
+        .. "instructions (at " .. FIXTURE .. "/env.lua:158) during step", err)
       assert_healthy(is)
       irt:close()
     end)
