@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -586,6 +587,7 @@ typedef struct {
   int stopped;             /* the running call's budget ran out */
   int hard;                /* a limit failed the check: no `not`, anyOf
                               or oneOf turns that into a pass */
+  struct memo_s *memo;     /* remembered outcomes (memo_find), or NULL */
 } chk_t;
 
 /* 1 when key k is one the check leaves out: a key of `skip`, in the root
@@ -788,6 +790,24 @@ static void json_text(json_t *j, char *out, size_t n) {
   jfree(s);
 }
 
+/* check() calls inside each other at most, values, $refs, not and the
+ * combinators together: bounds the C stack whatever the schema. */
+#define CHECK_FRAMES 512
+/* The running call's budget is looked at every this many steps (check()
+ * calls, and keys of the objects walked). */
+#define CHECK_POLL 1024u
+
+/* Counts a step; 1 when the running call's budget ran out (now or
+ * before): everything then stops, and the caller raises. */
+static int tick(chk_t *c) {
+  if (!c->stopped && ++c->steps % CHECK_POLL == 0 &&
+      ludo__state_check(c->L)) {
+    lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
+    c->stopped = 1;
+  }
+  return c->stopped;
+}
+
 static int check(chk_t *c, int idx, const node_t *n);
 
 /* anyOf (need 1, any more allowed), oneOf (exactly 1) and allOf (all):
@@ -833,6 +853,10 @@ static long count_keys(chk_t *c, int idx) {
   lua_pushnil(c->L);
   while (lua_next(c->L, idx)) {
     size_t klen;
+    if (tick(c)) {
+      lua_pop(c->L, 2);
+      return 0;
+    }
     const char *key = lua_type(c->L, -2) == LUA_TSTRING
                           ? lua_tolstring(c->L, -2, &klen) : NULL;
     if (key == NULL || !skipped(c, key, klen)) k++;
@@ -980,6 +1004,10 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
       const char *k;
       const node_t *sub = NULL;
       int ok = 1;
+      if (tick(c)) {
+        lua_pop(L, 2);
+        return 0;
+      }
       if (lua_type(L, -2) != LUA_TSTRING) {
         lua_pop(L, 2);
         return fail(c, "object keys must be strings");
@@ -1027,27 +1055,83 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
   return 1;
 }
 
-/* check() calls inside each other at most, values, $refs, not and the
- * combinators together: bounds the C stack whatever the schema. */
-#define CHECK_FRAMES 512
-/* The running call's budget is looked at every this many check() calls. */
-#define CHECK_POLL 1024u
+
+/* Outcomes of quiet checks of a table against a schema node are
+ * remembered once a check has taken this many steps (an ordinary check
+ * never gets there and allocates nothing), so that a recursive schema
+ * tried many ways over the same value (an anyOf of node kinds at every
+ * level) checks each (node, table, depth) once: polynomial, not
+ * exponential. Only quiet outcomes are kept (they write no message), and
+ * only those no limit cut short. */
+#define MEMO_AFTER 4096u
+#define MEMO_SLOTS 4096u /* a power of two */
+#define MEMO_PROBE 8
+
+typedef struct memo_s {
+  const node_t *n; /* NULL: empty */
+  const void *v;
+  int depth, ok;
+} memo_t;
+
+/* The slot of (n, v, depth): the one holding it, else an empty one near
+ * its hash, else NULL. */
+static memo_t *memo_find(chk_t *c, const node_t *n, const void *v) {
+  uintptr_t h = ((uintptr_t)n >> 4) * 0x9E3779B1u ^
+                ((uintptr_t)v >> 4) * 0x85EBCA77u ^ (uintptr_t)c->depth;
+  unsigned i;
+  for (i = 0; i < MEMO_PROBE; i++) {
+    memo_t *m = &c->memo[(h + i) & (MEMO_SLOTS - 1)];
+    if (m->n == NULL || (m->n == n && m->v == v && m->depth == c->depth))
+      return m;
+  }
+  return NULL;
+}
+
+/* The slot for a check of the table at idx against n, or NULL when
+ * outcomes are not remembered here. */
+static memo_t *memo_slot(chk_t *c, int idx, const node_t *n) {
+  if (!c->quiet || c->steps < MEMO_AFTER ||
+      lua_type(c->L, idx) != LUA_TTABLE)
+    return NULL;
+  if (c->memo == NULL) {
+    void *ud;
+    lua_Alloc fn = lua_getallocf(c->L, &ud);
+    c->memo = fn(ud, NULL, 0, MEMO_SLOTS * sizeof(memo_t));
+    if (c->memo == NULL) return NULL; /* at the cap: checked as it is */
+    memset(c->memo, 0, MEMO_SLOTS * sizeof(memo_t));
+  }
+  return memo_find(c, n, lua_topointer(c->L, idx));
+}
+
+static void memo_free(chk_t *c) {
+  void *ud;
+  lua_Alloc fn;
+  if (c->memo == NULL) return;
+  fn = lua_getallocf(c->L, &ud);
+  fn(ud, c->memo, MEMO_SLOTS * sizeof(memo_t), 0);
+  c->memo = NULL;
+}
 
 static int check(chk_t *c, int idx, const node_t *n) {
   int ok;
-  if (c->stopped || c->hard) return 0;
-  if (++c->steps % CHECK_POLL == 0 && ludo__state_check(c->L)) {
-    lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
-    c->stopped = 1;
-    return 0;
-  }
+  memo_t *m;
+  if (c->hard || tick(c)) return 0;
   if (c->frames >= CHECK_FRAMES)
     return fail_limit(c, "the schema nests more than %d checks deep here",
                       CHECK_FRAMES);
+  m = memo_slot(c, idx, n);
+  if (m != NULL && m->n == n) return m->ok;
   c->frames++;
-  ok = check_node(c, idx, n);
+  ok = check_node(c, idx, n) && !c->hard && !c->stopped;
   c->frames--;
-  return ok && !c->hard && !c->stopped;
+  if (m != NULL && !c->hard && !c->stopped) {
+    /* (the slot may have been taken meanwhile: ours is as good) */
+    m->n = n;
+    m->v = lua_topointer(c->L, idx);
+    m->depth = c->depth;
+    m->ok = ok;
+  }
+  return ok;
 }
 
 int ludo__schema_check_except(lua_State *L, int idx,
@@ -1061,6 +1145,7 @@ int ludo__schema_check_except(lua_State *L, int idx,
   c.root = root;
   c.skip = skip;
   ok = check(&c, lua_absindex(L, idx), s->root);
+  memo_free(&c);
   return c.stopped ? -1 : ok;
 }
 

@@ -47,12 +47,19 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         ludo__state_locate(st, st->chain[st->depth - 1]);
       if (st->refused == LUDO__REFUSALS_MAX)
         ludo__state_kill(st, LUDO__KILL_MEMORY); /* raised by the hook */
+      st->failed++;
       return NULL;
     }
-    if (st->fail_after >= 0 && st->fail_after-- == 0) return NULL;
+    if (st->fail_after >= 0 && st->fail_after-- == 0) {
+      st->failed++;
+      return NULL;
+    }
   }
   p = ludo__arena_realloc(&st->arena, ptr, osize, nsize);
-  if (p == NULL) return NULL;
+  if (p == NULL) {
+    if (nsize > osize) st->failed++;
+    return NULL;
+  }
   st->used = st->used - osize + nsize;
   if (st->total) *st->total = *st->total - osize + nsize;
   if (st->used > st->peak) st->peak = st->used;
@@ -344,12 +351,21 @@ static void chain_pop(ludo__state_t *st) {
   if (st->depth > 0) st->depth--;
 }
 
+/* Raises unless the chain has room for one more coroutine: the watchdog
+ * reaches the first LUDO__CHAIN_MAX only, and a coroutine it cannot
+ * reach would run past every limit. */
+static void chain_room(lua_State *L, const ludo__state_t *st) {
+  if (st != NULL && st->depth >= LUDO__CHAIN_MAX)
+    luaL_error(L, "coroutines nest more than %d deep", LUDO__CHAIN_MAX);
+}
+
 /* coroutine.resume(co, ...): the library's, tracking the chain. */
 static int l_co_resume(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   lua_State *co = lua_tothread(L, 1);
   int rc, n = lua_gettop(L);
   luaL_argexpected(L, co != NULL, 1, "coroutine");
+  chain_room(L, st);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   chain_push(st, co);
@@ -371,6 +387,7 @@ static int l_co_close(lua_State *L) {
   if (st->close_depth >= LUDO__CLOSE_NEST_MAX)
     return luaL_error(L, "coroutine.close nested more than %d deep",
                       LUDO__CLOSE_NEST_MAX);
+  chain_room(L, st);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   st->close_depth++;
@@ -589,6 +606,7 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->issued = 0;
   st->armed = 1;
   st->refused = 0;
+  st->failed = 0;
   st->where[0] = '\0';
   st->log_bytes = 0;
   st->killed = 0;
@@ -906,14 +924,13 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
                          "ms", (lua_Integer)(st->budget_ns / 1000000));
     return LUDO_ETIMEOUT;
   }
-  /* A memory error that Lua code caught (a pcall in ludo's library or
-   * the script's) and raised again is still one, when the cap did refuse
-   * memory in this call; the text alone, which a script can write, is
-   * not enough. */
-  if (status == LUA_ERRMEM ||
-      (status == LUA_ERRRUN && st->refused != 0 &&
-       lua_type(L, -1) == LUA_TSTRING &&
-       strcmp(lua_tostring(L, -1), "not enough memory") == 0)) {
+  /* A memory error, or one that Lua code caught (a pcall in ludo's
+   * library or the script's) and raised again, is one when memory did
+   * fail in this call; the text alone, which a script can write (and
+   * Lua's error() turns into LUA_ERRMEM), is not enough. */
+  if ((status == LUA_ERRMEM || status == LUA_ERRRUN) && st->failed != 0 &&
+      lua_type(L, -1) == LUA_TSTRING &&
+      strcmp(lua_tostring(L, -1), "not enough memory") == 0) {
     lua_pop(L, 1);
     lua_pushfstring(L, "ENOMEM: the session's memory limit of %I bytes was "
                        "reached", (lua_Integer)cap);
@@ -923,6 +940,7 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
   if (code != 0) { /* raised by ludo's own code: the code is its own */
     ludo__error_push_message(L, -1);
     lua_remove(L, -2);
+    clip_top(L); /* its text may hold the script's (a split's name...) */
     return code;
   }
   clip_top(L);

@@ -49,6 +49,8 @@ typedef struct ludo__state_s {
   size_t cap;                 /* refuse growth past this; 0 = no cap */
   size_t peak;
   unsigned refused;          /* growths refused at the cap in this call */
+  unsigned failed;           /* growths that failed in this call, at the
+                                cap or not (the heap, fault injection) */
   size_t *total;              /* also counted here when not NULL */
   long fail_after;            /* tests: fail the Nth allocation (<0 off) */
   int gc_pause;               /* the collector's pause (%); 0: Lua's */

@@ -350,15 +350,20 @@ static size_t nested_action(char *buf, size_t cap, const char *key, int n,
  * schemacost): a limit reached inside `not` fails the action (it passed
  * before); checks nested without bound end at 512 (a C stack overflow
  * before); a $ref loop under anyOf ends at its first limit (2^256 paths
- * before, as no limit failed more than its own path); an exponential but legitimate schema is stopped by the call's
- * CPU budget, and the session stays usable. */
+ * before, as no limit failed more than its own path); a recursive schema
+ * tried both ways at every level is checked once per (node, value): the
+ * right answer at once (2^40 checks before); and a check that is long
+ * for its value's size is stopped by the call's CPU budget, the session
+ * staying usable. */
 TEST_IMPL(limit_schema_costs) {
+  enum { WIDE_ITEMS = 100000 };
   ludo_options_t o;
   ludo_runtime_t *rt;
   ludo_session_t *s;
   const char *out;
   size_t len, n;
-  char action[1024];
+  char action[1024], *wide;
+  int i;
   test_options(&o);
   o.cpu_budget_ms = 100;
   rt = test_rt_new(&o);
@@ -377,10 +382,19 @@ TEST_IMPL(limit_schema_costs) {
   n = nested_action(action, sizeof action, "tree", 40, "[]");
   ASSERT_OK(ludo_session_step(s, action, n, &out, &len));
   n = nested_action(action, sizeof action, "tree", 40, "1");
-  ASSERT_ERR(ludo_session_step(s, action, n, &out, &len), LUDO_ETIMEOUT);
-  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "CPU budget of 100 ms");
-  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_ERR(ludo_session_step(s, action, n, &out, &len), LUDO_ESCHEMA);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "action.tree[0]: does not match "
+                      "anyOf (0 of 2 alternatives matched)");
   ASSERT_OK(ludo_session_step(s, J("{\"tree\":[[],[[]]]}"), &out, &len));
+  wide = malloc(WIDE_ITEMS * 2 + 16);
+  n = (size_t)sprintf(wide, "{\"wide\":[");
+  for (i = 0; i < WIDE_ITEMS; i++) n += (size_t)sprintf(wide + n, "0,");
+  n += (size_t)sprintf(wide + n - 1, "]}") - 1;
+  ASSERT_ERR(ludo_session_step(s, wide, n, &out, &len), LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "CPU budget of 100 ms");
+  free(wide);
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_step(s, J("{\"wide\":[1,2]}"), &out, &len));
   ludo_session_close(s);
   test_rt_free(rt);
 }
