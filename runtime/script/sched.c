@@ -181,6 +181,8 @@ static void finish(ludo__sched_t *s, int status) {
      * would run with hooks off, where nothing could stop them. Others run
      * them under the cleanup budget. */
     if (!stopped) close_thread(s, co);
+    cancel_ops(s); /* waits its __close handlers started: theirs, not the
+                      next call's */
     renew_thread(s);
   }
   s->in_call = 0;

@@ -356,3 +356,18 @@ TEST_IMPL(abuse_regex_bounds) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* Waits that a failed call's __close handlers start while the call is
+ * cleaned up are cancelled with it: one of them used to resume the next
+ * call's own wait ("resumed with a completion for another operation"). */
+TEST_IMPL(abuse_close_waits) {
+  ludo_runtime_t *rt = abuse_rt();
+  ludo_session_t *s =
+      test_open(test_env_load(rt, "spec/fixtures/c/closewait", NULL));
+  ASSERT_ERR(step(s, "fail_with_waits"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the step fails");
+  ASSERT_OK(step(s, "sleep"));
+  ASSERT_OK(step(s, "sleep"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
