@@ -426,17 +426,16 @@ describe("sandbox", function()
       end)
     end
 
-    it("coroutines nest 32 deep at most, within the budget's reach",
-      function()
-        assert_refused(s, witness, "deep_co_40", "ESCRIPT",
-          "coroutines nest more than 32 deep")
-      end)
-
-    it("a script's 'not enough memory' is an ESCRIPT, not ENOMEM",
-      function()
-        assert_refused(s, witness, "forged_nomem", "ESCRIPT",
-          "ESCRIPT: not enough memory")
-      end)
+    -- { attack, what it shows, code, message }
+    local refusals = {
+      { "deep_co_40", "coroutines nest 32 deep at most, in the budget's "
+        .. "reach", "ESCRIPT", "coroutines nest more than 32 deep" },
+      { "forged_nomem", "a script's 'not enough memory' is no ENOMEM",
+        "ESCRIPT", "ESCRIPT: not enough memory" },
+    }
+    for _, r in ipairs(refusals) do
+      it(r[2], function() assert_refused(s, witness, r[1], r[3], r[4]) end)
+    end
 
     it("an error object whose __tostring loops is not called", function()
       assert_refused(s, witness, "tostring_error_loop", "ESCRIPT",
