@@ -57,6 +57,7 @@
   /* test-abuse.c: cleanup paths and Lua defects */                        \
   X(abuse_close_after_error)                                                 \
   X(abuse_close_waits)                                                       \
+  X(abuse_big_error_memory)                                                  \
   X(abuse_close_after_timeout)                                               \
   X(abuse_coroutine_close_paths)                                             \
   X(abuse_nested_close)                                                      \
