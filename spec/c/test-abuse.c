@@ -24,12 +24,15 @@ static int step(ludo_session_t *s, const char *mode) {
   return step_out(s, mode, &out, &len);
 }
 
-static ludo_runtime_t *abuse_rt(void) {
+/* A runtime whose calls have `budget_ms` of CPU each. */
+static ludo_runtime_t *abuse_rt_budget(unsigned budget_ms) {
   ludo_options_t o;
   test_options(&o);
-  o.cpu_budget_ms = 200;
+  o.cpu_budget_ms = budget_ms;
   return test_rt_new(&o);
 }
+
+static ludo_runtime_t *abuse_rt(void) { return abuse_rt_budget(200); }
 
 /* Runs `mode` on a fresh session, expects `code` or `other` within
  * `max_s` seconds, then checks that the session and a witness still
@@ -206,15 +209,9 @@ TEST_IMPL(abuse_huge_error) {
  * times over with the cap lifted (peak 16 MiB to make it, then 24 more).
  * A budget that making 8 MiB under ASan fits in. */
 TEST_IMPL(abuse_big_error_memory) {
-  ludo_options_t o;
-  ludo_runtime_t *rt;
-  ludo_session_t *s;
-  size_t before;
-  test_options(&o);
-  o.cpu_budget_ms = 10000;
-  rt = test_rt_new(&o);
-  s = test_open(test_env_load(rt, ABUSE, NULL));
-  before = test_heap.live;
+  ludo_runtime_t *rt = abuse_rt_budget(10000);
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  size_t before = test_heap.live;
   test_heap.peak = before;
   ASSERT_ERR(step(s, "big_error"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ESCRIPT: table: 0x? xxx");
