@@ -120,13 +120,13 @@ static int remove_from(ludo__queue_t *q, ludo__task_t *t) {
  * loop's I/O poll from blocking while tasks wait for the check phase. */
 static void on_idle(uv_idle_t *h) { (void)h; }
 
-static void want_idle(ludo__core_t *c) {
+static void want_pass(ludo__core_t *c) {
   if (c->closing) return;
   uv_idle_start(&c->idle, on_idle); /* both no-ops if on */
   uv_check_start(&c->check, on_check);
 }
 
-static void stop_idle(ludo__core_t *c) {
+static void stop_pass(ludo__core_t *c) {
   uv_idle_stop(&c->idle);
   uv_check_stop(&c->check);
 }
@@ -138,14 +138,14 @@ void ludo__core_post(ludo__core_t *c, ludo__task_t *t) {
    * waits for the next pass; a callback of the loop's I/O phase (a
    * socket's message) posts for the pass that follows it. */
   push(c->in_callback > 0 && c->in_pass ? &c->later : &c->ready, t);
-  want_idle(c);
+  want_pass(c);
 }
 
 void ludo__core_post_later(ludo__core_t *c, ludo__task_t *t) {
   if (t->queued || c->closing) return;
   t->queued = 1;
   push(&c->later, t);
-  want_idle(c);
+  want_pass(c);
 }
 
 /* A held delivery runs or is withdrawn: it no longer counts. */
@@ -255,7 +255,7 @@ static void run_queue(ludo__core_t *c) {
     c->ready.tail = c->later.tail;
     c->later.head = c->later.tail = NULL;
   }
-  if (c->ready.head == NULL) stop_idle(c);
+  if (c->ready.head == NULL) stop_pass(c);
 }
 
 static void on_check(uv_check_t *h) { run_queue(h->data); }

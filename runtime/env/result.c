@@ -168,7 +168,8 @@ static int encode_result(lua_State *L) {
   ludo__buf_t *b = &s->out;
   int tool_obs = lua_type(L, 2) == LUA_TBOOLEAN && !lua_toboolean(L, 2);
   int has_score = !lua_isnil(L, 2) && !tool_obs, md;
-  size_t obs_end, md_at = (size_t)-1; /* where metadata's text begins */
+  size_t obs_at, obs_end, md_at = (size_t)-1; /* where the observation's
+                                                  and metadata's text are */
   if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
     ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, NULL);
     return 0;
@@ -188,9 +189,9 @@ static int encode_result(lua_State *L) {
   if (s->strict && s->env->obs_schema != NULL && !tool_obs)
     check_observation(L, s);
   if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
-  obs_end = b->len; /* where the observation begins, for now */
+  obs_at = b->len;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
-  if (b->p[obs_end] != '{') /* a sequence, or ludo.json.array{} */
+  if (b->p[obs_at] != '{') /* a sequence, or ludo.json.array{} */
     return ludo__error_raise(L, LUDO_ESCRIPT, "the observation of %s must "
                              "be an object (a table with string keys), got "
                              "an array", s->kind == LUDO__CALL_RESET ? "reset"

@@ -1055,7 +1055,6 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
   return 1;
 }
 
-
 /* Outcomes of quiet checks of a table against a schema node are
  * remembered once a check has taken this many steps (an ordinary check
  * never gets there and allocates nothing), so that a recursive schema
@@ -1150,7 +1149,8 @@ int ludo__schema_check_except(lua_State *L, int idx,
 }
 
 int ludo__schema_stop(lua_State *L) {
-  if (!ludo__state_check(L)) lua_pushliteral(L, "ETIMEOUT: schema check");
+  if (!ludo__state_check(L)) /* not reached: the stop stays marked */
+    lua_pushliteral(L, "the schema check was stopped");
   return lua_error(L);
 }
 

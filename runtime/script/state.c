@@ -47,23 +47,22 @@ void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         ludo__state_locate(st, st->chain[st->depth - 1]);
       if (st->refused == LUDO__REFUSALS_MAX)
         ludo__state_kill(st, LUDO__KILL_MEMORY); /* raised by the hook */
-      st->failed++;
-      return NULL;
+      goto failed;
     }
-    if (st->fail_after >= 0 && st->fail_after-- == 0) {
-      st->failed++;
-      return NULL;
-    }
+    if (st->fail_after >= 0 && st->fail_after-- == 0) goto failed;
   }
   p = ludo__arena_realloc(&st->arena, ptr, osize, nsize);
   if (p == NULL) {
-    if (nsize > osize) st->failed++;
+    if (nsize > osize) goto failed;
     return NULL;
   }
   st->used = st->used - osize + nsize;
   if (st->total) *st->total = *st->total - osize + nsize;
   if (st->used > st->peak) st->peak = st->used;
   return p;
+failed:
+  st->failed++;
+  return NULL;
 }
 
 ludo__state_t *ludo__state_of(lua_State *L) {
@@ -940,10 +939,9 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
   if (code != 0) { /* raised by ludo's own code: the code is its own */
     ludo__error_push_message(L, -1);
     lua_remove(L, -2);
-    clip_top(L); /* its text may hold the script's (a split's name...) */
-    return code;
   }
-  clip_top(L);
+  clip_top(L); /* a coded error's text may hold the script's too */
+  if (code != 0) return code;
   msg = lua_tostring(L, -1);
   if (msg == NULL) {
     const char *tn = luaL_typename(L, -1);

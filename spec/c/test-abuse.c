@@ -214,6 +214,7 @@ TEST_IMPL(abuse_big_error_memory) {
   size_t before = test_heap.live;
   test_heap.peak = before;
   ASSERT_ERR(step(s, "big_error"), LUDO_ESCRIPT);
+  /* the address redacted to "0x?", then the text cut after 12 KiB */
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "ESCRIPT: table: 0x? xxx");
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "xxx [... ");
   ASSERT_TRUE(test_heap.peak - before < ((size_t)24 << 20));
