@@ -22,6 +22,33 @@ local function expand(decl, what)
   return schema.clean(s)
 end
 
+-- The fields every OpenEnv action and observation has (its Action and
+-- Observation base classes), added to a declared object schema that does
+-- not name them: typed OpenEnv clients send `"metadata": {}` with every
+-- action, and every observation on the wire carries `metadata` (and may
+-- carry `reward` and `done`), so /schema describes what is sent and an
+-- action's metadata passes the check (the environment sees it as
+-- action.metadata, as OpenEnv's do).
+local METADATA = { type = "object", additionalProperties = true,
+  description = "Additional metadata" }
+local ENVELOPE = {
+  action = { metadata = METADATA },
+  observation = {
+    done = { type = "boolean", description = "Whether the episode has ended" },
+    reward = { type = { "number", "boolean", "null" },
+      description = "The reward of the last call" },
+    metadata = METADATA,
+  },
+}
+
+local function with_envelope(s, what)
+  if s.type ~= "object" or type(s.properties) ~= "table" then return s end
+  for k, v in pairs(ENVELOPE[what]) do
+    if s.properties[k] == nil then s.properties[k] = v end
+  end
+  return s
+end
+
 -- Names a tool may not take: they are the session's own calls (OpenEnv's
 -- RESERVED_TOOL_NAMES).
 local RESERVED = { reset = true, step = true, state = true, close = true }
@@ -188,8 +215,9 @@ function M.describe(mod, default_name)
     documentation_url = mod.documentation_url or null,
     readme_content = mod.readme or null,
     concurrent = concurrent and true or false,
-    action = expand(mod.action, "action"),
-    observation = expand(mod.observation, "observation"),
+    action = with_envelope(expand(mod.action, "action"), "action"),
+    observation = with_envelope(expand(mod.observation, "observation"),
+      "observation"),
     state = expand(mod.state_schema, "state_schema"),
     tools = tools_info(mod.tools),
   }

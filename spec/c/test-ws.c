@@ -479,6 +479,53 @@ TEST_IMPL(ws_message_too_big) {
   net_core_free(&core);
 }
 
+/* A head that declares a message over max_message and no payload yet:
+ * wslay waits for a payload byte, so nothing is refused at once; the
+ * keepalive ends the connection (the peer cannot answer a ping in the
+ * middle of a frame), and a payload byte gets the 1009 at once. */
+TEST_IMPL(ws_head_without_payload) {
+  /* A text frame of 1 GiB (64-bit length), mask 1 2 3 4, no payload. */
+  static const char head[] = {'\x81', '\xff', 0, 0, 0, 0, 0x40, 0, 0, 0,
+                              1, 2, 3, 4};
+  ludo__core_t core;
+  mem_t m;
+  wsrec_t w;
+  frame_t f[2];
+  int i;
+  net_core_init(&core);
+  for (i = 0; i < 2; i++) {
+    memset(&w, 0, sizeof w);
+    w.use_o = 1;
+    ludo__ws_options_init(&w.o);
+    w.o.max_message = 16;
+    w.o.ping_interval_ms = 1000;
+    w.o.pong_timeout_ms = 500;
+    ws_on(&m, &core, &w);
+    mem_feed(&m, head, sizeof head);
+    ASSERT_EQ(frames(&m, f, 2), 0);
+    ASSERT_EQ(w.closes, 0);
+    if (i == 0) { /* one payload byte */
+      mem_feed(&m, "x", 1);
+      expect_fail(&m, &w, 1009);
+      continue;
+    }
+    mem_fire(&m); /* the head came since the timer was armed: rearmed */
+    ASSERT_EQ(frames(&m, f, 2), 0);
+    mem_fire(&m); /* the ping */
+    ASSERT_EQ(frames(&m, f, 2), 1);
+    ASSERT_EQ(f[0].opcode, 9);
+    mem_fire(&m); /* no pong can come: 1011 */
+    ASSERT_EQ(frames(&m, f, 2), 1);
+    ASSERT_EQ(f[0].opcode, 8);
+    ASSERT_EQ(m.close_req, 1);
+    mem_finish(&m);
+    ASSERT_EQ(w.close_code, 1011);
+    ASSERT_EQ(w.messages, 0);
+    mem_free(&m);
+  }
+  net_core_free(&core);
+}
+
 /* Frames that break the protocol: each closes with 1002. */
 TEST_IMPL(ws_bad_frames) {
   ludo__core_t core;

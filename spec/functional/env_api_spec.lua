@@ -119,6 +119,16 @@ describe("environment API", function()
       assert.are.same({ echoed = "a", level = 3 }, out.observation)
     end)
 
+    it("accepts OpenEnv's action metadata (an object) and passes it on",
+      function()
+        local out = decoded(s:step(with({ metadata = { source = "client" } })))
+        assert.are.equal("a", out.observation.echoed)
+        local bad, msg = s:step(with({ metadata = 3 }))
+        assert.is_nil(bad)
+        assert.are.equal("ESCHEMA: action.metadata: expected object, got "
+          .. "integer", msg)
+      end)
+
     it("accepts optional fields and an integer for a number", function()
       local out = decoded(s:step(with({ note = "n", ratio = 2 })))
       assert.are.equal("a", out.observation.echoed)
@@ -454,17 +464,25 @@ describe("environment API", function()
       assert.are.equal("Exercises the environment API.", info.description)
       assert.are.equal("2.3.4", info.version)
       assert.is_true(info.concurrent)
+      -- OpenEnv's Action and Observation fields are added to the declared
+      -- objects: typed OpenEnv clients send "metadata" with every action.
+      local metadata = { type = "object", additionalProperties = true,
+        description = "Additional metadata" }
       assert.are.same({
         type = "object", additionalProperties = false,
         properties = { mode = { enum = { "plain", "own_reward", "random",
-          "done" } } },
+          "done" } }, metadata = metadata },
         required = { "mode" },
       }, info.action)
       assert.are.same({
         type = "object", additionalProperties = false,
         properties = { value = { type = "integer" }, r = { type = "integer" },
           f = { type = "number" }, bonus = { type = "number" },
-          greeting = { type = "string" } },
+          greeting = { type = "string" }, metadata = metadata,
+          done = { type = "boolean",
+            description = "Whether the episode has ended" },
+          reward = { type = { "number", "boolean", "null" },
+            description = "The reward of the last call" } },
       }, info.observation)
       assert.are.same({ "counter", "custom", "episode_id", "step_count" },
         info.state.required)
@@ -493,6 +511,8 @@ describe("environment API", function()
               required = { "x", "y" } },
             level = { type = "integer", minimum = 1, maximum = 5 },
             note = { type = "string" },
+            metadata = { type = "object", additionalProperties = true,
+              description = "Additional metadata" },
           },
           required = { "count", "level", "mode", "name", "pos", "tags" },
         }, info.action)

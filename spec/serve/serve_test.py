@@ -100,6 +100,15 @@ def routes_read_only():
     check(st == 200 and all(isinstance(v[k], dict) for k in
                             ("action", "observation", "state", "reset")), v)
     check(v["action"]["properties"]["message"]["type"] == "string", v)
+    # OpenEnv's Action/Observation fields: what typed clients send and
+    # what every observation carries.
+    check(v["action"]["properties"]["metadata"]["type"] == "object", v)
+    check(all(k in v["observation"]["properties"]
+              for k in ("metadata", "reward", "done")), v)
+    # A typed OpenEnv action (pydantic's model_dump) carries metadata.
+    st, v, _ = S.http("POST", "/step",
+                      {"action": {"message": "hi", "metadata": {}}})
+    check(st == 200 and v["observation"]["echoed_message"] == "hi", v)
     st, v, _ = S.http("GET", "/nope")
     check(st == 404 and v == {"detail": "Not Found"}, v)
     st, v, _ = S.http("POST", "/health")
