@@ -618,7 +618,8 @@ int eval_out_append(eval_out_t *o, json_t *record) {
   }
   if (rc != 0)
     ludo__cli_error("cannot write %s/results.jsonl: %s", o->dir,
-                    line ? strerror(errno) : "out of memory");
+                    line ? strerror(errno)
+                         : "the record could not be encoded (out of memory)");
   free(line);
   return rc;
 }

@@ -66,7 +66,13 @@ void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len)
   if (sl->cancelled) cls = "ECANCELED";
   snprintf(sl->err_class, sizeof sl->err_class, "%s", cls);
   if (memchr(msg, '\n', len)) n = (size_t)((const char *)memchr(msg, '\n', len) - msg);
-  if (n > 2000) n = 2000;
+  /* Cut before a UTF-8 sequence that would not fit whole (the runtime's
+   * messages are UTF-8; a cut inside a character would make the record
+   * JSON cannot hold). */
+  if (n > 2000) {
+    n = 2000;
+    while (n > 0 && ((unsigned char)msg[n] & 0xC0) == 0x80) n--;
+  }
   ludo__cli_buf_reset(&sl->err);
   if (sl->cancelled)
     ludo__cli_buf_printf(&sl->err, "ECANCELED: the run was interrupted");
@@ -85,6 +91,21 @@ static int success_default(const eval_slot_t *sl) {
 /* Milliseconds to the microsecond: what a timer can tell apart. */
 static double ms3(double ms) { return round(ms * 1000.0) / 1000.0; }
 
+/* The record's error: {class, message}, or null. A message JSON cannot
+ * hold (not UTF-8: the runtime's never are, but a message the CLI made
+ * from a path may be) is replaced by a note saying so, so the episode is
+ * still recorded. */
+static json_t *record_error(const eval_slot_t *sl) {
+  json_t *err;
+  if (sl->err_class[0] == '\0') return json_null();
+  err = json_pack("{ssss}", "class", sl->err_class, "message",
+                  sl->err.p ? sl->err.p : "");
+  if (err == NULL)
+    err = json_pack("{ssss}", "class", sl->err_class, "message",
+                    "(the error's message is not UTF-8)");
+  return err;
+}
+
 json_t *eval_record_new(eval_slot_t *sl) {
   const eval_ep_t *e = sl->ep;
   double u[4], wall = ms3((eval_now() - sl->wall0) * 1000.0);
@@ -100,10 +121,7 @@ json_t *eval_record_new(eval_slot_t *sl) {
       (json_int_t)sl->steps, "reward", sl->reward, "rubrics", sl->rubrics,
       "done", sl->done, "truncated", sl->truncated, "success",
       success_default(sl), "invalid_actions", (json_int_t)sl->invalid,
-      "error",
-      sl->err_class[0] ? json_pack("{ssss}", "class", sl->err_class,
-                                   "message", sl->err.p ? sl->err.p : "")
-                       : json_null(),
+      "error", record_error(sl),
       "wall_ms", wall, "cpu_ms",
       ms3((sl->run->cpu_share - sl->cpu0) * 1000.0), "llm", "calls",
       (json_int_t)(u[0] - sl->llm0[0]), "failures",

@@ -730,6 +730,29 @@ static int wants_traceback(int code) {
   return code == LUDO_ESCRIPT || code == LUDO_EINVAL;
 }
 
+/* Replaces each byte of the string on top that does not begin a valid
+ * UTF-8 sequence with U+FFFD: an error message goes into JSON (a result,
+ * an error frame, an evaluation record), and JSON text is UTF-8; a
+ * script's error("\xff") must not make the host's writer fail.
+ * [-1, +1, m] */
+static void utf8_top(lua_State *L) {
+  size_t len, i;
+  const char *msg = lua_tolstring(L, -1, &len);
+  luaL_Buffer b;
+  if (msg == NULL || (i = ludo__utf8_check(msg, len)) == len) return;
+  luaL_buffinit(L, &b);
+  do {
+    luaL_addlstring(&b, msg, i);
+    luaL_addstring(&b, "\xEF\xBF\xBD");
+    msg += i + 1;
+    len -= i + 1;
+    i = ludo__utf8_check(msg, len);
+  } while (i < len);
+  luaL_addlstring(&b, msg, len);
+  luaL_pushresult(&b);
+  lua_remove(L, -2);
+}
+
 static int state_error(ludo__state_t *st, lua_State *L, int status,
                        size_t cap);
 
@@ -840,6 +863,7 @@ static int state_error_p(lua_State *L) {
     lua_remove(L, -2);
   }
   redact_top(L);
+  utf8_top(L); /* the script's text, and the traceback's chunk names */
   return 1;
 }
 

@@ -820,6 +820,33 @@ def an_episode_failing_at_reset_has_its_reset_line():
 
 
 @test
+def errors_that_are_not_utf8_are_still_recorded():
+    # Bytes that are not UTF-8 become U+FFFD (the runtime's messages are
+    # UTF-8); a message cut at 2,000 bytes is cut between characters.
+    d = out("bad-utf8")
+    run_ok("eval", FIX + "/bad_utf8", "--policy", "examples/echo/policy.lua",
+           "--episodes", "8", "--seed", "5", "--out", d, "--quiet")
+    recs = results(d)
+    assert len(recs) == 8, recs
+    kinds = set()
+    for rec in recs:
+        assert rec["error"]["class"] == "ESCRIPT", rec
+        msg = rec["error"]["message"]
+        if "bad" in msg:
+            assert "bad \ufffd\ufffd bytes" in msg, msg
+            kinds.add("reset")
+        else:
+            assert msg.startswith("ESCRIPT: aaa"), msg[:40]
+            # "ESCRIPT: " and 1,990 a's are 1,999 bytes; the first e-acute
+            # would end at byte 2,001, so the cut comes before it.
+            assert msg.endswith("a"), msg[-20:]
+            assert len(msg.encode()) == 1999, len(msg.encode())
+            kinds.add("step")
+    assert kinds == {"reset", "step"}, kinds
+    assert summary(d)["errors"] == {"ESCRIPT": 8}, summary(d)
+
+
+@test
 def ctrl_c_while_the_report_is_written_lets_it_finish():
     d = out("sig-report")
     n = 20000  # the summary and report of 20,000 records take a while
@@ -1011,18 +1038,20 @@ def llm_policy_end_to_end():
 
 
 PARSE_RUN = """
--- parse returns nil at the first step and raises a table at the second.
+-- parse returns nil at the first step, raises a table at the second and
+-- text that is not UTF-8 at the third.
 return {
-  env = %(env)s, episodes = 1, max_steps = 2,
+  env = %(env)s, episodes = 1, max_steps = 3,
   policy = {
     llm = { api = "openai", base_url = %(url)s, model = "mock",
             retries = 0 },
     prompt = function(_, history)
-      return { { role = "user", content = #history == 0 and "first"
-                                          or "second" } }
+      return { { role = "user", content = ({ "first", "second" })[
+        #history + 1] or "third" } }
     end,
     parse = function(text)
       if text == "nil" then return nil end
+      if text == "bytes" then error("bad \\xff" .. text, 0) end
       error({ why = text })
     end,
   },
@@ -1031,11 +1060,13 @@ return {
 
 
 def llm_parse_nil_and_raised_tables_are_invalid_actions():
-    """parse returning nil or raising a table: invalid actions, recorded
-    with a message that is the same in every run."""
+    """parse returning nil, raising a table or text that is not UTF-8:
+    invalid actions, recorded with a message that is the same in every
+    run (and UTF-8: bad bytes become U+FFFD)."""
     script = write("parse_script.json", json.dumps({"default": "x", "rules": [
         {"match": "^first$", "reply": "nil"},
-        {"match": "^second$", "reply": "table"}]}))
+        {"match": "^second$", "reply": "table"},
+        {"match": "^third$", "reply": "bytes"}]}))
     mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
                              script], stdout=subprocess.PIPE, text=True)
     try:
@@ -1046,12 +1077,13 @@ def llm_parse_nil_and_raised_tables_are_invalid_actions():
         d = out("llm-parse")
         run_ok("eval", run, "--out", d, "--quiet")
         rec = results(d)[0]
-        assert rec["error"] is None and rec["invalid_actions"] == 2, rec
+        assert rec["error"] is None and rec["invalid_actions"] == 3, rec
         lines = [json.loads(x) for x in open(os.path.join(
             d, rec["trajectory"]))]
         assert lines[1]["error"] == "parse returned nil", lines[1]
         assert lines[1]["text"] == "nil", lines[1]
         assert lines[2]["error"] == '{"why":"table"}', lines[2]
+        assert lines[3]["error"] == "bad \ufffdbytes", lines[3]
     finally:
         mock.terminate()
         mock.wait()

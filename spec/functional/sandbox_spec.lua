@@ -443,6 +443,12 @@ describe("sandbox", function()
         "(error object is a table value)")
     end)
 
+    it("error text that is not UTF-8 reaches the host as UTF-8 (U+FFFD)",
+      function()
+        assert_refused(s, witness, "bytes_error", "ESCRIPT",
+          "bad \u{fffd}\u{fffd} bytes, \u{fffd} cut, \u{e9} kept")
+      end)
+
     it("max_instructions stops a loop with ETIMEOUT", function()
       local irt = runtime({ cpu_budget_ms = 0, max_instructions = 100000 })
       local ienv = assert(irt:load(FIXTURE))

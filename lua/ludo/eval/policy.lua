@@ -34,7 +34,19 @@ end
 -- A raised value as text that is the same in every run: a string as it
 -- is, anything else as its JSON text (a table's address would differ).
 local function error_text(e)
-  if type(e) == "string" then return e end
+  if type(e) == "string" then
+    -- Bytes that are not UTF-8 become U+FFFD: the text goes into JSON.
+    local out, i = {}, 1
+    while true do
+      local n, bad = utf8.len(e, i)
+      if n then
+        out[#out + 1] = e:sub(i)
+        return table.concat(out)
+      end
+      out[#out + 1] = e:sub(i, bad - 1) .. "\u{FFFD}"
+      i = bad + 1
+    end
+  end
   local ok, text = pcall(require("ludo.jsontext").encode, e)
   return ok and text or "(a " .. type(e) .. ")"
 end
