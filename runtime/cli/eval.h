@@ -191,7 +191,9 @@ typedef struct {
                               EDISCONNECTED) */
   int error;               /* has an error */
   int cancelled;           /* ... ECANCELED: Ctrl-C stopped it */
-  int has_traj;            /* names a trajectory file */
+  int has_traj;            /* names its own trajectory file */
+  int traj_bad;            /* names anything else: refused by
+                              eval_record_check */
   double reward;
   const char *line;        /* the line, without its '\n' */
   size_t len;
@@ -208,6 +210,15 @@ int eval_class_rerun(const char *cls);
 typedef const char *(*eval_scan_fn)(void *ud, const eval_line_t *l);
 int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
                       void *ud);
+/* What --resume and merge check of each record, in the order of the
+ * lines: its episode is one of `plan`'s, with the plan's seed, and its
+ * trajectory is null or its own file (trajectories/NNNNNN.jsonl: a path
+ * from a record is never followed). Marks the episode (done, error,
+ * has_traj, reward) as the line says. Returns NULL, or why the line is
+ * refused (in why[0..n)). */
+const char *eval_record_check(eval_plan_t *plan, const eval_line_t *l,
+                              char *why, size_t n);
+
 /* Calls fn for each complete line of results.jsonl from byte *offset on,
  * and moves *offset past the last one (a line being written is read on
  * the next call). Returns 0, or -1 after saying what was wrong. */

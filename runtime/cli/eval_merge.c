@@ -94,44 +94,105 @@ bad:
   return NULL;
 }
 
-/* Reads every folder's records into `all` (episode -> its folder in
- * `from`), refusing an episode found twice. */
-static int gather(const merge_args_t *m, long long total, json_t *all,
-                  int *from) {
-  int i;
-  size_t k;
-  for (i = 0; i < m->ndirs; i++) {
-    json_t *recs = json_array();
-    if (eval_results_read(m->dirs[i], 0, recs) != 0) {
-      json_decref(recs);
-      return -1;
-    }
-    for (k = 0; k < json_array_size(recs); k++) {
-      json_t *r = json_array_get(recs, k);
-      long long ep = json_integer_value(json_object_get(r, "episode"));
-      if (ep < 0 || ep >= total) {
-        ludo__cli_error("%s: episode %lld is outside the run (0 to %lld)",
-                        m->dirs[i], ep, total - 1);
-        json_decref(recs);
-        return -1;
-      }
-      if (eval_class_rerun(json_string_value(
-              json_object_get(json_object_get(r, "error"), "class")))) {
-        if (from[ep] == -1) from[ep] = -2 - i; /* unfinished in folder i */
-        continue;
-      }
-      if (from[ep] >= 0) {
-        ludo__cli_error("episode %lld is in both %s and %s: the same shard "
-                        "twice?", ep, m->dirs[from[ep]], m->dirs[i]);
-        json_decref(recs);
-        return -1;
-      }
-      from[ep] = i;
-      json_array_append(all, r);
-    }
-    json_decref(recs);
+/* The episodes of a folder from its run.json (seed, episodes_total,
+ * shard), without their tasks: what eval_record_check needs. Returns 0,
+ * or -1 after saying why. */
+static int bare_plan(const char *dir, eval_plan_t *plan) {
+  json_t *run = eval_run_read(dir), *sh;
+  long long seed, i, index = 0, count = 1;
+  if (run == NULL) return -1;
+  seed = json_integer_value(json_object_get(run, "seed"));
+  plan->total = json_integer_value(json_object_get(run, "episodes_total"));
+  sh = json_object_get(run, "shard");
+  if (json_is_object(sh)) {
+    index = json_integer_value(json_object_get(sh, "index"));
+    count = json_integer_value(json_object_get(sh, "count"));
+  }
+  json_decref(run);
+  if (count < 1 || index < 0 || index >= count || plan->total < 0) {
+    ludo__cli_error("%s/run.json: its shard or episodes_total is not a "
+                    "run's", dir);
+    return -1;
+  }
+  plan->n = (size_t)(index < plan->total
+                         ? (plan->total - index + count - 1) / count : 0);
+  plan->eps = calloc(plan->n + 1, sizeof *plan->eps);
+  for (i = 0; i < (long long)plan->n; i++) {
+    plan->eps[i].index = index + i * count;
+    plan->eps[i].seed = eval_episode_seed(seed, plan->eps[i].index);
+    plan->eps[i].task_index = -1;
   }
   return 0;
+}
+
+/* One folder's records as its lines are read: each checked as --resume
+ * checks it (eval_record_check), the last of each episode kept (NULL:
+ * none; JSON null: to run again, cancelled or lost by the transport). */
+typedef struct {
+  eval_plan_t plan;
+  json_t **last;           /* by position in plan.eps */
+  char why[300];
+} shard_t;
+
+static const char *take_line(void *ud, const eval_line_t *l) {
+  shard_t *sh = ud;
+  eval_ep_t *e;
+  json_t *rec;
+  if (eval_record_check(&sh->plan, l, sh->why, sizeof sh->why) != NULL)
+    return sh->why;
+  e = eval_plan_find(&sh->plan, l->episode);
+  rec = l->rerun ? json_null() : json_loadb(l->line, l->len, 0, NULL);
+  if (rec == NULL) return "cannot be read again (out of memory)";
+  json_decref(sh->last[e - sh->plan.eps]);
+  sh->last[e - sh->plan.eps] = rec;
+  return NULL;
+}
+
+/* Adds folder i's last records to `all` (episode -> its folder in
+ * `from`), refusing an episode another folder has too. */
+static int add_shard(const merge_args_t *m, int i, shard_t *sh, json_t *all,
+                     int *from) {
+  size_t k;
+  for (k = 0; k < sh->plan.n; k++) {
+    long long ep = sh->plan.eps[k].index;
+    if (sh->last[k] == NULL) continue;
+    if (json_is_null(sh->last[k])) {
+      if (from[ep] == -1) from[ep] = -2 - i; /* unfinished in folder i */
+      continue;
+    }
+    if (from[ep] >= 0) {
+      ludo__cli_error("episode %lld is in both %s and %s: the same shard "
+                      "twice?", ep, m->dirs[from[ep]], m->dirs[i]);
+      return -1;
+    }
+    from[ep] = i;
+    json_array_append(all, sh->last[k]);
+  }
+  return 0;
+}
+
+/* Reads every folder's records into `all` (episode -> its folder in
+ * `from`): the records of a folder must be its run's (episode in its
+ * shard, seed, trajectory: eval_record_check) and an episode is in one
+ * folder only. */
+static int gather(const merge_args_t *m, json_t *all, int *from) {
+  int i, rc = 0;
+  size_t k;
+  for (i = 0; rc == 0 && i < m->ndirs; i++) {
+    shard_t sh;
+    memset(&sh, 0, sizeof sh);
+    rc = bare_plan(m->dirs[i], &sh.plan);
+    if (rc == 0) {
+      sh.last = calloc(sh.plan.n + 1, sizeof *sh.last);
+      rc = eval_results_scan(m->dirs[i], 0, take_line, &sh);
+    }
+    if (rc == 0) rc = add_shard(m, i, &sh, all, from);
+    for (k = 0; sh.last != NULL && k < sh.plan.n; k++)
+      json_decref(sh.last[k]);
+    free(sh.last);
+    eval_plan_free(&sh.plan);
+  }
+  return rc;
 }
 
 /* Every episode must have a finished record: none (from -1), or only a
@@ -172,21 +233,45 @@ static int cmp_episode(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Copies (or links) a trajectory into the merged folder. */
-static void copy_traj(const char *from_dir, const char *to_dir,
-                      const char *rel) {
-  char src[4400], dst[4400], buf[65536];
-  int in, out;
-  ssize_t n;
-  snprintf(src, sizeof src, "%s/%s", from_dir, rel);
-  snprintf(dst, sizeof dst, "%s/%s", to_dir, rel);
-  if (link(src, dst) == 0) return;
-  if ((in = open(src, O_RDONLY)) < 0) return;
-  out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+/* Copies `fd` (open to read) into the new file `dst`. */
+static int copy_fd(int in, const char *dst) {
+  char buf[65536];
+  ssize_t n = 0;
+  int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                 0666);
   while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-    if (write(out, buf, (size_t)n) != n) break;
+    if (write(out, buf, (size_t)n) != n) n = -1;
+  if (out < 0 || n < 0 || close(out) != 0) {
+    ludo__cli_error("cannot write %s: %s", dst, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Brings episode ep's trajectory from `from_dir` into `to_dir`: only
+ * trajectories/NNNNNN.jsonl of the episode's own number is read and
+ * written (never a path from a record), a regular file (not a symbolic
+ * link), into a new file (O_EXCL). Linked when both folders are on one
+ * file system, else copied. A file that is missing is counted in
+ * *missing; returns 0, or -1 after saying why it could not be written. */
+static int copy_traj(const char *from_dir, const char *to_dir, long long ep,
+                     long long *missing) {
+  char src[4400], dst[4400];
+  struct stat sb;
+  int in, rc;
+  snprintf(src, sizeof src, "%s/trajectories/%06lld.jsonl", from_dir, ep);
+  snprintf(dst, sizeof dst, "%s/trajectories/%06lld.jsonl", to_dir, ep);
+  in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0 || fstat(in, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    ++*missing;
+    if (in >= 0) close(in);
+    return 0;
+  }
+  /* linkat without AT_SYMLINK_FOLLOW links what src names, which the
+   * open above found to be a regular file. */
+  rc = linkat(AT_FDCWD, src, AT_FDCWD, dst, 0) == 0 ? 0 : copy_fd(in, dst);
   close(in);
-  if (out >= 0) close(out);
+  return rc;
 }
 
 /* Orders the records by episode, in place. */
@@ -206,21 +291,30 @@ static int write_results(const merge_args_t *m, json_t *all,
   eval_out_t o;
   char path[4400];
   size_t k;
+  long long missing = 0;
   int rc = 0;
   memset(&o, 0, sizeof o);
   snprintf(o.dir, sizeof o.dir, "%s", m->out);
   snprintf(path, sizeof path, "%s/trajectories", m->out);
   mkdir(path, 0777);
   snprintf(path, sizeof path, "%s/results.jsonl", m->out);
-  o.results = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  o.results = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+                             O_CLOEXEC, 0666);
+  if (o.results < 0)
+    ludo__cli_error("cannot write %s: %s", path, strerror(errno));
   for (k = 0; rc == 0 && k < json_array_size(all); k++) {
     json_t *rec = json_array_get(all, k);
-    const char *t = json_string_value(json_object_get(rec, "trajectory"));
     long long ep = json_integer_value(json_object_get(rec, "episode"));
     rc = o.results >= 0 ? eval_out_append(&o, rec) : -1;
-    if (t != NULL) copy_traj(m->dirs[from[ep]], m->out, t);
+    /* eval_record_check let only the episode's own name through. */
+    if (rc == 0 && json_is_string(json_object_get(rec, "trajectory")))
+      rc = copy_traj(m->dirs[from[ep]], m->out, ep, &missing);
   }
   eval_out_close(&o);
+  if (missing > 0)
+    fprintf(stderr, "ludo eval merge: warning: %lld records point to "
+            "trajectory files that are missing in their folder (or are not "
+            "regular files): not copied\n", missing);
   return rc;
 }
 
@@ -257,7 +351,7 @@ static int merge(const merge_args_t *m) {
   total = json_integer_value(json_object_get(run, "episodes_total"));
   from = malloc(((size_t)total + 1) * sizeof *from);
   for (ep = 0; ep < total; ep++) from[ep] = -1;
-  if (gather(m, total, all, from) != 0 ||
+  if (gather(m, all, from) != 0 ||
       check_missing(m, from, total) != 0 ||
       eval_out_lock(m->out, &lock) != 0 ||
       eval_out_fresh(m->out, "merge into a new or empty folder (another "

@@ -207,6 +207,31 @@ static const char *after(const char *p, size_t n, const char *key) {
   return at ? at + k : NULL;
 }
 
+/* The name of episode `ep`'s trajectory file, in the output folder. */
+static void traj_name(long long ep, char *name, size_t n) {
+  snprintf(name, n, "trajectories/%06lld.jsonl", ep);
+}
+
+/* ludo writes "trajectory" last: null or the episode's own file. Any
+ * other end returns -1 (the line is read with jansson, which finds the
+ * field wherever it is). */
+static int traj_tail(const char *p, size_t n, eval_line_t *l) {
+  static const char none[] = ",\"trajectory\":null}";
+  char own[96];
+  size_t k;
+  if (n >= sizeof none - 1 &&
+      memcmp(p + n - (sizeof none - 1), none, sizeof none - 1) == 0)
+    return 0;
+  k = (size_t)snprintf(own, sizeof own, ",\"trajectory\":\"");
+  traj_name(l->episode, own + k, sizeof own - k);
+  k = strlen(own);
+  snprintf(own + k, sizeof own - k, "\"}");
+  k += 2;
+  if (n < k || memcmp(p + n - k, own, k) != 0) return -1;
+  l->has_traj = 1;
+  return 0;
+}
+
 /* Reads a line as ludo writes it ({"episode":N,"seed":S,...}), the
  * fields found by their keys (jansson takes ~15 us a record, more than
  * the 1 s for 100,000 the figure allows; bench/eval_resume.c). A line
@@ -231,8 +256,21 @@ static int scan_fast(const char *p, size_t n, eval_line_t *l) {
   l->rerun = l->cancelled || (l->error &&
                               (after(p, n, "\"class\":\"ECONNECT\"") ||
                                after(p, n, "\"class\":\"EDISCONNECTED\"")));
-  l->has_traj = after(p, n, "\"trajectory\":\"") != NULL;
-  return 0;
+  return traj_tail(p, n, l);
+}
+
+/* The record's trajectory: none (absent or null), its own file, or
+ * anything else (traj_bad). */
+static void traj_slow(json_t *rec, eval_line_t *l) {
+  json_t *t = json_object_get(rec, "trajectory");
+  char own[64];
+  traj_name(l->episode, own, sizeof own);
+  if (t == NULL || json_is_null(t)) return;
+  if (json_is_string(t) && strcmp(json_string_value(t), own) == 0 &&
+      json_string_length(t) == strlen(own))
+    l->has_traj = 1;
+  else
+    l->traj_bad = 1;
 }
 
 /* Reads a line with jansson. Returns 0, or -1 for a line that is not a
@@ -252,7 +290,7 @@ static int scan_slow(const char *p, size_t n, eval_line_t *l,
   l->cancelled = json_is_string(json_object_get(err, "class")) &&
                  strcmp(json_string_value(json_object_get(err, "class")),
                         "ECANCELED") == 0;
-  l->has_traj = json_is_string(json_object_get(rec, "trajectory"));
+  traj_slow(rec, l);
   json_decref(rec);
   return 0;
 }
@@ -404,38 +442,53 @@ void eval_run_diff(json_t *a, json_t *b, int but_shard, ludo__cli_buf_t *d) {
   }
 }
 
-typedef struct {
-  eval_plan_t *plan;
-  long long *already;
-  char why[200];
-} mark_t;
-
-/* An episode with a record counts as done, unless it is to run again
- * (cancelled, or lost by the transport). A record must be one of the
- * plan's episodes, with its seed. */
-static const char *mark_done(void *ud, const eval_line_t *l) {
-  mark_t *m = ud;
-  eval_ep_t *e = eval_plan_find(m->plan, l->episode);
+const char *eval_record_check(eval_plan_t *plan, const eval_line_t *l,
+                              char *why, size_t n) {
+  eval_ep_t *e = eval_plan_find(plan, l->episode);
+  char own[64];
   if (e == NULL) {
-    snprintf(m->why, sizeof m->why, "episode %lld is not one of this "
-             "run's%s (0 to %lld): not this run's record", l->episode,
-             m->plan->n < (size_t)m->plan->total ? " shard's episodes"
-                                                 : " episodes",
-             m->plan->total - 1);
-    return m->why;
+    snprintf(why, n, "episode %lld is not one of this run's%s (0 to %lld): "
+             "not this run's record", l->episode,
+             plan->n < (size_t)plan->total ? " shard's episodes"
+                                           : " episodes",
+             plan->total - 1);
+    return why;
   }
   if (l->seed != (long long)e->seed) {
-    snprintf(m->why, sizeof m->why, "episode %lld has seed %lld, not this "
-             "run's %llu: not this run's record", l->episode, l->seed,
+    snprintf(why, n, "episode %lld has seed %lld, not this run's %llu: not "
+             "this run's record", l->episode, l->seed,
              (unsigned long long)e->seed);
-    return m->why;
+    return why;
   }
-  if (!e->done && !l->rerun) ++*m->already;
-  if (e->done && l->rerun) --*m->already; /* cancelled later: again */
+  if (l->traj_bad) {
+    traj_name(l->episode, own, sizeof own);
+    snprintf(why, n, "episode %lld: the field \"trajectory\" must be null "
+             "or \"%s\" (the episode's own file), not another path: not "
+             "read", l->episode, own);
+    return why;
+  }
   e->done = !l->rerun;
   e->error = l->error;
   e->has_traj = l->has_traj;
   e->reward = l->reward;
+  return NULL;
+}
+
+typedef struct {
+  eval_plan_t *plan;
+  long long *already;
+  char why[300];
+} mark_t;
+
+/* An episode with a record counts as done, unless it is to run again
+ * (cancelled, or lost by the transport): the last record counts. */
+static const char *mark_done(void *ud, const eval_line_t *l) {
+  mark_t *m = ud;
+  eval_ep_t *e = eval_plan_find(m->plan, l->episode);
+  int was = e != NULL && e->done;
+  if (eval_record_check(m->plan, l, m->why, sizeof m->why) != NULL)
+    return m->why;
+  *m->already += e->done - was;
   return NULL;
 }
 

@@ -253,6 +253,60 @@ def shards_merge_into_the_unsharded_run():
     assert r.returncode == 2 and "--shard" in r.stderr
 
 
+def echo_shards(name, n, episodes=9):
+    """The folders of an echo run in n shards (TMP/name-I)."""
+    args = ["eval", "examples/echo", "--episodes", str(episodes), "--seed",
+            "7", "--max-steps", "2", "--quiet"]
+    shards = [out("%s-%d" % (name, i)) for i in range(n)]
+    for i, d in enumerate(shards):
+        run_ok(*args, "--out", d, "--shard", "%d/%d" % (i, n))
+    return shards
+
+
+def edit_record(d, line, **fields):
+    """Sets fields of the record on line `line` (from 0) of d's results."""
+    path = os.path.join(d, "results.jsonl")
+    lines = open(path).read().splitlines()
+    rec = json.loads(lines[line])
+    rec.update(fields)
+    lines[line] = json.dumps(rec, separators=(",", ":"))
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+@test
+def merge_never_follows_a_path_from_a_record():
+    shards = echo_shards("mesc", 2)
+    victim = out("victim")
+    with open(victim, "w") as f:
+        f.write("ORIGINAL")
+    edit_record(shards[0], 0, trajectory="../../victim")
+    merged = os.path.join(out("mesc-m"), "out")
+    r = ludo("eval", "merge", *shards, "--out", merged)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "mesc-0/results.jsonl:1: episode 0: the field \"trajectory\"" \
+        in r.stderr, r.stderr
+    assert open(victim).read() == "ORIGINAL"
+    # The record's own name again; its file a link to a file elsewhere:
+    # not followed (said, not copied).
+    edit_record(shards[0], 0, trajectory="trajectories/000000.jsonl")
+    own = os.path.join(shards[0], "trajectories", "000000.jsonl")
+    os.remove(own)
+    os.symlink(victim, own)
+    r = ludo("eval", "merge", *shards, "--out", merged + "2")
+    assert r.returncode == 0, r.stderr
+    assert "1 records point to trajectory files that are missing" in \
+        r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(merged + "2", own[len(
+        shards[0]) + 1:]))
+    edit_record(shards[1], 0, trajectory="/etc/passwd")
+    args = ["eval", "examples/echo", "--episodes", "9", "--seed", "7",
+            "--max-steps", "2", "--quiet", "--shard", "1/2", "--resume"]
+    r = ludo(*args, "--out", shards[1])
+    assert r.returncode == 1 and "results.jsonl:1: episode 1: the field" \
+        in r.stderr, r.stderr
+
+
 @test
 def invalid_actions_are_recorded_not_fatal():
     d = out("invalid")
