@@ -15,6 +15,13 @@ _Static_assert(LUDO_RE_ERR_NOMEMORY == PCRE2_ERROR_NOMEMORY, "pcre2");
 _Static_assert(LUDO_RE_ERR_BADUTFOFFSET == PCRE2_ERROR_BADUTFOFFSET,
                "pcre2");
 _Static_assert(LUDO_RE_UNSET == PCRE2_UNSET, "pcre2");
+_Static_assert(LUDO_RE_ERR_STOPPED == PCRE2_ERROR_CALLOUT, "pcre2");
+
+/* How many callouts pass between two questions to lim->stop: a callout
+ * comes before each item of the pattern, and between two of them the
+ * match does at most one item's work (a back-reference compares up to
+ * the subject's length). */
+#define STOP_EVERY 16
 
 /* pcre2's free() gets no size but lua_Alloc needs one, so every block
  * starts with a header holding its size, padded to keep the payload
@@ -118,6 +125,23 @@ int ludo__regex_compile(ludo__regex_t *re, const char *pat, size_t len,
   if (cctx == NULL) goto fail_gctx;
   code = pcre2_compile((PCRE2_SPTR)pat, len, ludo__regex_pcre2_opts(opts),
                        &errcode, &erroff, cctx);
+  /* A back-reference compares up to the subject's length in one step of
+   * the match limit: (.*)\1 over 320 KB is quadratic in C within it. Such
+   * a pattern is compiled again with a callout before each item, where
+   * the match asks lim->stop (ludo__regex_exec); others run as they are. */
+  if (code != NULL) {
+    uint32_t backref = 0;
+    pcre2_pattern_info(code, PCRE2_INFO_BACKREFMAX, &backref);
+    if (backref > 0) {
+      pcre2_code *again = pcre2_compile(
+          (PCRE2_SPTR)pat, len,
+          ludo__regex_pcre2_opts(opts) | PCRE2_AUTO_CALLOUT, &errcode,
+          &erroff, cctx);
+      pcre2_code_free(code);
+      code = again;
+      re->backrefs = 1;
+    }
+  }
   pcre2_compile_context_free(cctx);
   if (code == NULL) {
     if (errcode != PCRE2_ERROR_HEAP_FAILED) {
@@ -171,11 +195,31 @@ void ludo__regex_free(ludo__regex_t *re) {
   memset(re, 0, sizeof(*re));
 }
 
+typedef struct stop_s {
+  const ludo__regex_limits_t *lim;
+  unsigned calls;
+} stop_t;
+
+static int stop_callout(pcre2_callout_block *cb, void *data) {
+  stop_t *st = data;
+  (void)cb;
+  if (++st->calls % STOP_EVERY == 0 && st->lim->stop(st->lim->stop_ud))
+    return PCRE2_ERROR_CALLOUT; /* pcre2_match returns it */
+  return 0;
+}
+
 int ludo__regex_exec(ludo__regex_t *re, const char *s, size_t len,
                      size_t off, uint32_t flags,
                      const ludo__regex_limits_t *lim) {
   uint32_t o = 0;
+  stop_t st;
   int rc;
+  st.lim = lim;
+  st.calls = 0;
+  if (re->backrefs && lim->stop != NULL)
+    pcre2_set_callout(re->mctx, stop_callout, &st);
+  else
+    pcre2_set_callout(re->mctx, NULL, NULL);
   if (flags & LUDO_RE_EXEC_NOTEMPTY_ATSTART) o |= PCRE2_NOTEMPTY_ATSTART;
   if (flags & LUDO_RE_EXEC_ANCHORED) o |= PCRE2_ANCHORED;
   if (flags & LUDO_RE_EXEC_NO_UTF_CHECK) o |= PCRE2_NO_UTF_CHECK;

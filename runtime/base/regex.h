@@ -36,6 +36,12 @@ typedef struct ludo__regex_limits_s {
   uint32_t match;    /* pcre2 match limit (backtracking steps) */
   uint32_t depth;    /* pcre2 depth limit (nested backtracking points) */
   uint32_t heap_kib; /* pcre2 heap limit for backtracking frames, KiB */
+  /* Asked now and then during a match of a pattern with back-references
+   * (whose steps each compare up to the subject's length, so the match
+   * limit does not bound their time): nonzero stops the match with
+   * LUDO_RE_ERR_STOPPED. NULL: never asked. Must not raise or longjmp. */
+  int (*stop)(void *ud);
+  void *stop_ud;
 } ludo__regex_limits_t;
 
 /* A compiled pattern. The caller provides the storage (for instance inside
@@ -55,6 +61,7 @@ typedef struct ludo__regex_s {
   unsigned utf : 1;  /* UTF mode (from the flags or a (*UTF) verb) */
   unsigned crlf : 1; /* CRLF is a newline, so empty matches skip "\r\n" */
   unsigned jit : 1;  /* JIT-compiled */
+  unsigned backrefs : 1; /* has back-references: compiled with callouts */
 } ludo__regex_t;
 
 /* Parses a flag string of `n` bytes ("imsxuaDUb", plus "o" and "j" which
@@ -130,5 +137,6 @@ int ludo__regex_is_utf_error(int code);
 #define LUDO_RE_ERR_HEAPLIMIT (-63)    /* PCRE2_ERROR_HEAPLIMIT */
 #define LUDO_RE_ERR_NOMEMORY (-48)     /* PCRE2_ERROR_NOMEMORY */
 #define LUDO_RE_ERR_BADUTFOFFSET (-36) /* PCRE2_ERROR_BADUTFOFFSET */
+#define LUDO_RE_ERR_STOPPED (-37)      /* PCRE2_ERROR_CALLOUT: lim->stop */
 
 #endif

@@ -151,6 +151,9 @@ static int lre_exec_fail(lua_State *L, const ludo__lre_ctx_t *ctx, int rc,
                       (lua_Integer)pos + 1);
     case LUDO_RE_ERR_NOMEMORY:
       return lre_nomem(L);
+    case LUDO_RE_ERR_STOPPED: /* past the call's budget (lre_stop) */
+      if (ludo__state_check(L)) return lua_error(L);
+      return lre_fail(L, "search stopped");
     case LUDO_L_RE_EFREED:
       return luaL_error(L, "regex was freed");
     default:
@@ -165,8 +168,14 @@ static int lre_exec_fail(lua_State *L, const ludo__lre_ctx_t *ctx, int rc,
 #define LRE_CTX_IDX lua_upvalueindex(1)
 
 static ludo__lre_ctx_t *lre_ctx(lua_State *L) {
-  return lua_touserdata(L, LRE_CTX_IDX);
+  ludo__lre_ctx_t *ctx = lua_touserdata(L, LRE_CTX_IDX);
+  ctx->lim.stop_ud = L; /* the thread whose search may be stopped */
+  return ctx;
 }
+
+/* lim.stop: a search of a pattern with back-references asks now and then
+ * whether the call is past its budget (base/regex.h). */
+static int lre_stop(void *L) { return ludo__state_over(L); }
 
 /* Checks that argument `idx` is a live regex object.
  * [-0, +0, v] */
@@ -1150,6 +1159,8 @@ static void lre_push_ctx(lua_State *L) {
   ctx->lim.match = LUDO_L_RE_MATCH_DEFAULT;
   ctx->lim.depth = LUDO_L_RE_DEPTH_DEFAULT;
   ctx->lim.heap_kib = LUDO_L_RE_HEAP_DEFAULT / 1024;
+  ctx->lim.stop = lre_stop;
+  ctx->lim.stop_ud = L;
   ctx->used = 0;
   ctx->hand = 1;
   ctx->live.next = ctx->live.prev = &ctx->live;

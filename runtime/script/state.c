@@ -683,7 +683,7 @@ void ludo__state_run_end(ludo__state_t *st) {
   st->depth = 0;
 }
 
-int ludo__state_check(lua_State *L) {
+int ludo__state_over(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   if (st == NULL || !st->armed || !st->running) return 0;
   if (!st->killed) {
@@ -696,7 +696,13 @@ int ludo__state_check(lua_State *L) {
   }
   if (!st->killed && cancel_asked(st))
     ludo__state_kill(st, LUDO__KILL_INTERRUPTED);
-  if (!st->killed) return 0;
+  return st->killed != 0;
+}
+
+int ludo__state_check(lua_State *L) {
+  ludo__state_t *st;
+  if (!ludo__state_over(L)) return 0;
+  st = ludo__state_of(L);
   if (st->killed == LUDO__KILL_MEMORY)
     lua_pushliteral(L, "not enough memory");
   else

@@ -172,6 +172,12 @@ void ludo__state_run_end(ludo__state_t *st);
  * kilobytes. [-0, +(0|1), m] */
 int ludo__state_check(lua_State *L);
 
+/* ludo__state_check without the message: 1 when the running call of L's
+ * state is past its limits (and now marked stopped), else 0. Touches no
+ * Lua stack and never raises: for C code that cannot unwind (inside
+ * pcre2); the caller then gets the message from ludo__state_check. */
+int ludo__state_over(lua_State *L);
+
 /* A script's error message is cut to this many bytes (and " [... N more
  * bytes]") before ludo prefixes it with its code and adds a traceback:
  * the session keeps 16 KiB of the whole (LUDO__ERRMSG_MAX). */

@@ -395,6 +395,20 @@ TEST_IMPL(limit_schema_costs) {
   free(wide);
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   ASSERT_OK(ludo_session_step(s, J("{\"wide\":[1,2]}"), &out, &len));
+  /* 300,000 bytes for ^(.*)\1$: ~10^10 byte comparisons (17 s) in C
+   * before the pattern's search asked the budget. */
+  wide = malloc(300000 + 32);
+  n = (size_t)sprintf(wide, "{\"twice\":\"");
+  memset(wide + n, 'a', 300000);
+  n += 300000;
+  n += (size_t)sprintf(wide + n, "b\"}");
+  ASSERT_ERR(ludo_session_step(s, wide, n, &out, &len), LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "CPU budget of 100 ms");
+  free(wide);
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_OK(ludo_session_step(s, J("{\"twice\":\"abab\"}"), &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{\"twice\":\"aba\"}"), &out, &len),
+             LUDO_ESCHEMA);
   ludo_session_close(s);
   test_rt_free(rt);
 }

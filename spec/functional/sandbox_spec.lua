@@ -467,6 +467,12 @@ describe("sandbox", function()
           "bad \u{fffd}\u{fffd} bytes, \u{fffd} cut, \u{e9} kept")
       end)
 
+    it("a regex search with back-references stops at the budget",
+      function()
+        assert_refused(s, witness, "regex_backref", "ETIMEOUT",
+          "CPU budget")
+      end)
+
     it("max_instructions stops a loop with ETIMEOUT", function()
       local irt = runtime({ cpu_budget_ms = 0, max_instructions = 100000 })
       local ienv = assert(irt:load(FIXTURE))
