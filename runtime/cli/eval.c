@@ -234,6 +234,7 @@ static int run_here(eval_t *e, long long already) {
   run_loop(e, already);
   running_rt = NULL;
   eval_out_close(&e->out);
+  if (eval_traj_report(&e->r)) e->r.failed = 1; /* exits 1 at the end */
   return 0;
 }
 

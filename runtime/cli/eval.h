@@ -306,6 +306,9 @@ struct eval_run_s {
   size_t active;           /* slots with an episode */
   int stopping;            /* Ctrl-C: cancel, start nothing */
   int failed;              /* a write failed: stop */
+  long long traj_lost;     /* trajectories not written (their records say
+                              null): the run exits 1 */
+  char traj_err[320];      /* the first of those failures, said */
   double cpu_share;        /* CPU per episode in flight, accumulated */
   double cpu_last;         /* thread CPU time at the last update (s) */
   long long finished;
@@ -339,6 +342,7 @@ struct eval_slot_s {
   json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
   int reset_written;       /* the trajectory's line 1 is written */
+  int traj_lost;           /* it could not be opened or written */
   json_t *rec;             /* the record, while the success function runs */
   double llm0[4];          /* usage at the start: calls, failures, tokens */
 };
@@ -368,6 +372,13 @@ json_t *eval_record_new(eval_slot_t *sl);
 /* The trajectory file: opened at the start, the reset, each step, each
  * invalid action (the model's text, or NULL, and why). */
 void eval_traj_open(eval_slot_t *sl);
+/* Closes it at the episode's end (writing line 1 if the reset never
+ * answered). One that could not be opened or written is removed and
+ * counted in the run (sl->traj_lost: the record says null). */
+void eval_traj_close(eval_slot_t *sl);
+/* Says how many trajectories the run lost and the first failure (a
+ * warning on stderr). Returns 1 when it lost any, else 0. */
+int eval_traj_report(const eval_run_t *r);
 void eval_traj_reset(eval_slot_t *sl, const char *opts, const char *data,
                      size_t len);
 /* Line 1 when the episode failed before the reset answered: the reset's

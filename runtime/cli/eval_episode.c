@@ -76,9 +76,7 @@ static void finish(eval_slot_t *sl) {
   eval_run_t *r = sl->run;
   json_t *rec;
   eval_cpu_update(r);
-  if (sl->traj != NULL && !sl->reset_written) eval_traj_reset_failed(sl);
-  if (sl->traj != NULL) fclose(sl->traj);
-  sl->traj = NULL;
+  eval_traj_close(sl);
   rec = eval_record_new(sl);
   if (sl->s != NULL) ludo_session_close_async(sl->s, NULL, NULL);
   sl->s = NULL;

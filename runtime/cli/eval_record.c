@@ -1,10 +1,12 @@
 /* eval_record.c - what an episode of `ludo eval` leaves (docs/eval.md):
  * its record in results.jsonl (error class and message, success, wall and
  * CPU time, LLM usage) and its trajectory file. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/eval.h"
 
@@ -128,18 +130,59 @@ json_t *eval_record_new(eval_slot_t *sl) {
       (json_int_t)(u[1] - sl->llm0[1]), "prompt_tokens",
       (json_int_t)(u[2] - sl->llm0[2]), "completion_tokens",
       (json_int_t)(u[3] - sl->llm0[3]), "trajectory",
-      sl->run->cfg->trajectories ? json_string(traj) : json_null());
+      sl->run->cfg->trajectories && !sl->traj_lost ? json_string(traj)
+                                                   : json_null());
   return rec;
 }
 
 /* ---- trajectories ---------------------------------------------------------- */
 
+static void traj_path(const eval_slot_t *sl, char *path, size_t n) {
+  snprintf(path, n, "%s/trajectories/%06lld.jsonl", sl->run->cfg->out,
+           sl->ep->index);
+}
+
+/* The trajectory is lost (errno says why): counted, the first said. */
+static void traj_lost(eval_slot_t *sl, const char *what, const char *path) {
+  eval_run_t *r = sl->run;
+  if (r->traj_lost++ == 0)
+    snprintf(r->traj_err, sizeof r->traj_err, "cannot %s %s: %s", what,
+             path, strerror(errno));
+  sl->traj_lost = 1;
+}
+
 void eval_traj_open(eval_slot_t *sl) {
   char path[4400];
+  sl->traj_lost = 0;
   if (!sl->run->cfg->trajectories) return;
-  snprintf(path, sizeof path, "%s/trajectories/%06lld.jsonl",
-           sl->run->cfg->out, sl->ep->index);
+  traj_path(sl, path, sizeof path);
   sl->traj = fopen(path, "w");
+  /* Out of file descriptors (a high --concurrency), a full disk: the
+   * episode runs on, its record says it has no trajectory. */
+  if (sl->traj == NULL) traj_lost(sl, "open", path);
+}
+
+void eval_traj_close(eval_slot_t *sl) {
+  char path[4400];
+  int bad;
+  if (sl->traj == NULL) return;
+  if (!sl->reset_written) eval_traj_reset_failed(sl);
+  errno = EIO; /* what ferror alone says */
+  bad = ferror(sl->traj);
+  bad = fclose(sl->traj) != 0 || bad;
+  sl->traj = NULL;
+  if (!bad) return;
+  traj_path(sl, path, sizeof path);
+  traj_lost(sl, "write", path);
+  unlink(path); /* a part of it: the record names none */
+}
+
+int eval_traj_report(const eval_run_t *r) {
+  if (r->traj_lost == 0) return 0;
+  fprintf(stderr, "ludo eval: warning: %lld trajectories could not be "
+          "written (the first: %s); their records say \"trajectory\": "
+          "null\n", r->traj_lost, r->traj_err);
+  return 1;
 }
 
 void eval_reset_opts(const eval_ep_t *e, ludo__cli_buf_t *b) {

@@ -308,6 +308,43 @@ def merge_never_follows_a_path_from_a_record():
 
 
 @test
+def a_trajectory_that_cannot_be_written_is_null_and_the_run_exits_1():
+    import resource
+    d = out("fd-short")
+
+    def few_fds():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+    args = [LUDO, "eval", "examples/echo", "--policy", SLOW, "--episodes",
+            "400", "--concurrency", "350", "--max-steps", "2", "--quiet"]
+    r = subprocess.run(args + ["--out", d], env=ENV, capture_output=True,
+                       text=True, timeout=300, preexec_fn=few_fds)
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    assert re.search(r"warning: \d+ trajectories could not be written "
+                     r"\(the first: cannot open .*trajectories/\d{6}"
+                     r"\.jsonl: Too many open files\)", r.stderr), r.stderr
+    recs = results(d)
+    assert sorted(x["episode"] for x in recs) == list(range(400))
+    lost = [x for x in recs if x["trajectory"] is None]
+    assert lost and len(lost) < 400, len(lost)
+    for x in recs:
+        if x["trajectory"] is not None:
+            assert os.path.exists(os.path.join(d, x["trajectory"])), x
+        else:
+            assert not os.path.exists(os.path.join(
+                d, "trajectories", "%06d.jsonl" % x["episode"])), x
+    html = open(os.path.join(d, "report.html")).read()
+    assert "%06d.jsonl" % lost[0]["episode"] not in html
+    # The records are complete: --resume has nothing to run, merge takes
+    # the null trajectories as they are.
+    r = ludo(*args[1:], "--out", d, "--resume")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(results(d)) == 400
+    m = out("fd-short-merged")
+    run_ok("eval", "merge", d, "--out", m)
+    assert untimed(results(m)) == untimed(recs)
+
+
+@test
 def invalid_actions_are_recorded_not_fatal():
     d = out("invalid")
     run_ok("eval", "examples/echo", "--policy", FIX + "/invalid_policy.lua",
