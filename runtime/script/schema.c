@@ -665,9 +665,11 @@ static unsigned lua_json_type(lua_State *L, int idx) {
     case LUA_TBOOLEAN: return T_BOOLEAN;
     case LUA_TNUMBER: {
       if (lua_isinteger(L, idx)) return T_INTEGER;
-      {
+      { /* integral, and within what a Lua integer holds: 1e300 is a
+         * JSON integer, but no Lua code can take it as one */
         double d = lua_tonumber(L, idx);
-        if (isfinite(d) && d == floor(d)) return T_NUMBER | T_INTEGER;
+        if (isfinite(d) && d == floor(d) && d >= -0x1p63 && d < 0x1p63)
+          return T_NUMBER | T_INTEGER;
       }
       return T_NUMBER;
     }

@@ -400,6 +400,12 @@ describe("environment API", function()
           "ESCHEMA: reset.seed: expected integer or null, got number" },
         { '{"seed":"x"}',
           "ESCHEMA: reset.seed: expected integer or null, got string" },
+        -- integral, but past what a Lua integer holds (math.randomseed
+        -- raised inside ludo's runner)
+        { '{"seed":1e300}',
+          "ESCHEMA: reset.seed: expected integer or null, got number" },
+        { '{"seed":9.3e18}',
+          "ESCHEMA: reset.seed: expected integer or null, got number" },
         { '{"episode_id":3}',
           "ESCHEMA: reset.episode_id: expected string or null, got integer" },
         { '"x"', "ESCHEMA: reset: expected object, got string" },
