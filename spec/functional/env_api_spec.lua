@@ -41,6 +41,8 @@ describe("environment API", function()
         "ELOAD: reset must be a function, got number" },
       { "decl_bad_rubric", "ELOAD",
         "ELOAD: rubric must be a rubric object or a function, got string" },
+      { "decl_rubric_total", "ELOAD",
+        "ELOAD: rubric: a child rubric may not be named 'total'" },
       { "syntax_error", "ELOAD",
         "ELOAD: " .. FIX .. "syntax_error/env.lua:3: unexpected symbol "
           .. "near '='" },
