@@ -211,7 +211,9 @@ typedef const char *(*eval_scan_fn)(void *ud, const eval_line_t *l);
 int eval_results_scan(const char *dir, int repair, eval_scan_fn fn,
                       void *ud);
 /* What --resume and merge check of each record, in the order of the
- * lines: its episode is one of `plan`'s, with the plan's seed, and its
+ * lines: its episode is one of `plan`'s, with the plan's seed, not
+ * after a final record of that episode (only a record to run again,
+ * cancelled or lost by the transport, is followed by another), and its
  * trajectory is null or its own file (trajectories/NNNNNN.jsonl: a path
  * from a record is never followed). Marks the episode (done, error,
  * has_traj, reward) as the line says. Returns NULL, or why the line is

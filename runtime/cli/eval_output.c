@@ -467,6 +467,13 @@ const char *eval_record_check(eval_plan_t *plan, const eval_line_t *l,
              "read", l->episode, own);
     return why;
   }
+  /* A run writes one final record per episode (--resume runs only those
+   * without one): a second is another run's, or an edit. */
+  if (e->done && !l->rerun) {
+    snprintf(why, n, "episode %lld has a final record on an earlier line "
+             "already: a second one is not this run's", l->episode);
+    return why;
+  }
   e->done = !l->rerun;
   e->error = l->error;
   e->has_traj = l->has_traj;

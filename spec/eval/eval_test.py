@@ -308,6 +308,34 @@ def merge_never_follows_a_path_from_a_record():
 
 
 @test
+def merge_checks_records_as_resume_does():
+    shards = echo_shards("mchk", 2)
+    seed = results(shards[0])[1]["seed"]
+    edit_record(shards[0], 1, seed=seed + 1)
+    m = out("mchk-m")
+    r = ludo("eval", "merge", *shards, "--out", m)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "mchk-0/results.jsonl:2: episode %d has seed %d, not this " \
+        "run's %d" % (results(shards[0])[1]["episode"], seed + 1, seed) \
+        in r.stderr, r.stderr
+    edit_record(shards[0], 1, seed=seed)
+    with open(os.path.join(shards[1], "results.jsonl")) as f:
+        first = f.readline()
+    with open(os.path.join(shards[1], "results.jsonl"), "a") as f:
+        f.write(first)
+    r = ludo("eval", "merge", *shards, "--out", m)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    want = "mchk-1/results.jsonl:5: episode %d has a final record on an " \
+        "earlier line already" % json.loads(first)["episode"]
+    assert want in r.stderr, r.stderr
+    r = ludo("eval", "examples/echo", "--episodes", "9", "--seed", "7",
+             "--max-steps", "2", "--quiet", "--shard", "1/2", "--resume",
+             "--out", shards[1])
+    assert r.returncode == 1 and want in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(m, "results.jsonl"))
+
+
+@test
 def a_trajectory_that_cannot_be_written_is_null_and_the_run_exits_1():
     import resource
     d = out("fd-short")
@@ -776,9 +804,12 @@ def resume_reruns_episodes_the_transport_lost():
     assert sorted(again) == [2, 5], again
     assert summary(d) == summary(whole)
     assert untimed(results(d)) == untimed(results(whole))
-    rewrite_error(d, [7], "ETIMEOUT")  # the policy's: final
+    # The policy's error is final (a record edited in place: a second
+    # final record of an episode is refused).
+    line = [x["episode"] for x in results(d)].index(7)
+    edit_record(d, line, error={"class": "ETIMEOUT", "message": "late"})
     run_ok(*ECHO3, "--out", d, "--resume")
-    assert len(results(d)) == 15
+    assert len(results(d)) == 14
     recs = {x["episode"]: x for x in results(d)}
     assert recs[7]["error"]["class"] == "ETIMEOUT", recs[7]
 
