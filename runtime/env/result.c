@@ -60,17 +60,30 @@ static int bad_score(lua_State *L, int idx, const char *what,
                                ? "nan" : lua_tostring(L, idx));
 }
 
+/* 1 when the rubric keyed `key` (',"name":') lies below the one keyed
+ * `up`: its name starts with up's name and a dot. */
+static int is_below(const char *key, size_t len, const char *up,
+                    size_t uplen) {
+  return len > uplen && memcmp(key + 2, up + 2, uplen - 4) == 0 &&
+         key[uplen - 2] == '.';
+}
+
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
  * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
  * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
- * [-0, +0, e] */
+ * A score that is no number (NaN) fails the call, naming the rubric it
+ * came from: a bad score reaches the parents that add it up, so the one
+ * named is the first bad rubric in tree order none of whose descendants
+ * is bad, and the root only when no rubric below it is. [-0, +0, e] */
 static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
-  lua_Integer i, n;
+  lua_Integer i, n, bad = 0;
+  const char *bad_key = NULL;
+  size_t bad_len = 0;
+  int root_ok = is_score(L, score), settled = 0;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
     result_nomem(L, s);
-  if (!is_score(L, score)) bad_score(L, score, "the rubric's score", NULL, 0);
-  ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
+  if (root_ok) ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
   if (lua_type(L, -1) == LUA_TTABLE) {
     lua_rawgeti(L, -1, 1);                              /* keys */
@@ -78,7 +91,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
     n = (lua_Integer)lua_rawlen(L, -2);
     for (i = 1; i <= n; i++) {
       size_t len;
-      const char *key;
+      const char *key; /* held by the keys table */
       lua_rawgeti(L, -2, i);
       key = lua_tolstring(L, -1, &len);
       if (key == NULL || ludo__buf_add(b, key, len))
@@ -86,18 +99,30 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
       if (lua_rawgeti(L, -2, i) == LUA_TTABLE) {
         lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
         lua_rawget(L, -2);
-        if (!is_score(L, -1)) /* the key is ',"name":' */
-          bad_score(L, -1, "the score of rubric", key + 2, len - 4);
-        ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+        if (is_score(L, -1)) {
+          ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+        } else if (!settled) {
+          if (bad != 0 && !is_below(key, len, bad_key, bad_len))
+            settled = 1; /* the first bad one has no bad descendant */
+          else
+            bad = i, bad_key = key, bad_len = len;
+        }
         lua_pop(L, 1);
       } else if (ludo__buf_add(b, "null", 4)) {
         result_nomem(L, s);
       }
       lua_pop(L, 2); /* the rubric (or nil) and the key */
     }
+    if (bad != 0) {
+      lua_rawgeti(L, -1, bad);
+      lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
+      lua_rawget(L, -2);
+      bad_score(L, -1, "the score of rubric", bad_key + 2, bad_len - 4);
+    }
     lua_pop(L, 2);
   }
   lua_pop(L, 1);
+  if (!root_ok) bad_score(L, score, "the rubric's score", NULL, 0);
   if (ludo__buf_addc(b, '}'))
     result_nomem(L, s);
 }
@@ -200,8 +225,9 @@ static int encode_result(lua_State *L) {
   if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
   if (lua_rawget(L, 1) == LUA_TNIL && has_score) { /* the step set none */
-    if (!is_score(L, 2)) bad_score(L, 2, "the rubric's score", NULL, 0);
-    ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
+    /* A bad score is raised by encode_rubrics below (always called with
+     * a score), which names the rubric it came from. */
+    if (is_score(L, 2)) ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
   } else {
     if (!is_score(L, -1)) bad_score(L, -1, "observation.reward", NULL, 0);
     ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);

@@ -295,6 +295,15 @@ describe("environment API", function()
         .. '"answer.style":0.5}', 1, true), text)
     end)
 
+    it("a NaN score fails the step naming the rubric that gave it, not "
+      .. "the root its NaN reached", function()
+        local out, msg, code = step("nan")
+        assert.is_nil(out)
+        assert.are.equal("ESCRIPT", code)
+        assert.are.equal("ESCRIPT: the score of rubric answer.style must be "
+          .. "a finite number or nil, got nan", msg)
+      end)
+
     it("a forward returning a string fails the step, naming the rubric, "
       .. "the type and the forward's line", function()
         local out, msg, code = step("string")
