@@ -18,6 +18,9 @@
 #define SV_WS_QUEUE_MAX 64    /* messages a client may send ahead */
 #define SV_WRAP_KEEP 65536    /* scratch for /ws replies kept between uses */
 
+/* Why a WebSocket client's input ended (sv_ws_t.ending). */
+enum { SV_END_COUNT = 1, SV_END_BYTES, SV_END_BINARY };
+
 typedef struct sv_sess_s sv_sess_t;
 typedef struct sv_ws_s sv_ws_t;
 typedef struct sv_fwd_s sv_fwd_t;
@@ -84,8 +87,10 @@ struct sv_ws_s {
   /* Messages that came while the session was busy or opening. */
   struct sv_msg_s *head, *tail;
   unsigned queued;
-  int overflowed;           /* one message too many came: the queued ones
-                               are answered, then the error and a close */
+  int ending;               /* SV_END_*: a message was refused (one too
+                               many, a binary frame): the queued ones are
+                               answered, then the error and a close; later
+                               messages are dropped */
   sv_ws_t *next, *prev;     /* all clients */
   uint64_t serial;          /* unique on its server: tells it from a
                                client allocated at its address later */

@@ -313,15 +313,22 @@ static void handle(sv_ws_t *c, const char *data, size_t len, uint64_t t0) {
     ws_message(c, data, len, t0);
 }
 
-/* After an overflow, once every queued message has its reply: the error,
- * then the close (one reply per request, in order, the error last). */
-static void overflow_end(sv_ws_t *c) {
-  if (!c->overflowed || c->head != NULL || c->closing ||
+/* After a refused message (c->ending), once every message queued before
+ * it has its reply: the error, then the close (one reply per request, in
+ * order, the error last). */
+static void refuse_end(sv_ws_t *c) {
+  if (!c->ending || c->head != NULL || c->closing ||
       (c->sess != NULL && (c->sess->busy || c->sess->opening)))
     return;
-  sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
-              "replies: wait for a reply before sending more", NULL);
-  sv_ws_close(c, 1008, "too many messages in flight");
+  if (c->ending == SV_END_BINARY) {
+    sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
+                "send each message as a JSON text frame", NULL);
+    sv_ws_close(c, 1003, "binary frames are not supported");
+  } else {
+    sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
+                "replies: wait for a reply before sending more", NULL);
+    sv_ws_close(c, 1008, "too many messages in flight");
+  }
 }
 
 void sv_ws_pump(sv_ws_t *c) {
@@ -337,7 +344,7 @@ void sv_ws_pump(sv_ws_t *c) {
     handle(c, m->data, m->len, m->t0_us);
     ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
   }
-  overflow_end(c);
+  refuse_end(c);
 }
 
 static void free_queue(sv_ws_t *c) {
@@ -359,11 +366,10 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
   (void)ws;
   atomic_fetch_add(&c->sv->shared->metrics.ws_messages, 1);
   atomic_fetch_add(&c->sv->shared->metrics.bytes_in, len);
-  if (c->closing || c->overflowed) return; /* overflowed: dropped */
-  if (binary) {
-    sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
-                "send each message as a JSON text frame", NULL);
-    sv_ws_close(c, 1003, "binary frames are not supported");
+  if (c->closing || c->ending) return; /* after a refusal: dropped */
+  if (binary) { /* refused in its turn, after the replies owed before */
+    c->ending = SV_END_BINARY;
+    sv_ws_pump(c);
     return;
   }
   if (c->head == NULL && ready(c)) { /* nothing waits: no copy */
@@ -371,8 +377,8 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
     return;
   }
   if (c->queued >= SV_WS_QUEUE_MAX) {
-    c->overflowed = 1;
-    overflow_end(c);
+    c->ending = SV_END_COUNT;
+    refuse_end(c);
     return;
   }
   m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);

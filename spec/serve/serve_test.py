@@ -4,7 +4,9 @@ http.client and websockets (Debian's python3-websockets), speaking
 OpenEnv's protocol as its stock clients do (OPENENV.md 1, 2, 4).
 
 Usage: serve_test.py LUDO_BINARY. Prints "ok NAME" or "FAIL NAME: why" per
-test and ends with "N passed, N failed"; exit status 1 on any failure."""
+test and ends with "N passed, N failed"; exit status 1 on any failure.
+SERVE_ONLY=a,b runs only the tests whose names contain one of those words
+(the shared servers still start, and are still checked for their exit)."""
 import asyncio
 import http.client
 import json
@@ -67,8 +69,13 @@ def check(cond, why):
         raise AssertionError(why)
 
 
+ONLY = [w for w in os.environ.get("SERVE_ONLY", "").split(",") if w]
+
+
 def test(fn):
     name = fn.__name__
+    if ONLY and not any(w in name for w in ONLY):
+        return fn
     try:
         r = fn()
         if asyncio.iscoroutine(r):
@@ -1791,6 +1798,45 @@ def graceful_shutdown_drops_forwarded_waiting_steps():
     log = c.p.stderr.read()
     c.p.stderr.close()
     check(status == 0 and "did not close in time" not in log, (status, log))
+
+
+def frames_until_close(s):
+    """The text frames' JSON up to the close frame, and its code."""
+    got = []
+    while True:
+        op, data = read_frame(s)
+        if op == 8:
+            return got, struct.unpack(">H", data[:2])[0]
+        got.append(json.loads(data))
+
+
+def create_session(srv):
+    return srv.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                     "openenv/session/create"}
+                    )[1]["result"]["session_id"]
+
+
+@test
+def ws_binary_frame_keeps_its_turn():
+    # A binary frame sent while a step runs is refused after the replies
+    # owed to the messages before it, in order (as a non-object frame is):
+    # the error, then close 1003.
+    c = Server("spec/fixtures/serve/slow")
+    try:
+        for last in (ws_frame(2, b"x"), ws_frame(1, b"[]")):
+            s = raw_ws(c.port)
+            s.sendall(ws_frame(1, b'{"type":"reset"}'))
+            read_frame(s)
+            s.sendall(ws_frame(1, b'{"type":"step","data":{"ms":300}}') +
+                      ws_frame(1, b'{"type":"state"}') + last)
+            got, code = frames_until_close(s)
+            s.close()
+            check([g["type"] for g in got] ==
+                  ["observation", "state", "error"], got)
+            check(got[2]["data"]["code"] == "SESSION_ERROR", got)
+            check(code == (1003 if last[0] == 0x82 else 1000), code)
+    finally:
+        check(c.stop() == 0, "exit status")
 
 
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
