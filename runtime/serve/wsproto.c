@@ -86,6 +86,25 @@ void sv_ws_close(sv_ws_t *c, int code, const char *reason) {
   if (c->ws) ludo__ws_close(c->ws, code, reason);
 }
 
+/* 1 when x was attached by ?session_id= (made by openenv/session/create
+ * or POST /reset): such a session outlives its WebSocket. */
+static int attached(const sv_sess_t *x) {
+  return x->kind == SV_SESS_MCP || x->kind == SV_SESS_HTTP;
+}
+
+/* Ends the connection after refusing what the client sent (a
+ * SESSION_ERROR): its own session closes with it, but a session it
+ * attached to stays for its next client (OPENENV.md 1.4), as when the
+ * client leaves by itself. */
+static void ws_refuse(sv_ws_t *c, int code, const char *reason) {
+  sv_sess_t *x = c->sess;
+  if (x != NULL && !c->closing && attached(x)) {
+    c->sess = NULL;
+    sv_sess_detach(x);
+  }
+  sv_ws_close(c, code, reason);
+}
+
 void sv_ws_close_all(ludo__serve_t *sv) {
   sv_ws_t *c, *next;
   for (c = sv->clients; c; c = next) {
@@ -243,7 +262,7 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
   if (!json_is_object(root)) {
     sv_ws_error(c, "SESSION_ERROR", "Invalid message: a frame must be a "
                 "JSON object", NULL);
-    sv_ws_close(c, 1000, NULL);
+    ws_refuse(c, 1000, NULL);
     json_decref(root);
     return;
   }
@@ -323,11 +342,11 @@ static void refuse_end(sv_ws_t *c) {
   if (c->ending == SV_END_BINARY) {
     sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
                 "send each message as a JSON text frame", NULL);
-    sv_ws_close(c, 1003, "binary frames are not supported");
+    ws_refuse(c, 1003, "binary frames are not supported");
   } else {
     sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
                 "replies: wait for a reply before sending more", NULL);
-    sv_ws_close(c, 1008, "too many messages in flight");
+    ws_refuse(c, 1008, "too many messages in flight");
   }
 }
 
@@ -383,7 +402,7 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
   }
   m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);
   if (m == NULL) {
-    sv_ws_close(c, 1011, "out of memory");
+    ws_refuse(c, 1011, "out of memory");
     return;
   }
   m->next = NULL;
@@ -411,8 +430,7 @@ static void on_close(void *ud, ludo__ws_t *ws, int code, const char *reason,
   if (c->sess) {
     sv_sess_t *x = c->sess;
     c->sess = NULL;
-    if (x->kind == SV_SESS_MCP || x->kind == SV_SESS_HTTP) {
-      /* attached (?session_id=): the session outlives the socket */
+    if (attached(x)) { /* the session outlives the socket */
       sv_sess_detach(x);
     } else {
       sv_sess_close(x);

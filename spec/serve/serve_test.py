@@ -1839,6 +1839,25 @@ def ws_binary_frame_keeps_its_turn():
         check(c.stop() == 0, "exit status")
 
 
+@test
+def ws_refusal_keeps_the_attached_session():
+    # A SESSION_ERROR on a WebSocket attached with ?session_id= ends the
+    # socket, not the session (OPENENV.md 1.4): it answers after.
+    for last in (ws_frame(2, b"x"), ws_frame(1, b"[]")):
+        sid = create_session(S)
+        s = raw_ws(S.port, "/ws?session_id=" + sid)
+        s.sendall(ws_frame(1, b'{"type":"reset"}'))
+        read_frame(s)
+        s.sendall(ws_frame(1, b'{"type":"step","data":{"message":"a"}}'))
+        read_frame(s)
+        s.sendall(last)
+        got, code = frames_until_close(s)
+        s.close()
+        check(got[-1]["data"]["code"] == "SESSION_ERROR", got)
+        st, v, _ = S.http("GET", "/state?session_id=" + sid)
+        check(st == 200 and v["step_count"] == 1, (st, v))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
