@@ -16,6 +16,9 @@
 #define SV_BUCKETS 1024       /* session id hash buckets */
 #define SV_PROXY_BUCKETS 64   /* proxy hash buckets (by number) */
 #define SV_WS_QUEUE_MAX 64    /* messages a client may send ahead */
+#define SV_WS_QUEUE_FREE ((size_t)64 << 10) /* queued bytes a client holds
+                                 before they count against the server's
+                                 input budget */
 #define SV_WRAP_KEEP 65536    /* scratch for /ws replies kept between uses */
 
 /* Why a WebSocket client's input ended (sv_ws_t.ending). */
@@ -87,10 +90,13 @@ struct sv_ws_s {
   /* Messages that came while the session was busy or opening. */
   struct sv_msg_s *head, *tail;
   unsigned queued;
+  size_t queued_bytes;      /* the memory they hold */
+  size_t charged;           /* what of it counts against the server's
+                               input budget (past SV_WS_QUEUE_FREE) */
   int ending;               /* SV_END_*: a message was refused (one too
-                               many, a binary frame): the queued ones are
-                               answered, then the error and a close; later
-                               messages are dropped */
+                               many, too many bytes, a binary frame): the
+                               queued ones are answered, then the error
+                               and a close; later messages are dropped */
   sv_ws_t *next, *prev;     /* all clients */
   uint64_t serial;          /* unique on its server: tells it from a
                                client allocated at its address later */

@@ -19,6 +19,8 @@ void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   atomic_init(&sh->open, 0);
   atomic_init(&sh->output.used, 0);
   atomic_init(&sh->output.max, DEFAULT_MAX_OUTPUT_BYTES);
+  atomic_init(&sh->input.used, 0);
+  atomic_init(&sh->input.max, DEFAULT_MAX_OUTPUT_BYTES);
   ludo__metrics_init(&sh->metrics);
   sh->metrics.output = &sh->output;
 }
@@ -432,6 +434,10 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   if (sv->o.max_header_bytes) ho.max_header_bytes = sv->o.max_header_bytes;
   ho.max_connections = sv->o.max_connections;
   atomic_store_explicit(&sv->shared->output.max, sv->o.max_output_bytes,
+                        memory_order_relaxed);
+  /* One knob bounds what the server holds for clients either way: the
+   * replies they do not read, and the messages they send ahead. */
+  atomic_store_explicit(&sv->shared->input.max, sv->o.max_output_bytes,
                         memory_order_relaxed);
   ho.output_budget = &sv->shared->output;
   ludo__ws_options_init(&sv->wso);

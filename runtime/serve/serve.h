@@ -22,6 +22,9 @@ typedef struct ludo__serve_shared_s {
   atomic_uint open;          /* sessions open or opening, all servers */
   ludo__net_budget_t output; /* unsent bytes of all connections
                                 (max_output_bytes) */
+  ludo__net_budget_t input;  /* bytes of the WebSocket messages waiting
+                                for their session, all connections
+                                (also max_output_bytes; wsproto.c) */
   ludo__metrics_t metrics;
 } ludo__serve_shared_t;
 

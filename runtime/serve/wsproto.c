@@ -343,11 +343,56 @@ static void refuse_end(sv_ws_t *c) {
     sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
                 "send each message as a JSON text frame", NULL);
     ws_refuse(c, 1003, "binary frames are not supported");
+  } else if (c->ending == SV_END_BYTES) {
+    sv_ws_error(c, "SESSION_ERROR", "Too many bytes waiting for their "
+                "replies: wait for a reply before sending more", NULL);
+    ws_refuse(c, 1008, "too many bytes in flight");
   } else {
     sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
                 "replies: wait for a reply before sending more", NULL);
     ws_refuse(c, 1008, "too many messages in flight");
   }
+}
+
+/* The memory of queued message m. */
+static size_t msg_size(const sv_msg_t *m) { return sizeof *m + m->len + 1; }
+
+/* Brings what the client counts against the server's input budget up to
+ * date with its queue: the bytes past its first SV_WS_QUEUE_FREE. */
+static void queue_charge(sv_ws_t *c) {
+  ludo__net_budget_t *b = &c->sv->shared->input;
+  size_t want = c->queued_bytes > SV_WS_QUEUE_FREE
+                    ? c->queued_bytes - SV_WS_QUEUE_FREE
+                    : 0;
+  if (want > c->charged) atomic_fetch_add(&b->used, want - c->charged);
+  else if (want < c->charged) atomic_fetch_sub(&b->used, c->charged - want);
+  c->charged = want;
+}
+
+/* 1 when `size` more bytes may wait in the client's queue: a message may
+ * be as big as --max-message, so the queue of one client holds two of
+ * them at most, and all clients' queues, of every worker, past their
+ * first SV_WS_QUEUE_FREE, --max-output: the WebSocket layer goes on
+ * reading during a long call, and only this bounds what piles up. */
+static int queue_fits(const sv_ws_t *c, size_t size) {
+  ludo__net_budget_t *b = &c->sv->shared->input;
+  size_t after = c->queued_bytes + size, want, others, max;
+  if (after > 2 * c->sv->wso.max_message) return 0;
+  want = after > SV_WS_QUEUE_FREE ? after - SV_WS_QUEUE_FREE : 0;
+  others = atomic_load(&b->used) - c->charged;
+  max = atomic_load(&b->max);
+  return others <= max && want <= max - others;
+}
+
+/* Takes the first queued message off the queue (the caller frees it). */
+static sv_msg_t *unqueue(sv_ws_t *c) {
+  sv_msg_t *m = c->head;
+  c->head = m->next;
+  if (c->head == NULL) c->tail = NULL;
+  c->queued--;
+  c->queued_bytes -= msg_size(m);
+  queue_charge(c);
+  return m;
 }
 
 void sv_ws_pump(sv_ws_t *c) {
@@ -356,55 +401,25 @@ void sv_ws_pump(sv_ws_t *c) {
     return;
   }
   while (c->head && ready(c)) {
-    sv_msg_t *m = c->head;
-    c->head = m->next;
-    if (c->head == NULL) c->tail = NULL;
-    c->queued--;
+    sv_msg_t *m = unqueue(c);
     handle(c, m->data, m->len, m->t0_us);
-    ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
+    ludo__free(&c->sv->core->heap, m, msg_size(m));
   }
   refuse_end(c);
 }
 
 static void free_queue(sv_ws_t *c) {
   while (c->head) {
-    sv_msg_t *m = c->head;
-    c->head = m->next;
-    ludo__free(&c->sv->core->heap, m, sizeof *m + m->len + 1);
+    sv_msg_t *m = unqueue(c);
+    ludo__free(&c->sv->core->heap, m, msg_size(m));
   }
-  c->tail = NULL;
-  c->queued = 0;
 }
 
-/* ---- the WebSocket's callbacks ---------------------------------------- */
-
-static void on_message(void *ud, ludo__ws_t *ws, int binary,
-                       const char *data, size_t len) {
-  sv_ws_t *c = ud;
-  sv_msg_t *m;
-  (void)ws;
-  atomic_fetch_add(&c->sv->shared->metrics.ws_messages, 1);
-  atomic_fetch_add(&c->sv->shared->metrics.bytes_in, len);
-  if (c->closing || c->ending) return; /* after a refusal: dropped */
-  if (binary) { /* refused in its turn, after the replies owed before */
-    c->ending = SV_END_BINARY;
-    sv_ws_pump(c);
-    return;
-  }
-  if (c->head == NULL && ready(c)) { /* nothing waits: no copy */
-    handle(c, data, len, sv_now_us());
-    return;
-  }
-  if (c->queued >= SV_WS_QUEUE_MAX) {
-    c->ending = SV_END_COUNT;
-    refuse_end(c);
-    return;
-  }
-  m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);
-  if (m == NULL) {
-    ws_refuse(c, 1011, "out of memory");
-    return;
-  }
+/* Queues a copy of message data/len to wait for the session; 0, or -1
+ * when out of memory. */
+static int enqueue(sv_ws_t *c, const char *data, size_t len) {
+  sv_msg_t *m = ludo__malloc(&c->sv->core->heap, sizeof *m + len + 1);
+  if (m == NULL) return -1;
   m->next = NULL;
   m->t0_us = sv_now_us();
   m->len = len;
@@ -414,6 +429,33 @@ static void on_message(void *ud, ludo__ws_t *ws, int binary,
   else c->head = m;
   c->tail = m;
   c->queued++;
+  c->queued_bytes += msg_size(m);
+  queue_charge(c);
+  return 0;
+}
+
+/* ---- the WebSocket's callbacks ---------------------------------------- */
+
+static void on_message(void *ud, ludo__ws_t *ws, int binary,
+                       const char *data, size_t len) {
+  sv_ws_t *c = ud;
+  (void)ws;
+  atomic_fetch_add(&c->sv->shared->metrics.ws_messages, 1);
+  atomic_fetch_add(&c->sv->shared->metrics.bytes_in, len);
+  if (c->closing || c->ending) return; /* after a refusal: dropped */
+  if (binary) { /* refused in its turn, after the replies owed before */
+    c->ending = SV_END_BINARY;
+  } else if (c->head == NULL && ready(c)) { /* nothing waits: no copy */
+    handle(c, data, len, sv_now_us());
+    return;
+  } else if (c->queued >= SV_WS_QUEUE_MAX) {
+    c->ending = SV_END_COUNT;
+  } else if (!queue_fits(c, sizeof(sv_msg_t) + len + 1)) {
+    c->ending = SV_END_BYTES;
+  } else if (enqueue(c, data, len) != 0) {
+    ws_refuse(c, 1011, "out of memory");
+    return;
+  }
   sv_ws_pump(c);
 }
 

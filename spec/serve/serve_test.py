@@ -1394,8 +1394,10 @@ def ws_frame(opcode, payload):
     head = bytes([0x80 | opcode])
     if n < 126:
         head += bytes([0x80 | n])
-    else:
+    elif n < 65536:
         head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
     return head + b"\0\0\0\0" + payload
 
 
@@ -1856,6 +1858,67 @@ def ws_refusal_keeps_the_attached_session():
         check(got[-1]["data"]["code"] == "SESSION_ERROR", got)
         st, v, _ = S.http("GET", "/state?session_id=" + sid)
         check(st == 200 and v["step_count"] == 1, (st, v))
+
+
+@test
+def ws_queued_bytes_are_bounded():
+    # --max-message 1: a connection may hold 2 MiB of messages waiting
+    # behind a step; the message past that is refused after the replies
+    # owed to those before it (the error, then close 1008).
+    c = Server("spec/fixtures/serve/slow", "--max-message", "1")
+    try:
+        sid = create_session(c)
+        s = raw_ws(c.port, "/ws?session_id=" + sid)
+        s.sendall(ws_frame(1, b'{"type":"reset"}'))
+        read_frame(s)
+        big = ws_frame(1, json.dumps({"type": "step", "data": {
+            "ms": 0, "pad": "x" * 900000}}).encode())
+        s.sendall(ws_frame(1, b'{"type":"step","data":{"ms":500}}') +
+                  big * 3)
+        got, code = frames_until_close(s)
+        s.close()
+        check([g["type"] for g in got] ==
+              ["observation", "error", "error", "error"], got)
+        check([g["data"]["code"] for g in got[1:]] ==
+              ["VALIDATION_ERROR", "VALIDATION_ERROR", "SESSION_ERROR"], got)
+        check("Too many bytes" in got[3]["data"]["message"], got[3])
+        check(code == 1008, code)
+        check(c.http("GET", "/state?session_id=" + sid)[0] == 200, "gone")
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+def ws_queued_bytes_share_one_bound():
+    # --max-output 1 bounds the messages waiting on all connections
+    # together (past 64 KiB each): the connection that would pass it is
+    # refused; the one already holding 900 KB is answered and stays.
+    c = Server("spec/fixtures/serve/slow", "--max-output", "1",
+               "--workers", "1")
+    try:
+        a, b = raw_ws(c.port), raw_ws(c.port)
+        for s in (a, b):
+            s.sendall(ws_frame(1, b'{"type":"reset"}'))
+            read_frame(s)
+        step = ws_frame(1, b'{"type":"step","data":{"ms":800}}')
+        a.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
+            "ms": 0, "pad": "x" * 900000}}).encode()))
+        time.sleep(0.3)
+        b.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
+            "ms": 0, "pad": "x" * 300000}}).encode()))
+        got, code = frames_until_close(b)
+        b.close()
+        check([g["type"] for g in got] == ["observation", "error"], got)
+        check("Too many bytes" in got[1]["data"]["message"] and
+              code == 1008, (got, code))
+        check(json.loads(read_frame(a)[1])["type"] == "observation", "a")
+        check(json.loads(read_frame(a)[1])["data"]["code"] ==
+              "VALIDATION_ERROR", "a's second reply")
+        a.sendall(ws_frame(1, b'{"type":"state"}'))
+        check(json.loads(read_frame(a)[1])["type"] == "state", "a closed")
+        a.close()
+    finally:
+        check(c.stop() == 0, "exit status")
 
 
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
