@@ -60,6 +60,12 @@
  * 125 bytes, two of them the code). */
 #define REASON_MAX 123
 
+/* What wslay 1.1.1 holds per data frame of a message it reassembles,
+ * besides the payload: a chunk of its own (24 bytes) and the payload in a
+ * second block, each a malloc with its header and 32-byte minimum: a
+ * 1-byte frame takes 64 bytes. */
+#define FRAME_OVERHEAD 64u
+
 enum { WS_PENDING, WS_OPEN, WS_CLOSING, WS_DONE, WS_CLOSED };
 
 /* The fields a message touches come first (three cache lines), the rest
@@ -84,9 +90,11 @@ struct ludo__ws_s {
   int in_frame;                /* a frame begun has not ended */
   int frag;                    /* a fragmented message is incomplete */
   int bad_close;               /* a close frame with a 1-byte payload */
+  int too_big;                 /* a message's fragments cost too much */
   int send_failed;             /* a send inside the receive failed */
   uint64_t fed;                /* bytes handed to wslay in this lending */
   uint64_t framed;             /* ... the frames begun take (with heads) */
+  uint64_t msg_cost;           /* the message being received (msg_charge) */
   const char *rd;              /* the bytes wslay reads now */
   size_t rdlen;
   uint64_t rx_ms;              /* when bytes came last (the loop's clock) */
@@ -293,8 +301,9 @@ static void on_msg(wslay_event_context_ptr ctx,
   switch (arg->opcode) {
   case WSLAY_TEXT_FRAME:
   case WSLAY_BINARY_FRAME:
-    /* After our close frame the peer's messages are dropped. */
-    if (ws->state != WS_OPEN || ws->close_queued) return;
+    /* After our close frame the peer's messages are dropped, and so is a
+     * message refused by msg_charge (its last frame was the one). */
+    if (ws->state != WS_OPEN || ws->close_queued || ws->too_big) return;
     ws->core->in_callback++;
     ws->cb.message(ws->ud, ws, arg->opcode == WSLAY_BINARY_FRAME,
                    arg->msg ? (const char *)arg->msg : "", arg->msg_length);
@@ -336,6 +345,25 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
   return 0;
 }
 
+/* Counts a data frame against max_message. wslay bounds a message's
+ * payload, but keeps a chunk per frame: a message of a million 1-byte
+ * fragments would hold 64 MB for 1 MB of payload. Each fragment after
+ * the first costs FRAME_OVERHEAD besides its payload (so a message in one
+ * frame may still be max_message long); once the message costs more than
+ * max_message, wslay reads no further (the frame under way ends) and
+ * feed() fails the connection with 1009. */
+static void msg_charge(wslay_event_context_ptr ctx, ludo__ws_t *ws,
+                       int opcode, uint64_t n) {
+  if (opcode == WSLAY_CONTINUATION_FRAME)
+    ws->msg_cost += FRAME_OVERHEAD + n;
+  else
+    ws->msg_cost = n;
+  if (ws->msg_cost > ws->o.max_message && !ws->too_big) {
+    ws->too_big = 1;
+    wslay_event_shutdown_read(ctx);
+  }
+}
+
 /* A frame begins: the bytes it takes, its head included (2 bytes, 4 of
  * mask for a server, 2 or 8 of extended length), and whether a
  * fragmented message is left incomplete. */
@@ -347,8 +375,10 @@ static void on_frame_start(wslay_event_context_ptr ctx,
   ws->framed += 2 + (ws->client ? 0 : 4) + (n < 126 ? 0 : n <= 0xffff ? 2 : 8) +
                 n;
   ws->in_frame = 1;
-  if (!(a->opcode & 0x8)) /* a data frame: text, binary, continuation */
+  if (!(a->opcode & 0x8)) { /* a data frame: text, binary, continuation */
     ws->frag = !a->fin;
+    msg_charge(ctx, ws, a->opcode, n);
+  }
   /* A close body starts with a 2-byte code (RFC 6455 5.5.1); wslay takes
    * one byte as no code and would echo an empty close. */
   if (a->opcode == WSLAY_CONNECTION_CLOSE && n == 1) ws->bad_close = 1;
@@ -539,6 +569,10 @@ static void feed(ludo__ws_t *ws, const char *data, size_t len) {
   if (ws->send_failed) {
     ws->state = WS_DONE;
     ludo__net_conn_close(ws->nc, 1);
+    return;
+  }
+  if (ws->too_big) {
+    fail(ws, 1009, "message too big");
     return;
   }
   if (r == WSLAY_ERR_CALLBACK_FAILURE || ws->bad_close) {

@@ -8,7 +8,9 @@
  * client frames (an unmasked one fails the connection with 1002), answers
  * pings with pongs, echoes a close frame, checks text messages and close
  * reasons as UTF-8 (1007 otherwise) and refuses a message longer than
- * `max_message` (1009) before buffering it. A frame it cannot parse (a
+ * `max_message` (1009) before buffering it; this module refuses one too
+ * (1009) whose fragments cost more, 64 bytes each after the first besides
+ * the payload (wslay keeps a chunk per frame). A frame it cannot parse (a
  * control frame longer than 125 bytes or fragmented, a length not in its
  * shortest form, a reserved opcode or bit) fails the connection with a
  * close frame of code 1002, written here with wslay's frame API.

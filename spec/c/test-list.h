@@ -192,6 +192,7 @@
   X(ws_unmasked_frame)                                                       \
   X(ws_invalid_utf8)                                                         \
   X(ws_message_too_big)                                                      \
+  X(ws_tiny_fragments)                                                       \
   X(ws_head_without_payload)                                                 \
   X(ws_bad_frames)                                                           \
   X(ws_close_from_peer)                                                      \

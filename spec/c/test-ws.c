@@ -479,6 +479,58 @@ TEST_IMPL(ws_message_too_big) {
   net_core_free(&core);
 }
 
+/* A WebSocket whose messages may be `max` bytes long. */
+static void ws_on_max(mem_t *m, ludo__core_t *core, wsrec_t *w, size_t max) {
+  memset(w, 0, sizeof *w);
+  w->use_o = 1;
+  ludo__ws_options_init(&w->o);
+  w->o.max_message = max;
+  ws_on(m, core, w);
+}
+
+/* wslay keeps a chunk per fragment: 1-byte fragments count 64 bytes each
+ * besides their payload against max_message, so the 1009 comes after a
+ * few of them and not after max_message of them (the payload); a few
+ * large fragments under the limit make a message. */
+TEST_IMPL(ws_tiny_fragments) {
+  ludo__core_t core;
+  mem_t m;
+  wsrec_t w;
+  char big[200], script[512];
+  size_t n = 0;
+  int i;
+  net_core_init(&core);
+  ws_on_max(&m, &core, &w, 1024);
+  CLIENT(&m, 0, 1, "x");
+  for (i = 1; i <= 1024 && m.close_req == 0; i++) CLIENT(&m, 0, 0, "x");
+  ASSERT_LE(i, 1024 / 64 + 2);
+  ASSERT_EQ(w.messages, 0);
+  expect_fail(&m, &w, 1009);
+  /* In one read: 1 + 14 * 65 bytes, then a last fragment of 100 that
+   * takes the message past 1024 (its payload is 115): no message. */
+  ws_on_max(&m, &core, &w, 1024);
+  memset(big, 'a', sizeof big);
+  n += net_client_frame(script + n, 0, 2, "x", 1);
+  for (i = 0; i < 14; i++) n += net_client_frame(script + n, 0, 0, "x", 1);
+  n += net_client_frame(script + n, 1, 0, big, 100);
+  mem_feed(&m, script, n);
+  ASSERT_EQ(w.messages, 0);
+  expect_fail(&m, &w, 1009);
+  /* Four fragments of 200 bytes: 800 + 3 * 64 under 1024. */
+  ws_on_max(&m, &core, &w, 1024);
+  client(&m, 0, 2, big, sizeof big);
+  client(&m, 0, 0, big, sizeof big);
+  client(&m, 0, 0, big, sizeof big);
+  client(&m, 1, 0, big, sizeof big);
+  ASSERT_EQ(w.messages, 1);
+  ASSERT_UINT_EQ(w.last_len, 800);
+  ASSERT_EQ(m.close_req, 0);
+  ludo__net_conn_eof(&m.conn);
+  mem_finish(&m);
+  mem_free(&m);
+  net_core_free(&core);
+}
+
 /* A head that declares a message over max_message and no payload yet:
  * wslay waits for a payload byte, so nothing is refused at once; the
  * keepalive ends the connection (the peer cannot answer a ping in the
