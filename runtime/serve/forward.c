@@ -79,7 +79,12 @@ int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
     snprintf(msg, n, "Unknown session_id: %.64s", id);
     return -32602;
   }
-  if (x->busy || x->ws != NULL) {
+  if (x->ws != NULL) { /* its calls come in order on that socket */
+    snprintf(msg, n, "Session %s belongs to a WebSocket; send its calls "
+             "there", x->id);
+    return -32600;
+  }
+  if (x->busy) {
     snprintf(msg, n, "Session %s is busy with another call", x->id);
     return -32600;
   }

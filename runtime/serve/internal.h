@@ -268,7 +268,8 @@ int sv_check_http(ludo__serve_t *sv, const char *id, sv_sess_t **out,
                   char *msg, size_t n);
 
 /* The same for a JSON-RPC tools/call with session_id: 0, or the JSON-RPC
- * code of the refusal (-32602 unknown, -32600 busy). */
+ * code of the refusal (-32602 unknown, -32600 attached to a WebSocket, or
+ * busy). */
 int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
                   char *msg, size_t n);
 

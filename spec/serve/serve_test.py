@@ -1921,6 +1921,21 @@ def ws_queued_bytes_share_one_bound():
         check(c.stop() == 0, "exit status")
 
 
+@test
+async def mcp_call_on_an_attached_session_names_the_websocket():
+    # tools/call naming a session a WebSocket holds: -32600 that says so
+    # (it said "busy" while the session was idle)
+    sid = create_session(S)
+    async with S.ws("/ws?session_id=" + sid) as ws:
+        await rpc(ws, {"type": "reset"})
+        st, v, _ = S.http("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "echo_message", "arguments": {"message": "x"},
+                "session_id": sid}})
+        check(v["error"]["code"] == -32600 and
+              "belongs to a WebSocket" in v["error"]["message"], v)
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
