@@ -431,6 +431,18 @@ void sv_rpc_error(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
 
 /* ---- wire helpers (routes.c) ----------------------------------------- */
 
+/* Percent-decodes the n bytes at p into out (at most size - 1 bytes, then
+ * NUL), as Starlette decodes a path parameter (plus 0) or a query value
+ * (plus 1: '+' is a space): an escape that is not two hex digits stays as
+ * it is. Returns 0, or -1 when it does not fit or decodes to a NUL byte
+ * (no name or id has one). */
+int sv_unescape(const char *p, size_t n, int plus, char *out, size_t size);
+
+/* The value of `key` in the query string q (NULL: none), percent-decoded
+ * into buf (sv_unescape); NULL when absent, too long or holding a NUL. */
+const char *sv_query_value(const char *q, const char *key, char *buf,
+                           size_t n);
+
 /* A JSON string of the `n` bytes at `s` (n (size_t)-1: up to the NUL),
  * any byte that is not valid UTF-8 replaced by U+FFFD: error messages
  * carry text from Lua and from clients, and a frame or body must stay

@@ -6,6 +6,7 @@
 
 #include "base/utf8.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,40 @@ json_t *sv_jstr(const char *s, size_t n) {
   v = at >= n ? json_stringn(b.p ? b.p : "", b.len) : NULL;
   ludo__buf_free(&b);
   return v;
+}
+
+int sv_unescape(const char *p, size_t n, int plus, char *out, size_t size) {
+  size_t i, k = 0;
+  for (i = 0; i < n; i++) {
+    char c = p[i];
+    if (c == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
+        isxdigit((unsigned char)p[i + 2])) {
+      char hex[3] = {p[i + 1], p[i + 2], '\0'};
+      c = (char)strtol(hex, NULL, 16);
+      i += 2;
+    } else if (c == '+' && plus) {
+      c = ' ';
+    }
+    if (c == '\0' || k + 1 >= size) return -1;
+    out[k++] = c;
+  }
+  out[k] = '\0';
+  return 0;
+}
+
+const char *sv_query_value(const char *q, const char *key, char *buf,
+                           size_t n) {
+  size_t klen = strlen(key);
+  while (q && *q) {
+    const char *amp = strchr(q, '&');
+    size_t len = amp ? (size_t)(amp - q) : strlen(q);
+    if (len > klen && q[klen] == '=' && memcmp(q, key, klen) == 0)
+      return sv_unescape(q + klen + 1, len - klen - 1, 1, buf, n) == 0
+                 ? buf
+                 : NULL;
+    q = amp ? amp + 1 : NULL;
+  }
+  return NULL;
 }
 
 void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
@@ -221,7 +256,7 @@ static void route_metrics(ludo__serve_t *sv, ludo__http_req_t *req) {
  * query's session_id. NULL when none. Copied into buf. */
 static const char *named_session(ludo__http_req_t *req, json_t *body,
                                  char *buf, size_t n) {
-  const char *h = ludo__http_req_header(req, SESSION_HEADER), *q;
+  const char *h = ludo__http_req_header(req, SESSION_HEADER);
   json_t *v;
   if (h != NULL && *h) {
     snprintf(buf, n, "%s", h);
@@ -234,17 +269,7 @@ static const char *named_session(ludo__http_req_t *req, json_t *body,
     json_object_del(body, "session_id");
     return buf;
   }
-  q = ludo__http_req_query(req);
-  while (q && *q) {
-    const char *amp = strchr(q, '&');
-    size_t len = amp ? (size_t)(amp - q) : strlen(q);
-    if (len > 11 && memcmp(q, "session_id=", 11) == 0) {
-      snprintf(buf, n, "%.*s", (int)(len - 11), q + 11);
-      return buf;
-    }
-    q = amp ? amp + 1 : NULL;
-  }
-  return NULL;
+  return sv_query_value(ludo__http_req_query(req), "session_id", buf, n);
 }
 
 /* The body as a JSON object (an empty body: {}); NULL after answering

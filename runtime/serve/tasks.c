@@ -65,27 +65,6 @@ static void respond(ludo__serve_t *sv, ludo__http_req_t *req, int status,
 
 /* ---- the path --------------------------------------------------------- */
 
-/* Percent-decodes the n bytes at p into out (at most size - 1 bytes, then
- * NUL), as Starlette decodes a path parameter: an escape that is not two
- * hex digits stays as it is. Returns 0, or -1 when it does not fit or
- * decodes to a NUL byte (no environment's name). */
-static int unescape(const char *p, size_t n, char *out, size_t size) {
-  size_t i, k = 0;
-  for (i = 0; i < n; i++) {
-    char c = p[i];
-    if (c == '%' && i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
-        isxdigit((unsigned char)p[i + 2])) {
-      char hex[3] = {p[i + 1], p[i + 2], '\0'};
-      c = (char)strtol(hex, NULL, 16);
-      i += 2;
-    }
-    if (c == '\0' || k + 1 >= size) return -1;
-    out[k++] = c;
-  }
-  out[k] = '\0';
-  return 0;
-}
-
 /* Python's repr() of a str, as OpenEnv's 404 shows the name: single
  * quotes, or double quotes when the text holds a single quote and no
  * double one; backslashes and the quote escaped. */
@@ -412,7 +391,7 @@ int sv_tasks_route(ludo__serve_t *sv, ludo__http_req_t *req) {
   } else if ((call = task_request(sv, req, r)) == NULL) {
     return 1; /* answered */
   }
-  fits = unescape(seg, seglen, name, sizeof name) == 0;
+  fits = sv_unescape(seg, seglen, 0, name, sizeof name) == 0;
   if (!fits || strcasecmp(name, env_name(sv)) != 0) {
     char shown[300], msg[340];
     if (!fits) /* shown as sent */

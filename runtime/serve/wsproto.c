@@ -514,22 +514,6 @@ static void ws_opened(sv_sess_t *x, int status, const char *data,
   sv_ws_pump(c);
 }
 
-/* The value of `key` in a query string, copied into buf; NULL if none. */
-static const char *query_value(const char *q, const char *key, char *buf,
-                               size_t n) {
-  size_t klen = strlen(key);
-  while (q && *q) {
-    const char *amp = strchr(q, '&');
-    size_t len = amp ? (size_t)(amp - q) : strlen(q);
-    if (len > klen && q[klen] == '=' && memcmp(q, key, klen) == 0) {
-      snprintf(buf, n, "%.*s", (int)(len - klen - 1), q + klen + 1);
-      return buf;
-    }
-    q = amp ? amp + 1 : NULL;
-  }
-  return NULL;
-}
-
 /* Attaches c to the session named by ?session_id=; 0, or -1 after
  * refusing (the connection closes). */
 static int attach(sv_ws_t *c, const char *id) {
@@ -560,8 +544,8 @@ void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp) {
   c->sv = sv;
   c->mcp = mcp;
   c->serial = ++sv->next_seq;
-  id = mcp ? NULL : query_value(ludo__http_req_query(req), "session_id",
-                                idbuf, sizeof idbuf);
+  id = mcp ? NULL : sv_query_value(ludo__http_req_query(req),
+                                   "session_id", idbuf, sizeof idbuf);
   rc = ludo__ws_accept(req, &sv->wso, &cb, c, &c->ws);
   if (rc != 0) {
     if (rc == LUDO_ENOMEM) sv_respond_detail(sv, req, 500, "out of memory");

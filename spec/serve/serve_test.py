@@ -1936,6 +1936,19 @@ async def mcp_call_on_an_attached_session_names_the_websocket():
               "belongs to a WebSocket" in v["error"]["message"], v)
 
 
+@test
+async def session_id_query_is_percent_decoded():
+    # ?session_id= is a query value: %2D is "-", as any HTTP client may
+    # encode it
+    sid = create_session(S)
+    enc = sid.replace("-", "%2D")
+    st, v, _ = S.http("GET", "/state?session_id=" + enc)
+    check(st == 200 and "step_count" in v, (st, v))
+    async with S.ws("/ws?session_id=" + enc) as ws:
+        v = await rpc(ws, {"type": "state"})
+        check(v["type"] == "state", v)
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
