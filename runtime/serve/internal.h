@@ -351,6 +351,11 @@ void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                      const char *body, size_t len,
                      const ludo__http_header_t *h, size_t n);
 
+/* Answers 405 {"detail":"Method Not Allowed"} with the Allow field
+ * (RFC 9110 15.5.6): the methods of the path, `allow`. */
+void sv_respond_405(ludo__serve_t *sv, ludo__http_req_t *req,
+                    const char *allow);
+
 /* Answers {"detail": msg} with `status`. */
 void sv_respond_detail(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                        const char *msg);

@@ -105,6 +105,13 @@ static void respond_value(ludo__serve_t *sv, ludo__http_req_t *req,
   json_decref(v);
 }
 
+void sv_respond_405(ludo__serve_t *sv, ludo__http_req_t *req,
+                    const char *allow) {
+  ludo__http_header_t h = {"Allow", allow};
+  sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}", 31,
+                  &h, 1);
+}
+
 void sv_respond_detail(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                        const char *msg) {
   respond_value(sv, req, status, json_pack("{s:o}", "detail", sv_jstr(msg,
@@ -515,22 +522,23 @@ void sv_route(ludo__serve_t *sv, ludo__http_req_t *req) {
   const char *method = ludo__http_req_method(req);
   const char *path = ludo__http_req_path(req);
   size_t i;
-  int path_found = 0;
+  const route_t *found = NULL;
   int head = strcmp(method, "HEAD") == 0;
   for (i = 0; i < sizeof routes / sizeof *routes; i++) {
     const route_t *r = &routes[i];
     if (strcmp(r->path, path) != 0) continue;
     if (r->simulation && sv->o.production) continue;
-    path_found = 1;
+    found = r;
     if (strcmp(r->method, method) == 0 ||
         (head && strcmp(r->method, "GET") == 0)) {
       r->fn(sv, req);
       return;
     }
   }
-  if (path_found)
-    sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}", 31,
-                    NULL, 0);
+  /* each path has one method (and HEAD with GET) */
+  if (found)
+    sv_respond_405(sv, req, strcmp(found->method, "GET") == 0 ? "GET, HEAD"
+                                                              : found->method);
   else if (!sv_tasks_route(sv, req))
     sv_respond_json(sv, req, 404, "{\"detail\":\"Not Found\"}", 22, NULL, 0);
 }

@@ -369,8 +369,7 @@ int sv_tasks_route(ludo__serve_t *sv, ludo__http_req_t *req) {
   int fits;
   if (strcmp(path, "/list_environments") == 0) {
     if (!get)
-      sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}",
-                      31, NULL, 0);
+      sv_respond_405(sv, req, "GET, HEAD");
     else
       respond(sv, req, 200, json_pack("[s]", env_name(sv)));
     return 1;
@@ -378,8 +377,8 @@ int sv_tasks_route(ludo__serve_t *sv, ludo__http_req_t *req) {
   r = match(path, &seg, &seglen);
   if (r == NULL) return 0;
   if (strcmp(r->method, "GET") == 0 ? !get : strcmp(method, r->method)) {
-    sv_respond_json(sv, req, 405, "{\"detail\":\"Method Not Allowed\"}", 31,
-                    NULL, 0);
+    sv_respond_405(sv, req,
+                   strcmp(r->method, "GET") == 0 ? "GET, HEAD" : r->method);
     return 1;
   }
   if (r->body == BODY_NONE) {

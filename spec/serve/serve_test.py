@@ -1949,6 +1949,17 @@ async def session_id_query_is_percent_decoded():
         check(v["type"] == "state", v)
 
 
+@test
+def method_not_allowed_names_the_methods():
+    for method, path, allow in (("GET", "/mcp", "POST"),
+                                ("DELETE", "/mcp", "POST"),
+                                ("POST", "/health", "GET, HEAD"),
+                                ("GET", "/step", "POST"),
+                                ("POST", "/list_environments", "GET, HEAD")):
+        st, v, h = S.http(method, path)
+        check(st == 405 and h.get("Allow") == allow, (method, path, st, h))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
