@@ -170,6 +170,7 @@ struct ludo__serve_s {
   uv_timer_t reaper;
   int reaper_on;
   int closing, http_closed, reaper_closed;
+  int loopback;             /* listening on a loopback address only */
   uv_timer_t drain;         /* bounds the drain of ludo__serve_close */
   int draining, drain_on, drain_closed;
   /* Workers (forward.c): the group, this server's index, its inbox. */

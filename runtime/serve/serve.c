@@ -5,6 +5,7 @@
  * of other workers' sessions (proxies) hand their calls to forward.c. */
 #include "serve/internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -312,6 +313,55 @@ static int authorized(ludo__serve_t *sv, ludo__http_req_t *req) {
   return same_secret(h, strlen(h), sv->token, strlen(sv->token));
 }
 
+/* The host of an origin ("https://h:port") or of a Host field ("h:port";
+ * the first of a list), lowercased into buf, brackets kept ("[::1]");
+ * "" when it does not fit. */
+static void host_part(const char *s, char *buf, size_t n) {
+  const char *p = strstr(s, "://"), *end;
+  size_t len, i;
+  if (p != NULL) s = p + 3;
+  end = *s == '[' ? strchr(s, ']') : NULL;
+  end = end ? end + 1 : s + strcspn(s, ":/, ");
+  len = (size_t)(end - s);
+  if (len >= n) len = 0;
+  for (i = 0; i < len; i++) buf[i] = (char)tolower((unsigned char)s[i]);
+  buf[len] = '\0';
+}
+
+static int loopback_name(const char *h) {
+  return strcmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 ||
+         strcmp(h, "[::1]") == 0;
+}
+
+/* 1 when the request's host (Host, or X-Forwarded-Host from a proxy) is
+ * the host named by `origin`. */
+static int same_host(ludo__http_req_t *req, const char *origin) {
+  static const char *const fields[] = {"Host", "X-Forwarded-Host"};
+  char h[256];
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    const char *v = ludo__http_req_header(req, fields[i]);
+    if (v == NULL) continue;
+    host_part(v, h, sizeof h);
+    if (h[0] != '\0' && strcmp(h, origin) == 0) return 1;
+  }
+  return 0;
+}
+
+/* MCP's transport rule against DNS rebinding: browsers name the page's
+ * site in Origin, other clients send none. A page may call the server
+ * when it comes from localhost or from the server's own host, but a
+ * server listening on loopback only takes loopback pages: a rebound name
+ * is the request's Host as well as its Origin. */
+static int origin_ok(ludo__serve_t *sv, ludo__http_req_t *req) {
+  const char *o = ludo__http_req_header(req, "Origin");
+  char oh[256];
+  if (o == NULL) return 1;
+  host_part(o, oh, sizeof oh);
+  if (loopback_name(oh)) return 1;
+  return oh[0] != '\0' && !sv->loopback && same_host(req, oh);
+}
+
 static void on_request(void *ud, ludo__http_req_t *req) {
   ludo__serve_t *sv = ud;
   const char *path = ludo__http_req_path(req);
@@ -320,6 +370,11 @@ static void on_request(void *ud, ludo__http_req_t *req) {
   if (sv->wm) atomic_fetch_add(&sv->wm->http_requests, 1);
   ludo__http_req_body(req, &len);
   atomic_fetch_add(&sv->shared->metrics.bytes_in, len);
+  if (strcmp(path, "/health") != 0 && !origin_ok(sv, req)) {
+    sv_respond_detail(sv, req, 403, "Forbidden: requests from a page of "
+                      "another site (Origin) are not accepted");
+    return;
+  }
   if (!authorized(sv, req)) {
     static const ludo__http_header_t h[] = {
         {"WWW-Authenticate", "Bearer"}};
@@ -464,6 +519,9 @@ int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
     flags = LUDO__LISTEN_REUSEPORT;
   if (sv->group && sv_group_size(sv->group) > 1 && sv->worker == 0)
     flags |= LUDO__LISTEN_EXCLUSIVE;
+  sv->loopback = host != NULL && (strncmp(host, "127.", 4) == 0 ||
+                                  strcmp(host, "::1") == 0 ||
+                                  strcmp(host, "localhost") == 0);
   rc = ludo__server_listen(sv->http, host, port, flags);
   if (rc != 0)
     snprintf(sv->errmsg, sizeof sv->errmsg, "%s",

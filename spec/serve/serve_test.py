@@ -1960,6 +1960,35 @@ def method_not_allowed_names_the_methods():
         check(st == 405 and h.get("Allow") == allow, (method, path, st, h))
 
 
+@test
+def origin_of_another_site_is_refused():
+    # MCP's transport: Origin is checked against DNS rebinding. The
+    # server listens on 127.0.0.1: only loopback pages may call it.
+    call = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    for origin, want in (("http://evil.example", 403),
+                         ("http://127.0.0.1.evil.example:8000", 403),
+                         ("null", 403),
+                         ("http://localhost:3000", 200),
+                         ("http://127.0.0.1", 200),
+                         ("http://[::1]:9", 200)):
+        st, v, _ = S.http("POST", "/mcp", call, {"Origin": origin})
+        check(st == want, (origin, st, v))
+    # a rebound name is the Host as well as the Origin: still refused
+    st, v, _ = S.http("POST", "/mcp", call, {"Origin": "http://evil.example",
+                                             "Host": "evil.example"})
+    check(st == 403, (st, v))
+    st, _, _ = S.http("GET", "/health", headers={"Origin": "http://e.x"})
+    check(st == 200, st)
+    s = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nOrigin: http://evil.example"
+              b"\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Version: 13\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    head = s.recv(65536)
+    s.close()
+    check(head.startswith(b"HTTP/1.1 403"), head[:100])
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
