@@ -427,6 +427,9 @@ int sv_wsmsg_scan(const char *text, size_t len, sv_wsmsg_t *m);
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len);
 
+/* 1 when ludo speaks MCP protocol version v ("2025-06-18"). */
+int sv_mcp_version_known(const char *v);
+
 /* Answers a JSON-RPC request whose session record is x (x->req or x->ws,
  * x->rpc_id): with a result (JSON text) or an error. */
 void sv_rpc_reply(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,

@@ -13,6 +13,13 @@
 static const char *const versions[] = {"2025-06-18", "2025-03-26",
                                        "2024-11-05"};
 
+int sv_mcp_version_known(const char *v) {
+  size_t i;
+  for (i = 0; i < sizeof versions / sizeof *versions; i++)
+    if (strcmp(v, versions[i]) == 0) return 1;
+  return 0;
+}
+
 /* ---- replies ---------------------------------------------------------- */
 
 static void send_rpc(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
@@ -373,6 +380,17 @@ static int check_request(ludo__serve_t *sv, json_t *r, ludo__http_req_t *req,
   return -1;
 }
 
+/* 1 when r is a JSON-RPC response (an id, a result or an error, no
+ * method): MCP's transport acknowledges it with 202 and no body. */
+static int is_response(json_t *r) {
+  json_t *v = json_object_get(r, "jsonrpc");
+  return json_is_string(v) && strcmp(json_string_value(v), "2.0") == 0 &&
+         json_object_get(r, "method") == NULL &&
+         json_object_get(r, "id") != NULL &&
+         (json_object_get(r, "result") != NULL) !=
+             (json_object_get(r, "error") != NULL);
+}
+
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
   json_error_t err;
@@ -394,6 +412,11 @@ void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
   if (!json_is_object(r)) {
     sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32600, "Invalid request: a "
                  "request must be a JSON object", NULL);
+    json_decref(r);
+    return;
+  }
+  if (is_response(r)) { /* a client's answer: none asked here, none due */
+    if (req) ludo__http_respond(req, 202, NULL, 0, NULL, 0);
     json_decref(r);
     return;
   }

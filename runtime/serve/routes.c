@@ -491,6 +491,19 @@ static void route_state(ludo__serve_t *sv, ludo__http_req_t *req) {
 static void route_mcp(ludo__serve_t *sv, ludo__http_req_t *req) {
   size_t len;
   const char *body = ludo__http_req_body(req, &len);
+  const char *v = ludo__http_req_header(req, "MCP-Protocol-Version");
+  if (v != NULL && !sv_mcp_version_known(v)) {
+    /* MCP's transport: a version the server does not speak is 400 */
+    char msg[200];
+    snprintf(msg, sizeof msg, "Bad Request: unsupported MCP-Protocol-"
+             "Version: %.64s", v);
+    respond_value(sv, req, 400, json_pack("{s:s,s:n,s:{s:i,s:o}}",
+                                          "jsonrpc", "2.0", "id", "error",
+                                          "code", -32600, "message",
+                                          sv_jstr(msg, (size_t)-1)),
+                  NULL, 0);
+    return;
+  }
   sv_mcp_handle(sv, NULL, req, NULL, 0, body, len);
 }
 

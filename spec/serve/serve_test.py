@@ -1989,6 +1989,23 @@ def origin_of_another_site_is_refused():
     check(head.startswith(b"HTTP/1.1 403"), head[:100])
 
 
+@test
+def mcp_protocol_version_and_responses():
+    call = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    st, v, _ = S.http("POST", "/mcp", call,
+                      {"MCP-Protocol-Version": "1999-01-01"})
+    check(st == 400 and "error" in v, (st, v))
+    st, v, _ = S.http("POST", "/mcp", call,
+                      {"MCP-Protocol-Version": "2025-06-18"})
+    check(st == 200 and v["result"] == {}, (st, v))
+    # a JSON-RPC response from the client: 202, no body
+    for r in ({"jsonrpc": "2.0", "id": 7, "result": {}},
+              {"jsonrpc": "2.0", "id": 7, "error": {"code": 1,
+                                                    "message": "m"}}):
+        st, v, _ = S.http("POST", "/mcp", r)
+        check(st == 202 and v is None, (st, v))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
