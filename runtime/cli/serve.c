@@ -117,6 +117,7 @@ typedef struct {
   long long port, max_sessions, timeout_s, budget_ms, cap_mb, max_msg_mb;
   long long ping_s, workers, drain_s, max_out_mb;
   int production, strict, no_host_lib, verbose, allow_llm;
+  int token_flag; /* the token came from --token, not $LUDO_TOKEN */
 } serve_args_t;
 
 typedef struct serve_s serve_t;
@@ -182,7 +183,7 @@ static int apply(void *ud, int id, const char *val) {
         return LUDO__CLI_USAGE;
       }
       return 0;
-    case OPT_TOKEN: a->token = val; return 0;
+    case OPT_TOKEN: a->token = val; a->token_flag = 1; return 0;
     case OPT_STRICT: a->strict = 1; return 0;
     case OPT_NO_STRICT: a->strict = 0; return 0;
     case OPT_CPU_BUDGET:
@@ -208,6 +209,17 @@ static int apply(void *ud, int id, const char *val) {
                        &a->workers);
     default: return 0;
   }
+}
+
+/* Says that a token is needed, and where it came from: $LUDO_TOKEN turns
+ * auth on without a flag, and OpenEnv's stock clients, which send no
+ * Authorization header, then get 401. Never the token itself. */
+static void token_notice(const serve_args_t *a) {
+  if (a->token == NULL || a->token[0] == '\0') return;
+  fprintf(stderr, "ludo serve: every route but /health needs "
+          "\"Authorization: Bearer <token>\" (token from %s); OpenEnv's "
+          "stock clients send none\n",
+          a->token_flag ? "--token" : "$LUDO_TOKEN");
 }
 
 /* Parses argv into *a. Returns -1 to go on, or the exit status. */
@@ -563,6 +575,7 @@ static int serve_main(const serve_args_t *a) {
     if (s.solo)
       fprintf(stderr, "ludo serve: %s declares concurrent = false: one "
               "worker, one session at a time\n", a->env_path);
+    token_notice(a);
   }
   uv_run(&w0->loop, UV_RUN_DEFAULT);
   for (i = 1; i < s.nworkers; i++) {

@@ -2006,6 +2006,24 @@ def mcp_protocol_version_and_responses():
         check(st == 202 and v is None, (st, v))
 
 
+@test
+def token_from_the_environment_is_announced():
+    os.environ["LUDO_TOKEN"] = "zz-secret-zz"
+    try:
+        c = Server("examples/echo")
+    finally:
+        del os.environ["LUDO_TOKEN"]
+    try:
+        import select
+        ready = select.select([c.p.stderr], [], [], 5)[0]
+        line = c.p.stderr.readline() if ready else ""
+        check("LUDO_TOKEN" in line and "Authorization" in line and
+              "zz-secret-zz" not in line, line)
+        check(c.http("GET", "/metadata")[0] == 401, "no auth")
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
