@@ -108,6 +108,30 @@ static void take(sv_sess_t *x, ludo__http_req_t **req, sv_ws_t **ws,
 
 /* ---- tools ------------------------------------------------------------- */
 
+/* The message of a failed tool call, text/n the error, into msg: unknown
+ * tool and bad arguments without their code; a tool that raised, the
+ * first line of its error without "ESCRIPT: ": the traceback after it
+ * names the server's files and is for its log, not for clients. */
+static void tool_error_text(int status, const char *text, size_t n,
+                            char *msg, size_t size) {
+  static const char *const codes[] = {"ENOENT: ", "ESCHEMA: ", "ESCRIPT: "};
+  const char *nl;
+  size_t i;
+  for (i = 0; i < 3; i++) {
+    size_t k = strlen(codes[i]);
+    if (n >= k && memcmp(text, codes[i], k) == 0) {
+      text += k;
+      n -= k;
+      break;
+    }
+  }
+  if (status != LUDO_ESCHEMA && (nl = memchr(text, '\n', n)) != NULL)
+    n = (size_t)(nl - text);
+  snprintf(msg, size, "%s%.*s",
+           status == LUDO_ESCHEMA ? "Invalid params: " : "",
+           (int)(n < 900 ? n : 900), text);
+}
+
 static void tool_done(sv_sess_t *x, int status, const char *data,
                       size_t len) {
   ludo__serve_t *sv = x->sv;
@@ -121,18 +145,7 @@ static void tool_done(sv_sess_t *x, int status, const char *data,
       sv_rpc_reply(sv, req, ws, rpc_ws, id, data, len);
     } else {
       char msg[1024];
-      const char *text = data;
-      size_t n = len;
-      if (status != LUDO_ESCRIPT && n > 9 &&
-          (memcmp(text, "ENOENT: ", 8) == 0 ||
-           memcmp(text, "ESCHEMA: ", 9) == 0)) {
-        size_t k = text[1] == 'N' ? 8 : 9;
-        text += k;
-        n -= k;
-      }
-      snprintf(msg, sizeof msg, "%s%.*s",
-               status == LUDO_ESCHEMA ? "Invalid params: " : "",
-               (int)(n < 900 ? n : 900), text);
+      tool_error_text(status, data, len, msg, sizeof msg);
       sv_rpc_error(sv, req, ws, rpc_ws, id,
                    status == LUDO_ENOENT || status == LUDO_ESCHEMA ? -32602
                                                                    : -32603,

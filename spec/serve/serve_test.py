@@ -2024,6 +2024,23 @@ def token_from_the_environment_is_announced():
         check(c.stop() == 0, "exit status")
 
 
+@test
+def mcp_tool_error_is_one_line():
+    # a tool that raised: -32603 (OpenEnv's MCPToolClient looks for
+    # "error") with the first line of its message: no traceback, no code
+    c = Server("spec/fixtures/serve/toolboom")
+    try:
+        st, v, _ = c.http("POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "boom", "arguments": {}}})
+        e = v["error"]
+        check(e["code"] == -32603 and "kaboom" in e["message"], v)
+        check("\n" not in e["message"] and "traceback" not in e["message"]
+              and not e["message"].startswith("ESCRIPT"), e)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
