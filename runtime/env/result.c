@@ -32,16 +32,21 @@ static int result_nomem(lua_State *L, ludo_session_t *s) {
  * nil, or ludo.null (no score). NaN and the infinities are refused: JSON
  * has neither, and writing them as null would pass a broken score off as
  * no score (OpenEnv's server fails such a response too). */
+/* 1 when the value at idx is ludo.null. [-0, +0, m] */
+static int is_null(lua_State *L, int idx) {
+  int r;
+  idx = lua_absindex(L, idx);
+  ludo__json_pushnull(L);
+  r = lua_rawequal(L, -1, idx);
+  lua_pop(L, 1);
+  return r;
+}
+
 static int is_score(lua_State *L, int idx) {
   int t = lua_type(L, idx);
-  idx = lua_absindex(L, idx);
   if (t == LUA_TNUMBER)
     return lua_isinteger(L, idx) || isfinite(lua_tonumber(L, idx));
-  if (t == LUA_TNIL) return 1;
-  ludo__json_pushnull(L);
-  t = lua_rawequal(L, -1, idx);
-  lua_pop(L, 1);
-  return t;
+  return t == LUA_TNIL || is_null(L, idx);
 }
 
 /* Raises: a score that is not a number, naming where it came from.
@@ -243,11 +248,17 @@ static int encode_result(lua_State *L) {
   lua_pushvalue(L, lua_upvalueindex(UV_METADATA));
   lua_rawget(L, 1);
   md = lua_gettop(L);
-  if (lua_type(L, md) == LUA_TTABLE) {
+  if (!lua_isnil(L, md) && !is_null(L, md) &&
+      lua_type(L, md) != LUA_TTABLE)
+    return ludo__error_raise(L, LUDO_ESCRIPT, "observation.metadata must "
+                             "be a table (an object) or nil, got %s",
+                             luaL_typename(L, md));
+  if (lua_type(L, md) == LUA_TTABLE && !is_null(L, md)) {
     size_t mark = b->len, n;
     if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
     n = ludo__json_encode_fields(L, md, b, LUDO__JSON_MAXDEPTH,
-                                 has_score ? rubrics_skip : NULL);
+                                 has_score ? rubrics_skip : NULL,
+                                 "metadata");
     if (has_score) {
       if (n > 0 && ludo__buf_addc(b, ',')) goto nomem;
       encode_rubrics(L, s, 2);

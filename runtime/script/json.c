@@ -888,10 +888,14 @@ void ludo__json_encode(lua_State *L, int idx, ludo__buf_t *b, int maxdepth,
 }
 
 size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
-                                int maxdepth, const char *const *skip) {
+                                int maxdepth, const char *const *skip,
+                                const char *name) {
   enc_t e;
   size_t nstr = 0;
   enc_init(&e, L, b, maxdepth, NULL);
+  e.path.elems[0].key = name; /* a path element over the depth's room */
+  e.path.elems[0].klen = strlen(name);
+  e.path.n = 1;
   idx = lua_absindex(L, idx);
   lua_pushnil(L);
   while (lua_next(L, idx)) {

@@ -72,9 +72,12 @@ void ludo__json_tostring(lua_State *L, int idx, int maxdepth);
 
 /* Appends the "key":value pairs of the object at idx (sorted, `skip` left
  * out) without the braces, so a caller can merge fields of its own. Returns
- * the number of pairs written. Raises like ludo__json_encode. [-0, +0, e] */
+ * the number of pairs written. Raises like ludo__json_encode; the paths of
+ * its errors start at "$.`name`" (the field the object is: "metadata").
+ * [-0, +0, e] */
 size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
-                                int maxdepth, const char *const *skip);
+                                int maxdepth, const char *const *skip,
+                                const char *name);
 
 /* 1 when the value at idx is a table marked as a JSON array. [-0, +0, -] */
 int ludo__json_is_array(lua_State *L, int idx);

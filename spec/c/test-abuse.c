@@ -242,6 +242,13 @@ TEST_IMPL(abuse_result_and_wait_messages) {
                       "finite number or nil, got nan");
   ASSERT_ERR(step(s, "inf_reward"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "got -inf");
+  /* metadata that is no table used to be dropped without a word, and an
+   * error inside it named a path without "metadata" */
+  ASSERT_ERR(step(s, "metadata_string"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "observation.metadata must be "
+                      "a table (an object) or nil, got string");
+  ASSERT_ERR(step(s, "metadata_array_key"), LUDO_EVALUE);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "at $.metadata.x");
   /* An observation is an object: a sequence used to be written as
    * [1,2,3,"metadata":{}], which is no JSON. */
   ASSERT_ERR(step(s, "array_obs"), LUDO_ESCRIPT);
@@ -378,6 +385,29 @@ TEST_IMPL(abuse_close_waits) {
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the step fails");
   ASSERT_OK(step(s, "sleep"));
   ASSERT_OK(step(s, "sleep"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+/* A failed call does not collect the whole state: a full collection
+ * after every error ran outside any budget, its time growing with the
+ * live data. The fixture's probe is a weak table whose key is garbage:
+ * it stays through the failure and goes with a collection. */
+TEST_IMPL(abuse_failed_call_no_collect) {
+  ludo_runtime_t *rt = abuse_rt_budget(10000);
+  ludo_session_t *s =
+      test_open(test_env_load(rt, "spec/fixtures/c/gcfail", NULL));
+  const char *out;
+  size_t len;
+  ASSERT_OK(step(s, "fill"));
+  ASSERT_OK(step_out(s, "mark", &out, &len));
+  ASSERT_STR_CONTAINS(out, "\"kept\":true");
+  ASSERT_ERR(step(s, "raise"), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "boom");
+  ASSERT_OK(step_out(s, "probe", &out, &len));
+  ASSERT_STR_CONTAINS(out, "\"kept\":true");
+  ASSERT_OK(step_out(s, "collect", &out, &len));
+  ASSERT_STR_CONTAINS(out, "\"kept\":false");
   ludo_session_close(s);
   test_rt_free(rt);
 }
