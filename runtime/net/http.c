@@ -515,6 +515,16 @@ static int on_body(http_parser *p, const char *at, size_t n) {
   return 0;
 }
 
+/* A chunk's size line (http-parser gives the size in content_length):
+ * a chunk that would take the body past the limit is refused now, as a
+ * Content-Length over it is, not after the body timeout. */
+static int on_chunk_header(http_parser *p) {
+  ludo__http_conn_t *hc = HC(p);
+  if (p->content_length > hc->o.max_body_bytes - hc->cur->body.len)
+    return cb_fail(hc, 413, "request body larger than the limit");
+  return 0;
+}
+
 static int on_message_complete(http_parser *p) {
   ludo__http_conn_t *hc = HC(p);
   hc->cur->keep_alive = http_should_keep_alive(p);
@@ -532,6 +542,7 @@ static void settings_fill(void) {
   settings.on_header_value = on_header_value;
   settings.on_headers_complete = on_headers_complete;
   settings.on_body = on_body;
+  settings.on_chunk_header = on_chunk_header;
   settings.on_message_complete = on_message_complete;
 }
 

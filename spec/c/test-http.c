@@ -513,6 +513,29 @@ TEST_IMPL(http_limits) {
                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
                "\r\n8\r\n12345678\r\n8\r\n12345678\r\n0\r\n\r\n",
                413);
+  /* A chunk whose size line alone takes it past the limit: 413 at once,
+   * its payload not awaited (a huge size, and one past what is left). */
+  EXPECT_ERROR(&core, &o,
+               "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+               "\r\n1000001\r\n",
+               413);
+  EXPECT_ERROR(&core, &o,
+               "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+               "\r\n6\r\n123456\r\n5\r\n",
+               413);
+  /* Chunks that fill it exactly: served. */
+  {
+    mem_t m;
+    rec_t r;
+    memset(&r, 0, sizeof r);
+    r.answer_now = 1;
+    http_on(&m, &core, &o, &r);
+    MEM_FEED(&m, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                 "\r\n\r\n6\r\n012345\r\n4\r\n6789\r\n0\r\n\r\n");
+    ASSERT_EQ(r.n, 1);
+    ASSERT_STR_EQ(r.body[0], "0123456789");
+    hang_up(&m);
+  }
   /* Exactly at the limits: served. */
   {
     mem_t m;
