@@ -38,6 +38,14 @@ static int field_has_token(const ludo__http_req_t *req, const char *name,
   return 0;
 }
 
+/* How many fields are named `name`. */
+static size_t field_count(const ludo__http_req_t *req, const char *name) {
+  size_t i, c = 0, n = ludo__http_req_nheaders(req);
+  for (i = 0; i < n; i++)
+    if (strcasecmp(ludo__http_req_header_at(req, i).name, name) == 0) c++;
+  return c;
+}
+
 /* 1 when `key` is the base64 of exactly 16 bytes (24 characters ending
  * in "=="). */
 static int valid_key(const char *key) {
@@ -66,6 +74,16 @@ int ludo__handshake_check(const ludo__http_req_t *req, const char **why) {
   }
   if (!field_has_token(req, "connection", "upgrade")) {
     *why = "the Connection header field must name upgrade";
+    return 400;
+  }
+  /* These two fields must not repeat (RFC 6455 11.3.1, 11.3.5): which
+   * one counts would be a guess, and a bad handshake gets 400 (4.2.1). */
+  if (field_count(req, "sec-websocket-key") > 1) {
+    *why = "Sec-WebSocket-Key must not appear more than once";
+    return 400;
+  }
+  if (field_count(req, "sec-websocket-version") > 1) {
+    *why = "Sec-WebSocket-Version must not appear more than once";
     return 400;
   }
   v = ludo__http_req_header(req, "sec-websocket-key");

@@ -246,6 +246,16 @@ TEST_IMPL(ws_handshake_refused) {
           426, "version 13", 1);
   refused(&core, UPG("GET", "HTTP/1.1", "websocket", KEY, ""), 426,
           "version 13", 1);
+  /* The key and the version must not repeat (RFC 6455 11.3.1, 11.3.5),
+   * even with equal values: 400 naming the field. */
+  refused(&core, UPG("GET", "HTTP/1.1", "websocket", KEY KEY, V13), 400,
+          "Sec-WebSocket-Key must not appear more than once", 1);
+  refused(&core,
+          UPG("GET", "HTTP/1.1", "websocket",
+              KEY "sec-websocket-key: AAAAAAAAAAAAAAAAAAAAAA==\r\n", V13),
+          400, "Sec-WebSocket-Key must not appear more than once", 1);
+  refused(&core, UPG("GET", "HTTP/1.1", "websocket", KEY, V13 V13), 400,
+          "Sec-WebSocket-Version must not appear more than once", 1);
   refused(&core, UPG("POST", "HTTP/1.1", "websocket", KEY, V13), 400,
           "GET", 1);
   refused(&core, UPG("GET", "HTTP/1.0", "websocket", KEY, V13), 400,
