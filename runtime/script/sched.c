@@ -30,10 +30,15 @@ static int new_thread(lua_State *L) {
   return 0;
 }
 
-/* Replaces the call thread. The old one is released first and collected,
- * so a thread left with a huge stack (deep recursion) does not keep the
- * state at its cap; the new thread is made with the cap lifted, as it is
- * the runtime's bookkeeping, not the script's memory. */
+/* Replaces the call thread. The old one is released first; the new one is
+ * made with the cap lifted, as it is the runtime's bookkeeping, not the
+ * script's memory. The old thread is left to the collector: a full
+ * collection here would run outside any budget after every failed call,
+ * its time growing with the state's live data (64 MiB of small tables:
+ * 50-80 ms). Only a state left past its cap (the new thread took the last
+ * bytes, e.g. after deep recursion ran into the cap) is collected now, so
+ * a dead thread's stack does not hold the session over its cap; anywhere
+ * under it, the next growth the cap refuses makes Lua collect anyway. */
 static int renew_thread(ludo__sched_t *s) {
   ludo__state_t *st = s->st;
   lua_State *L = st->L;
@@ -43,7 +48,6 @@ static int renew_thread(ludo__sched_t *s) {
     luaL_unref(L, LUA_REGISTRYINDEX, s->co_ref);
     s->co_ref = LUA_NOREF;
     s->co = NULL;
-    lua_gc(L, LUA_GCCOLLECT);
   }
   st->cap = 0;
   lua_pushcfunction(L, new_thread);
@@ -54,6 +58,7 @@ static int renew_thread(ludo__sched_t *s) {
     lua_pop(L, 1);
     return LUDO_ENOMEM;
   }
+  if (cap != 0 && st->used > cap) lua_gc(L, LUA_GCCOLLECT);
   return 0;
 }
 

@@ -72,6 +72,7 @@
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
+  X(abuse_failed_call_no_collect)                                            \
   /* test-embedder.c */                                                     \
   X(embedder_batch_async_twice)                                              \
   X(embedder_batch_close_in_callback)                                        \
