@@ -104,8 +104,10 @@ describe("ludo.eval.stats", function()
     local d = stats.describe({ 6.46, 6.46 + ulp, 6.46, 6.46 - ulp })
     assert.are.equal(0.0, d.std)
     assert.are.same({ 6.46, 6.46 }, d.ci95)
-    -- a real spread of 1e-9 stays
+    -- a real spread of 1e-9 stays, and one small beside large values:
+    -- 1e9 + 0, 1e-3, 2e-3 (about 2,000 units in the last place)
     assert.is_true(stats.describe({ 6.46, 6.46 + 1e-9 }).std > 0)
+    close(1e-3, stats.describe({ 1e9, 1e9 + 1e-3, 1e9 + 2e-3 }).std, 1e-6)
   end)
 
   it("keeps precision where the one-pass formula loses it", function()

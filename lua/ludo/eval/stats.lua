@@ -113,9 +113,11 @@ function M.describe(xs)
     ss = ss + d * d
   end
   local std = sqrt(ss / (n - 1))
-  -- A spread below 1e-12 of the values' magnitude is the rounding of
-  -- their sums (6.46 written as 6.460000000000001), not a spread.
-  if std <= 1e-12 * max(abs(lo), abs(hi)) then std = 0.0 end
+  -- A spread within 64 units in the last place of the values' magnitude
+  -- is the rounding of their sums (6.46 written as 6.460000000000001),
+  -- not a spread; past it a spread is real, however small beside the
+  -- values (1e9 + U(0, 1e-3) has a std of 2.9e-4, 2,000 units).
+  if std <= 64 * 2 ^ -52 * max(abs(lo), abs(hi)) then std = 0.0 end
   local half = M.t975(n - 1) * std / sqrt(n)
   out.std = M.round(std)
   out.ci95 = { M.round(mean - half), M.round(mean + half) }
