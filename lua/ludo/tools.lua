@@ -18,8 +18,8 @@ local json = require("ludo.json")
 
 local M = {}
 
-local type, pairs, pcall, error, tostring, getmetatable =
-  type, pairs, pcall, error, tostring, getmetatable
+local type, pairs, pcall, error, tostring, getmetatable, gsub =
+  type, pairs, pcall, error, tostring, getmetatable, string.gsub
 
 function M.bind(tools, checks, list, raiser)
   local tool_checks, tools_json, raise = checks, list, raiser
@@ -92,6 +92,23 @@ function M.bind(tools, checks, list, raiser)
     return r
   end
 
+  -- The text of a tool's error value `e`, as it may leave the session:
+  -- a string or number as it is, one of ludo's error objects by its
+  -- message ("ECODE: ..."), anything else by its type, as the core names
+  -- it ("table: 0x55..." would show a heap address); addresses in the
+  -- text hidden as the core hides them in the messages it hands out
+  -- (runtime/base/redact.c, docs/sandbox.md).
+  local function error_text(e)
+    local t = type(e)
+    if t == "number" or (t == "userdata" and getmetatable(e) == "ludo.error")
+    then
+      e = tostring(e)
+    elseif t ~= "string" then
+      return "(error object is a " .. t .. " value)"
+    end
+    return (gsub(e, ": 0x%x%x%x%x+", ": 0x?"))
+  end
+
   -- Runs tool `name`: true, result; or false, error_type, message for an
   -- unknown tool or arguments that do not match its schema.
   local function run_tool(name, args, mcp)
@@ -117,12 +134,14 @@ function M.bind(tools, checks, list, raiser)
       return { tool_name = name, result = why, error = null }
     end
     if not ok then -- the tool raised
-      msg = type(res) == "string" and res or tostring(res)
-      if msg:find("^ETIMEOUT") or msg:find("^ECANCELED")
-        or msg == "not enough memory" then
-        error(res, 0) -- limits are the call's, not the tool's
-      end
-      why = "execution_error"
+      -- A memory error goes on as it is: the core knows it by its text
+      -- and by the cap having refused memory in this call. A call stopped
+      -- by its budget or the host needs nothing here: the hook raises the
+      -- stop again at the next instruction, whatever caught it. Any other
+      -- error, whatever its text says ("ETIMEOUT: ..." included), is the
+      -- tool's.
+      if res == "not enough memory" then error(res, 0) end
+      why, msg = "execution_error", error_text(res)
     end
     return { tool_name = name, result = null,
       error = { error_type = why, message = msg } }

@@ -36,7 +36,7 @@ TEST_IMPL(tools_listed_in_info) {
   size_t len;
   const char *info = ludo_env_info(env, &len);
   json_t *root = JPARSE(info, len), *tools = JGET(root, "tools");
-  ASSERT_EQ(json_array_size(tools), 7);
+  ASSERT_EQ(json_array_size(tools), 8);
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "name"), "add");
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "description"),
                 "Adds two integers.");
@@ -60,7 +60,7 @@ TEST_IMPL(tools_step_actions) {
   json_t *r;
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   r = step_json(s, "{\"type\":\"list_tools\"}");
-  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 7);
+  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 8);
   ASSERT_TRUE(json_is_null(JGET(r, "reward")));
   ASSERT_TRUE(json_is_false(JGET(r, "done")));
   r = step_json(s, "{\"type\":\"call_tool\",\"tool_name\":\"add\","
@@ -100,6 +100,28 @@ TEST_IMPL(tools_step_actions) {
   test_rt_free(rt);
 }
 
+/* Calls tool "raise" with `kind`: its observation's error is an
+ * execution_error whose message begins with `want`, and shows no
+ * address. */
+static void expect_raised(ludo_session_t *s, const char *kind,
+                          const char *want) {
+  char action[160];
+  const char *msg, *p;
+  json_t *r;
+  snprintf(action, sizeof action,
+           "{\"type\":\"call_tool\",\"tool_name\":\"raise\","
+           "\"arguments\":{\"kind\":\"%s\"}}",
+           kind);
+  r = step_json(s, action);
+  ASSERT_TRUE(json_is_null(JGET(r, "observation/result")));
+  ASSERT_STR_EQ(JSTR(r, "observation/error/error_type"), "execution_error");
+  msg = JSTR(r, "observation/error/message");
+  if (strncmp(msg, want, strlen(want)) != 0)
+    FAIL("tool error %s: want \"%s...\", got \"%s\"", kind, want, msg);
+  for (p = strstr(msg, ": 0x"); p != NULL; p = strstr(p + 1, ": 0x"))
+    ASSERT_EQ(p[4], '?');
+}
+
 /* A tool's own failures are the observation's error, as OpenEnv reports
  * them; the session goes on. */
 TEST_IMPL(tools_step_errors) {
@@ -117,6 +139,13 @@ TEST_IMPL(tools_step_errors) {
   r = step_json(s, "{\"type\":\"call_tool\",\"tool_name\":\"fail\"}");
   ASSERT_STR_EQ(JSTR(r, "observation/error/error_type"), "execution_error");
   ASSERT_STR_EQ(JSTR(r, "observation/error/message"), "the tool broke");
+  /* whatever a tool raises is its execution_error, named by its text
+   * with no heap address, even a text that looks like a limit */
+  expect_raised(s, "table", "(error object is a table value)");
+  expect_raised(s, "timeout_text", "ETIMEOUT: fake");
+  expect_raised(s, "address", "bad table: 0x?");
+  expect_raised(s, "number", "42");
+  expect_raised(s, "coded", "ENOENT: ");
   /* malformed tool actions fail the step like any schema violation */
   ASSERT_ERR(ludo_session_step(s, J("{\"type\":\"call_tool\"}"), NULL, NULL),
              LUDO_ESCHEMA);
