@@ -105,7 +105,17 @@ typedef struct {
   int debug;            /* LUDO__DEBUG_* */
   int share;            /* share the prototypes too */
   unsigned int gen;     /* out: their generation */
+  int (*stop)(void *);  /* asked between slices of the source; NULL: none */
+  void *stop_ud;
+  int stopped;          /* out: stop said yes, the compile was abandoned */
+  size_t fed;           /* bytes of src given to the parser */
 } compile_req_t;
+
+/* The parser takes the source COMPILE_SLICE bytes at a time, and between
+ * two slices the request's stop is asked: Lua's parser runs in C, where
+ * no hook fires, and some inputs cost it quadratic time (a chain of 160k
+ * `and`s: 42 s). The slice is that of the sandbox's load (state.c). */
+#define COMPILE_SLICE 512
 
 /* Writes the compiled function on top of C into r->bc with the debug
  * information r->debug keeps. Returns 0 or -1 (no memory). */
@@ -125,11 +135,26 @@ static int dump_function(lua_State *C, compile_req_t *r) {
   return rc == 0 ? 0 : -1;
 }
 
+/* lua_Reader over r->src in slices; when stop says so, raises (the
+ * parser's protected call catches it, cc_compile sees r->stopped). */
+static const char *cc_reader(lua_State *C, void *ud, size_t *size) {
+  compile_req_t *r = ud;
+  size_t n = r->srclen - r->fed;
+  if (r->stop != NULL && r->fed > 0 && n > 0 && r->stop(r->stop_ud)) {
+    r->stopped = 1;
+    luaL_error(C, "compiling stopped");
+  }
+  if (n > COMPILE_SLICE) n = COMPILE_SLICE;
+  *size = n;
+  r->fed += n;
+  return n > 0 ? r->src + r->fed - n : NULL;
+}
+
 /* In C (protected): compiles src, stores {bytecode, chunkname} under key.
  * On a syntax error returns the message. [-0, +1, e] */
 static int cc_compile(lua_State *C) {
   compile_req_t *r = lua_touserdata(C, 1);
-  if (luaL_loadbufferx(C, r->src, r->srclen, r->chunk, "t") != LUA_OK)
+  if (lua_load(C, cc_reader, r, r->chunk, "t") != LUA_OK)
     return 1; /* the message */
   if (dump_function(C, r) != 0)
     return luaL_error(C, "ENOMEM: cannot keep compiled code");
@@ -221,9 +246,10 @@ int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc, const char *key,
 
 /* Compiles src under key and loads it into L. Raises ELOAD on a syntax
  * error. [-0, +1, e] */
-void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
-                   size_t keylen, const char *chunk, const char *src,
-                   size_t srclen, int lib) {
+int ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
+                        size_t keylen, const char *chunk, const char *src,
+                        size_t srclen, int lib, int (*stop)(void *),
+                        void *stop_ud) {
   ludo__buf_t bc, tmp;
   compile_req_t r;
   int rc;
@@ -239,11 +265,19 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   r.debug = lib ? cc->debug : LUDO__DEBUG_FULL;
   r.share = cc->share;
   r.gen = 0;
+  r.stop = stop;
+  r.stop_ud = stop_ud;
+  r.stopped = 0;
+  r.fed = 0;
   lua_pushcfunction(cc->C, cc_compile);
   lua_pushlightuserdata(cc->C, &r);
   rc = lua_pcall(cc->C, 1, 1, 0);
   ludo__buf_free(&bc);
   ludo__buf_free(&tmp);
+  if (r.stopped) { /* nothing kept; the caller raises its limit */
+    lua_pop(cc->C, 1);
+    return 1;
+  }
   if (rc != LUA_OK || !lua_isnil(cc->C, -1)) {
     /* Copied out and popped before L can raise (L may be at its memory
      * cap): the cache's stack stays balanced. A message longer than the
@@ -259,6 +293,7 @@ void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc, const char *key,
   if (r.gen > cc->gen) cc->gen = r.gen;
   if (!ludo__codecache_lookup(L, cc, key, keylen))
     ludo__error_raise(L, LUDO_ELOAD, "compiled code left the cache");
+  return 0;
 }
 
 

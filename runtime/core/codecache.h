@@ -64,11 +64,15 @@ int ludo__codecache_lookup(lua_State *L, ludo__codecache_t *cc,
 
 /* Compiles `src` (text only) under `key` with chunk name `chunk` and loads
  * it into L. A library module (`lib`) keeps the debug information the
- * cache's level allows; other code keeps all of it. Raises "ELOAD:
- * <syntax error>". [-0, +1, e] */
-void ludo__codecache_add(lua_State *L, ludo__codecache_t *cc,
-                         const char *key, size_t keylen, const char *chunk,
-                         const char *src, size_t srclen, int lib);
+ * cache's level allows; other code keeps all of it. The parser takes the
+ * source in slices, and `stop` (NULL: none) is asked between them: when
+ * it says yes the compile is abandoned, nothing is kept or pushed, and 1
+ * is returned (the caller raises its limit). Returns 0 with the function
+ * pushed; raises "ELOAD: <syntax error>". [-0, +(0|1), e] */
+int ludo__codecache_add(lua_State *L, ludo__codecache_t *cc,
+                        const char *key, size_t keylen, const char *chunk,
+                        const char *src, size_t srclen, int lib,
+                        int (*stop)(void *), void *stop_ud);
 
 /* Makes `alias` name the entry of `key` too (no-op when key is absent,
  * or when the cache has no memory left: the alias then misses later). */

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "base/buf.h"
+#include "script/state.h"
 
 
 static const char loading = 'x';    /* marks a module being loaded */
@@ -49,6 +50,17 @@ static int push_buf(lua_State *L) {
   return 1;
 }
 
+/* The code cache asks between slices of a file it compiles whether the
+ * call that loads it is past its limits (a module's source, untrusted as
+ * the code in it, can cost Lua's parser quadratic time, in C). */
+static int compile_stop(void *L) { return ludo__state_over(L); }
+
+/* Raises the limit that stopped compiling `path`. [-0, +1, v] */
+static void stopped(lua_State *L, const char *path) {
+  if (ludo__state_check(L)) lua_error(L);
+  ludo__error_raise(L, LUDO_ELOAD, "compiling %s was stopped", path);
+}
+
 /* Tries one candidate file. On success compiles/loads it. A library
  * module (`lib`: found under a root of the module path) is named by its
  * path below the root, "=lua/ludo/rubric.lua", whichever root holds it;
@@ -80,7 +92,9 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
     size_t n;
     const char *s = lua_tolstring(L, -2, &n);
     const char *chunk = lua_tostring(L, -1);
-    ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n, lib);
+    if (ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n,
+                            lib, compile_stop, L))
+      stopped(L, path);
   }
   lua_replace(L, -3);
   lua_pop(L, 1);
@@ -144,7 +158,9 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
       snprintf(chunk, sizeof chunk, "=%s", e->path);
       luaL_pushresult(&tried);
       lua_pop(L, 1);
-      ludo__codecache_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len, 1);
+      /* ludo's own library: not stopped midway (its cost is known) */
+      ludo__codecache_add(L, cc, key, (size_t)keylen, chunk, e->src, e->len, 1,
+                          NULL, NULL);
       return;
     }
   }

@@ -1,6 +1,11 @@
 /* test-limits.c - the sandbox's limits: CPU budget (also against
  * pcall-wrapped loops), instruction budget, memory cap. After every killed
  * call the session must work again. Fixture: spec/fixtures/c/limits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "helpers.h"
 
 #define LIMITS "spec/fixtures/c/limits"
@@ -411,4 +416,35 @@ TEST_IMPL(limit_schema_costs) {
              LUDO_ESCHEMA);
   ludo_session_close(s);
   test_rt_free(rt);
+}
+
+/* An environment whose own source costs Lua's parser quadratic time (a
+ * chain of a million `and`s: about half an hour): the parser runs in C,
+ * so the load's budget is asked between slices of the source, and the
+ * load ends with ETIMEOUT at once. Before, the compile ran to its end
+ * (the runner's timeout fails this test then). */
+TEST_IMPL(limit_compile_budget) {
+  enum { LINKS = 1000000 };
+  char dir[] = "/tmp/ludo-ct-compile-XXXXXX", path[64];
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  FILE *f;
+  int i;
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/env.lua", dir);
+  f = fopen(path, "w");
+  ASSERT_NOT_NULL(f);
+  fputs("local a = true\nlocal x = a", f);
+  for (i = 0; i < LINKS; i++) fputs(" and a", f);
+  fputs("\nreturn { step = function() return {} end }\n", f);
+  ASSERT_EQ(fclose(f), 0);
+  test_options(&o);
+  o.cpu_budget_ms = 100;
+  rt = test_rt_new(&o);
+  ASSERT_ERR(ludo_env_load(rt, dir, NULL, &env), LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "CPU budget of 100 ms");
+  test_rt_free(rt);
+  ASSERT_EQ(unlink(path), 0);
+  ASSERT_EQ(rmdir(dir), 0);
 }

@@ -147,6 +147,7 @@
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
   X(limit_schema_costs)                                                      \
+  X(limit_compile_budget)                                                    \
   /* test-where.c: errors that say where and what */                       \
   X(where_tracebacks)                                                        \
   X(where_policy_traceback)                                                  \
