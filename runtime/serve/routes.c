@@ -144,9 +144,46 @@ static void add_path(json_t *loc, const char *p, size_t n) {
   }
 }
 
+/* pydantic's error types for the schema checker's messages (the text
+ * after the path): a field named in quotes is added to loc, as pydantic
+ * puts the missing or extra field there. Other messages keep ludo's text
+ * as a value_error. */
+static const struct {
+  const char *start, *type, *msg;
+} kinds[] = {
+    {"missing required field '", "missing", "Field required"},
+    {"unknown field '", "extra_forbidden", "Extra inputs are not permitted"},
+    {"expected integer, got ", "int_type", "Input should be a valid integer"},
+    {"expected string, got ", "string_type", "Input should be a valid string"},
+    {"expected number, got ", "float_type", "Input should be a valid number"},
+    {"expected boolean, got ", "bool_type",
+     "Input should be a valid boolean"},
+    {"expected object, got ", "dict_type",
+     "Input should be a valid dictionary"},
+    {"expected array, got ", "list_type", "Input should be a valid list"},
+};
+
+/* The entry for `what` (the message after its path), loc completed. */
+static json_t *error_entry(json_t *loc, const char *what, size_t n) {
+  size_t i;
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    size_t k = strlen(kinds[i].start);
+    if (n < k || memcmp(what, kinds[i].start, k) != 0) continue;
+    if (kinds[i].start[k - 1] == '\'') { /* the field, up to its quote */
+      const char *q = memchr(what + k, '\'', n - k);
+      if (q == NULL) break;
+      json_array_append_new(loc, sv_jstr(what + k, (size_t)(q - what - k)));
+    }
+    return json_pack("[{s:s,s:o,s:s,s:n}]", "type", kinds[i].type, "loc",
+                     loc, "msg", kinds[i].msg, "input");
+  }
+  return json_pack("[{s:s,s:o,s:o,s:n}]", "type", "value_error", "loc", loc,
+                   "msg", sv_jstr(what, n), "input");
+}
+
 json_t *sv_validation_errors(const char *msg, size_t len,
                              const char *prefix) {
-  json_t *loc = json_array(), *out;
+  json_t *loc = json_array();
   const char *p = msg, *end = msg + len, *colon;
   if (prefix) json_array_append_new(loc, json_string(prefix));
   if (len > 9 && memcmp(p, "ESCHEMA: ", 9) == 0) p += 9;
@@ -159,9 +196,7 @@ json_t *sv_validation_errors(const char *msg, size_t len,
     p = colon + 1;
     while (p < end && *p == ' ') p++;
   }
-  out = json_pack("[{s:s,s:o,s:o,s:n}]", "type", "value_error", "loc", loc,
-                  "msg", sv_jstr(p, (size_t)(end - p)), "input");
-  return out;
+  return error_entry(loc, p, (size_t)(end - p));
 }
 
 static void respond_422(ludo__serve_t *sv, ludo__http_req_t *req,

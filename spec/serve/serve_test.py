@@ -177,6 +177,16 @@ def http_stateless_and_validation():
     check(st == 422 and v["detail"][0]["type"] == "greater_than_equal", v)
     st, v, _ = S.http("POST", "/step", {"action": {"message": 5}})
     check(st == 422 and v["detail"][0]["loc"] == ["message"], v)
+    # pydantic's error types, the field ending loc
+    check(v["detail"][0]["type"] == "string_type" and
+          v["detail"][0]["msg"] == "Input should be a valid string", v)
+    st, v, _ = S.http("POST", "/step", {"action": {}})
+    check(st == 422 and v["detail"][0]["type"] == "missing" and
+          v["detail"][0]["loc"] == ["message"] and
+          v["detail"][0]["msg"] == "Field required", v)
+    st, v, _ = S.http("POST", "/step", {"action": {"message": "m", "x": 1}})
+    check(st == 422 and v["detail"][0]["type"] == "extra_forbidden" and
+          v["detail"][0]["loc"] == ["x"], v)
     st, v, _ = S.http("POST", "/reset", "{not json")
     check(st == 422, v)
 
@@ -235,7 +245,13 @@ async def ws_error_codes():
               v["data"]["errors"][0]["type"] == "missing", v)
         v = await rpc(ws, {"type": "step", "data": {"message": 7}})
         check(v["data"]["code"] == "VALIDATION_ERROR" and
-              v["data"]["errors"][0]["loc"] == ["message"], v)
+              v["data"]["errors"][0]["loc"] == ["message"] and
+              v["data"]["errors"][0]["type"] == "string_type", v)
+        v = await rpc(ws, {"type": "step", "data": {"message": "m",
+                                                    "msg": "m"}})
+        check(v["data"]["code"] == "VALIDATION_ERROR" and
+              v["data"]["errors"][0]["type"] == "extra_forbidden" and
+              v["data"]["errors"][0]["loc"] == ["msg"], v)
         v = await rpc(ws, {"type": "step", "data": {"message": "still"}})
         check(v["type"] == "observation", v)   # the session stayed open
         await ws.send("[]")
