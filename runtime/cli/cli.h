@@ -44,8 +44,8 @@ typedef struct ludo__cli_opt_s {
 /* Entries that mean the same in `ludo run` and `ludo eval`. */
 #define LUDO__CLI_CPU_BUDGET_ENTRY(id)                                    \
   {(id), "--cpu-budget", NULL, "MS",                                      \
-   "CPU time each call (and the policy's) may run,\n"                     \
-   "in milliseconds (default 10000)"}
+   "time each call's Lua (and the policy's) may run,\n"                  \
+   "waits excluded, in milliseconds (default 10000)"}
 #define LUDO__CLI_TOKEN_ENTRY(id)                                         \
   {(id), "--token", NULL, "T",                                            \
    "with a server's URL: send 'Authorization: Bearer\n"                   \

@@ -79,8 +79,8 @@ static const ludo__cli_opt_t serve_opts[] = {
     {OPT_NO_STRICT, "--no-strict", NULL, NULL,
      "do not check observations (the default)"},
     {OPT_CPU_BUDGET, "--cpu-budget", NULL, "MS",
-     "CPU time each call may run, in milliseconds\n"
-     "(default 10000)"},
+     "time each call's Lua may run, waits excluded,\n"
+     "in milliseconds (default 10000)"},
     {OPT_MEMORY_CAP, "--memory-cap", NULL, "MB",
      "memory cap of each session's Lua state, in MiB\n"
      "(default 64)"},
