@@ -154,6 +154,7 @@ void ludo__ws_options_init(ludo__ws_options_t *o) {
   o->pong_timeout_ms = DEFAULT_PONG_TIMEOUT_MS;
   o->close_timeout_ms = DEFAULT_CLOSE_TIMEOUT_MS;
   o->max_queued = DEFAULT_MAX_QUEUED;
+  o->subprotocol = NULL;
 }
 
 static void options_fill(ludo__ws_options_t *o, const ludo__ws_options_t *in) {
@@ -784,13 +785,28 @@ static int refuse(ludo__http_req_t *req, int status, const char *why) {
   return ludo__http_respond(req, status, h, status == 426 ? 2 : 1, body, n);
 }
 
+/* 1 when the comma-separated token list `list` (a header value; NULL:
+ * none) holds `tok`, spaces around tokens ignored. */
+static int offers(const char *list, const char *tok) {
+  size_t n = strlen(tok);
+  while (list != NULL && *list != '\0') {
+    const char *end = strchr(list, ',');
+    size_t len = end ? (size_t)(end - list) : strlen(list);
+    while (len > 0 && (*list == ' ' || *list == '\t')) list++, len--;
+    while (len > 0 && (list[len - 1] == ' ' || list[len - 1] == '\t')) len--;
+    if (len == n && memcmp(list, tok, n) == 0) return 1;
+    list = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
                     const ludo__ws_callbacks_t *cb, void *ud,
                     ludo__ws_t **out) {
   ludo__core_t *core;
   ludo__ws_t *ws;
-  const char *why;
-  char head[160], accept[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
+  const char *why, *proto = NULL;
+  char head[320], accept[LUDO__HANDSHAKE_ACCEPT_LEN + 1];
   int status, rc, n;
   *out = NULL;
   if (req == NULL || cb == NULL || cb->message == NULL || cb->close == NULL)
@@ -805,12 +821,17 @@ int ludo__ws_accept(ludo__http_req_t *req, const ludo__ws_options_t *o,
   if (rc != 0) return rc;
   ludo__handshake_accept_key(ludo__http_req_header(req, "sec-websocket-key"),
                              accept);
+  if (o != NULL && o->subprotocol != NULL && strlen(o->subprotocol) < 64 &&
+      offers(ludo__http_req_header(req, "sec-websocket-protocol"),
+             o->subprotocol))
+    proto = o->subprotocol;
   n = snprintf(head, sizeof head,
                "HTTP/1.1 101 Switching Protocols\r\n"
                "Upgrade: websocket\r\n"
                "Connection: Upgrade\r\n"
-               "Sec-WebSocket-Accept: %s\r\n\r\n",
-               accept);
+               "Sec-WebSocket-Accept: %s\r\n%s%s%s\r\n",
+               accept, proto ? "Sec-WebSocket-Protocol: " : "",
+               proto ? proto : "", proto ? "\r\n" : "");
   *out = ws;
   enter(ws);
   rc = ludo__http_switch(req, head, (size_t)n, on_switch, ws);

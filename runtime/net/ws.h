@@ -50,6 +50,13 @@ typedef struct ludo__ws_options_s {
   uint32_t close_timeout_ms;  /* wait for the peer's close frame: 5000 */
   size_t max_queued;          /* bytes waiting to be sent, beyond which
                                  a send is refused: 32 MiB */
+  const char *subprotocol;    /* a server's subprotocol, named in its 101
+                                 when the client offers it among its
+                                 Sec-WebSocket-Protocol tokens (RFC 6455
+                                 4.2.2; MCP's WebSocket clients offer
+                                 "mcp" and give up on a 101 without it);
+                                 NULL: none. Borrowed: must outlive the
+                                 accept call */
 } ludo__ws_options_t;
 
 /* Fills `o` with the defaults above. */

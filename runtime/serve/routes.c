@@ -146,25 +146,25 @@ static void add_path(json_t *loc, const char *p, size_t n) {
 
 /* pydantic's error types for the schema checker's messages (the text
  * after the path): a field named in quotes is added to loc, as pydantic
- * puts the missing or extra field there. Other messages keep ludo's text
- * as a value_error. */
+ * puts the missing or extra field there. `msg` stays ludo's text, which
+ * says what came ("expected string, got integer"); a message of another
+ * kind is a value_error. */
 static const struct {
-  const char *start, *type, *msg;
+  const char *start, *type;
 } kinds[] = {
-    {"missing required field '", "missing", "Field required"},
-    {"unknown field '", "extra_forbidden", "Extra inputs are not permitted"},
-    {"expected integer, got ", "int_type", "Input should be a valid integer"},
-    {"expected string, got ", "string_type", "Input should be a valid string"},
-    {"expected number, got ", "float_type", "Input should be a valid number"},
-    {"expected boolean, got ", "bool_type",
-     "Input should be a valid boolean"},
-    {"expected object, got ", "dict_type",
-     "Input should be a valid dictionary"},
-    {"expected array, got ", "list_type", "Input should be a valid list"},
+    {"missing required field '", "missing"},
+    {"unknown field '", "extra_forbidden"},
+    {"expected integer, got ", "int_type"},
+    {"expected string, got ", "string_type"},
+    {"expected number, got ", "float_type"},
+    {"expected boolean, got ", "bool_type"},
+    {"expected object, got ", "dict_type"},
+    {"expected array, got ", "list_type"},
 };
 
 /* The entry for `what` (the message after its path), loc completed. */
 static json_t *error_entry(json_t *loc, const char *what, size_t n) {
+  const char *type = "value_error";
   size_t i;
   for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     size_t k = strlen(kinds[i].start);
@@ -174,11 +174,11 @@ static json_t *error_entry(json_t *loc, const char *what, size_t n) {
       if (q == NULL) break;
       json_array_append_new(loc, sv_jstr(what + k, (size_t)(q - what - k)));
     }
-    return json_pack("[{s:s,s:o,s:s,s:n}]", "type", kinds[i].type, "loc",
-                     loc, "msg", kinds[i].msg, "input");
+    type = kinds[i].type;
+    break;
   }
-  return json_pack("[{s:s,s:o,s:o,s:n}]", "type", "value_error", "loc", loc,
-                   "msg", sv_jstr(what, n), "input");
+  return json_pack("[{s:s,s:o,s:o,s:n}]", "type", type, "loc", loc, "msg",
+                   sv_jstr(what, n), "input");
 }
 
 json_t *sv_validation_errors(const char *msg, size_t len,

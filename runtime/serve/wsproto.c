@@ -546,7 +546,11 @@ void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp) {
   c->serial = ++sv->next_seq;
   id = mcp ? NULL : sv_query_value(ludo__http_req_query(req),
                                    "session_id", idbuf, sizeof idbuf);
-  rc = ludo__ws_accept(req, &sv->wso, &cb, c, &c->ws);
+  {
+    ludo__ws_options_t o = sv->wso; /* MCP's clients ask for "mcp" */
+    if (mcp) o.subprotocol = "mcp";
+    rc = ludo__ws_accept(req, &o, &cb, c, &c->ws);
+  }
   if (rc != 0) {
     if (rc == LUDO_ENOMEM) sv_respond_detail(sv, req, 500, "out of memory");
     ludo__free(&sv->core->heap, c, sizeof *c);

@@ -196,6 +196,7 @@
   X(ws_message_too_big)                                                      \
   X(ws_tiny_fragments)                                                       \
   X(ws_head_without_payload)                                                 \
+  X(ws_subprotocol)                                                          \
   X(ws_bad_frames)                                                           \
   X(ws_close_from_peer)                                                      \
   X(ws_close_from_server)                                                    \

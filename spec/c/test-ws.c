@@ -588,6 +588,46 @@ TEST_IMPL(ws_head_without_payload) {
   net_core_free(&core);
 }
 
+/* A server's subprotocol is named in the 101 only when the client offers
+ * it among its tokens (MCP's WebSocket clients offer "mcp"). */
+TEST_IMPL(ws_subprotocol) {
+  static const char *const offered[] = {"mcp", " chat , mcp ", "chat",
+                                        "mcpx", NULL};
+  ludo__core_t core;
+  mem_t m;
+  wsrec_t w;
+  char req[320];
+  int i;
+  net_core_init(&core);
+  for (i = 0; i < 5; i++) {
+    const char *out;
+    memset(&w, 0, sizeof w);
+    w.use_o = 1;
+    ludo__ws_options_init(&w.o);
+    w.o.subprotocol = "mcp";
+    conn_on(&m, &core, &w);
+    snprintf(req, sizeof req,
+             "GET /mcp HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n"
+             "Connection: Upgrade\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n%s%s%s"
+             "Sec-WebSocket-Version: 13\r\n\r\n",
+             offered[i] ? "Sec-WebSocket-Protocol: " : "",
+             offered[i] ? offered[i] : "", offered[i] ? "\r\n" : "");
+    mem_feed(&m, req, strlen(req));
+    ASSERT_OK(w.accept_rc);
+    out = mem_take(&m, NULL);
+    ASSERT_STR_CONTAINS(out, "101 Switching Protocols");
+    if (i < 2)
+      ASSERT_STR_CONTAINS(out, "\r\nSec-WebSocket-Protocol: mcp\r\n");
+    else
+      ASSERT_TRUE(strstr(out, "Sec-WebSocket-Protocol") == NULL);
+    ludo__net_conn_eof(&m.conn);
+    mem_finish(&m);
+    mem_free(&m);
+  }
+  net_core_free(&core);
+}
+
 /* Frames that break the protocol: each closes with 1002. */
 TEST_IMPL(ws_bad_frames) {
   ludo__core_t core;

@@ -179,11 +179,11 @@ def http_stateless_and_validation():
     check(st == 422 and v["detail"][0]["loc"] == ["message"], v)
     # pydantic's error types, the field ending loc
     check(v["detail"][0]["type"] == "string_type" and
-          v["detail"][0]["msg"] == "Input should be a valid string", v)
+          v["detail"][0]["msg"] == "expected string, got integer", v)
     st, v, _ = S.http("POST", "/step", {"action": {}})
     check(st == 422 and v["detail"][0]["type"] == "missing" and
           v["detail"][0]["loc"] == ["message"] and
-          v["detail"][0]["msg"] == "Field required", v)
+          v["detail"][0]["msg"] == "missing required field 'message'", v)
     st, v, _ = S.http("POST", "/step", {"action": {"message": "m", "x": 1}})
     check(st == 422 and v["detail"][0]["type"] == "extra_forbidden" and
           v["detail"][0]["loc"] == ["x"], v)
@@ -439,6 +439,12 @@ def mcp_initialize_flow():
 
 @test
 async def ws_mcp_endpoint():
+    # MCP's WebSocket clients offer the "mcp" subprotocol and give up on a
+    # 101 that does not name it; /ws names none.
+    async with S.ws("/mcp", subprotocols=["mcp"]) as ws:
+        check(ws.subprotocol == "mcp", ws.subprotocol)
+    async with S.ws("/ws", subprotocols=["mcp"]) as ws:
+        check(ws.subprotocol is None, ws.subprotocol)
     async with S.ws("/mcp") as ws:
         v = await rpc(ws, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                            "params": {"protocolVersion": "2025-06-18"}})
