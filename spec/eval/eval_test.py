@@ -558,6 +558,7 @@ def run_file_errors_say_what_is_wrong():
     cases = [
         ("bad_field_run.lua", "polcy is not a field of a run file"),
         ("key_run.lua", "never put a key in a run file"),
+        ("repeats_episodes_run.lua", "repeats needs tasks"),
     ]
     for name, want in cases:
         r = ludo("eval", FIX + "/" + name, "--out", out("bad-" + name))
@@ -567,6 +568,18 @@ def run_file_errors_say_what_is_wrong():
     r = ludo("eval", "examples/echo", "--policy", FIX + "/nosuch.lua",
              "--out", out("bad-policy"))
     assert r.returncode == 1 and "nosuch" in r.stderr, r.stderr
+
+
+@test
+def a_success_function_must_answer_true_or_false():
+    # "maybe" used to count as a success; now the record fails, saying why
+    d = out("success-maybe")
+    run_ok("eval", FIX + "/success_maybe_run.lua", "--out", d, "--quiet")
+    for rec in results(d):
+        assert rec["success"] is False, rec
+        assert rec["error"]["class"] == "ESCRIPT", rec
+        assert "success(result) must return true or false, got string" in \
+            rec["error"]["message"], rec
 
 
 @test

@@ -162,6 +162,12 @@ function M.load(name)
   if t.tasks ~= nil and t.episodes ~= nil then
     fail("give tasks or episodes, not both")
   end
+  -- (as --repeats is refused without tasks: a seeded episode is one
+  -- attempt of its own, and a repeats the run would drop is a mistake)
+  if t.repeats ~= nil and t.tasks == nil then
+    fail("repeats needs tasks (attempts of each task); with episodes, "
+      .. "each episode is one attempt")
+  end
   return {
     env = t.env, tasks = tasks_of(t.tasks),
     episodes = whole(t, "episodes", 1),
@@ -176,7 +182,12 @@ end
 -- The run file's success(result) for an episode's record (the run file
 -- `name` has a success function): a boolean.
 function M.success(name, record)
-  return require(name).success(record) and true or false
+  local ok = require(name).success(record)
+  if type(ok) ~= "boolean" then
+    error(string.format("success(result) must return true or false, got %s",
+      type(ok)), 0)
+  end
+  return ok
 end
 
 return M
