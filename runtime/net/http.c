@@ -363,6 +363,7 @@ static void fail(ludo__http_conn_t *hc, int status, const char *msg) {
   r->state = RQ_ANSWERED;
   r->close_after = 1;
   enqueue(hc, r);
+  if (hc->h.refused) hc->h.refused(hc->ud, status);
   write_answers(hc);
 }
 

@@ -104,9 +104,16 @@ typedef void (*ludo__http_request_cb)(void *ud, ludo__http_req_t *req);
  * when the callback returns; answering it here returns LUDO_ECLOSED. */
 typedef void (*ludo__http_abort_cb)(void *ud, ludo__http_req_t *req);
 
+/* The connection answered a request itself, with `status`, and closes:
+ * a malformed or oversized request (400, 413, 414, 431, 501, 505), a head
+ * or body that came too slowly (408), no memory (500). The handler never
+ * saw the request; this lets it count it. */
+typedef void (*ludo__http_refused_cb)(void *ud, int status);
+
 typedef struct ludo__http_handler_s {
   ludo__http_request_cb request;
-  ludo__http_abort_cb abort; /* may be NULL */
+  ludo__http_abort_cb abort;     /* may be NULL */
+  ludo__http_refused_cb refused; /* may be NULL */
 } ludo__http_handler_t;
 
 /* Makes an HTTP connection on `nc`, which becomes its protocol, and arms

@@ -375,10 +375,9 @@ static void on_request(void *ud, ludo__http_req_t *req) {
                       "another site (Origin) are not accepted");
     return;
   }
-  if (!authorized(sv, req)) {
+  if (!authorized(sv, req)) { /* (sv_respond_json counts the 4xx) */
     static const ludo__http_header_t h[] = {
         {"WWW-Authenticate", "Bearer"}};
-    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_4XX);
     sv_respond_json(sv, req, 401, "{\"detail\":\"Unauthorized\"}", 25, h,
                     1);
     return;
@@ -390,6 +389,17 @@ static void on_request(void *ud, ludo__http_req_t *req) {
     return;
   }
   sv_route(sv, req);
+}
+
+/* The HTTP layer answered a request itself (malformed, too big, too
+ * slow): a request and an error for the metrics, as the routes' own. */
+static void on_refused(void *ud, int status) {
+  ludo__serve_t *sv = ud;
+  atomic_fetch_add(&sv->shared->metrics.http_requests, 1);
+  if (sv->wm) atomic_fetch_add(&sv->wm->http_requests, 1);
+  ludo__metrics_proto(&sv->shared->metrics, status >= 500
+                                                ? LUDO__MERR_HTTP_5XX
+                                                : LUDO__MERR_HTTP_4XX);
 }
 
 /* A request the server held was dropped (its connection ended): the
@@ -430,7 +440,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   ludo__core_t *core = &rt->core;
   ludo__serve_t *sv;
   ludo__http_options_t ho;
-  ludo__http_handler_t h = {on_request, on_abort};
+  ludo__http_handler_t h = {on_request, on_abort, on_refused};
   json_error_t jerr;
   int rc;
   *out = NULL;

@@ -180,7 +180,15 @@ static void rec_abort(void *ud, ludo__http_req_t *req) {
     if (r->req[i] == req) r->req[i] = NULL;
 }
 
-const ludo__http_handler_t rec_handler = {rec_request, rec_abort};
+/* The connection answered a request itself: counted. */
+static void rec_refused(void *ud, int status) {
+  rec_t *r = ud;
+  r->refused++;
+  r->refused_status = status;
+}
+
+const ludo__http_handler_t rec_handler = {rec_request, rec_abort,
+                                          rec_refused};
 
 void rec_answer(rec_t *r, int i) {
   static const ludo__http_header_t h = {"Content-Type", "text/plain"};

@@ -84,6 +84,8 @@ typedef struct rec_s {
   int n;                       /* requests received */
   int aborted;                 /* abort callbacks */
   int abort_rc;                /* what answering inside the abort gave */
+  int refused;                 /* requests the connection answered itself */
+  int refused_status;          /* ... the status of the last one */
   int answer_now;              /* answer inside the request callback */
   ludo__http_req_t *req[REC_MAX]; /* the requests, unanswered ones live */
   char method[REC_MAX][16];

@@ -743,7 +743,7 @@ static void sc_request(void *ud, ludo__http_req_t *req) {
 }
 
 static int sc_start(ludo_runtime_t *rt, script_t *s, ludo__server_t **out) {
-  ludo__http_handler_t h = {sc_request, NULL};
+  ludo__http_handler_t h = {sc_request, NULL, NULL};
   ASSERT_OK(ludo__server_new(&rt->core, NULL, &h, s, out));
   ASSERT_OK(ludo__server_listen(*out, "127.0.0.1", 0, 0));
   return ludo__server_port(*out);

@@ -389,6 +389,8 @@ static void expect_error(ludo__core_t *core, const ludo__http_options_t *o,
   http_on(&m, core, o, &r);
   mem_feed(&m, req, n);
   ASSERT_EQ(r.n, 0);
+  ASSERT_EQ(r.refused, 1); /* the handler hears of it (metrics) */
+  ASSERT_EQ(r.refused_status, status);
   out = mem_take(&m, NULL);
   snprintf(line, sizeof line, "HTTP/1.1 %d ", status);
   if (strncmp(out, line, strlen(line)) != 0)

@@ -189,7 +189,7 @@ static void on_abort(void *ud, ludo__http_req_t *req) {
   s->aborts++;
 }
 
-static const ludo__http_handler_t handler = {on_request, on_abort};
+static const ludo__http_handler_t handler = {on_request, on_abort, NULL};
 
 /* A server listening on a free loopback port, on the core's own loop or
  * (borrowed 1) on a loop of the host's. */

@@ -88,7 +88,8 @@ static void ws_abort(void *ud, ludo__http_req_t *req) {
     if (w->held[i] == req) w->held[i] = NULL;
 }
 
-static const ludo__http_handler_t ws_handler = {ws_request, ws_abort};
+static const ludo__http_handler_t ws_handler = {ws_request, ws_abort,
+                                                NULL};
 
 /* An HTTP connection on the memory transport whose upgrade requests the
  * handler accepts. */

@@ -96,7 +96,7 @@ static void on_abort(void *ud, ludo__http_req_t *req) {
   if (f->held == req) f->held = NULL;
 }
 
-static const ludo__http_handler_t handler = {on_request, on_abort};
+static const ludo__http_handler_t handler = {on_request, on_abort, NULL};
 
 static const char upgrade[] =
     "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n"

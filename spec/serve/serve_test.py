@@ -1395,6 +1395,23 @@ def http_head_strictness():
 
 
 @test
+def requests_the_transport_refuses_are_counted():
+    # answered by the HTTP layer itself (malformed, 431): still requests,
+    # and errors, in /metrics
+    def counts():
+        _, text, _ = S.http("GET", "/metrics")
+        return (metric(text, "ludo_http_requests_total"),
+                metric(text, "ludo_errors_total", code="HTTP_4XX"))
+    req0, err0 = counts()
+    check(raw_http(S.port, b"GARBAGE\r\n\r\n") == 400, "garbage")
+    check(raw_http(S.port, b"GET / HTTP/1.1\r\nHost: x\r\nX: " +
+                   b"a" * 20000 + b"\r\n\r\n") == 431, "big head")
+    req1, err1 = counts()
+    # (the second /metrics request counts itself: +1)
+    check(req1 - req0 == 3 and err1 - err0 == 2, (req0, req1, err0, err1))
+
+
+@test
 async def ws_scalar_frames():
     for text in ("123", "null", "true", '"x"'):
         async with S.ws() as ws:
