@@ -25,6 +25,7 @@ typedef struct {
   char *info;               /* a server's description (owned) */
   uv_async_t wake;          /* a signal wakes the loop */
   int signals, interrupted;
+  int traj_only;            /* failed only for trajectories not written */
 } eval_t;
 
 /* Ctrl-C: the first sets the flag and wakes the loop (which cancels the
@@ -234,7 +235,10 @@ static int run_here(eval_t *e, long long already) {
   run_loop(e, already);
   running_rt = NULL;
   eval_out_close(&e->out);
-  if (eval_traj_report(&e->r)) e->r.failed = 1; /* exits 1 at the end */
+  if (eval_traj_report(&e->r)) { /* exits 1 at the end */
+    e->traj_only = !e->r.failed;
+    e->r.failed = 1;
+  }
   return 0;
 }
 
@@ -248,7 +252,8 @@ static int run_worker(eval_t *e) {
   if (eval_worker_episodes(&e->plan) != 0 ||
       eval_out_open_worker(&e->out, e->cfg) != 0 || run_here(e, 0) != 0)
     return 1;
-  return e->r.failed ? 1 : interrupted_status(e);
+  if (e->r.failed) return e->traj_only ? EVAL_EXIT_TRAJECTORIES : 1;
+  return interrupted_status(e);
 }
 
 static int run(eval_t *e, int argc, char **argv) {

@@ -142,6 +142,11 @@ typedef struct eval_out_s {
 /* The lock file of an output folder: one process writes into it. */
 #define EVAL_LOCK ".lock"
 
+/* A worker process's exit status when its records are complete but some
+ * of its trajectories could not be written (it said so): the parent exits
+ * 1 without asking for a --resume that has nothing to run. */
+#define EVAL_EXIT_TRAJECTORIES 3
+
 /* Creates `dir` and takes DIR/.lock (flock LOCK_EX | LOCK_NB) into *fd:
  * held until the fd is closed. Returns 0, or -1 after saying why (another
  * process holds it). */

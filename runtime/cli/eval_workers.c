@@ -215,6 +215,10 @@ static int outcome(const workers_t *ws, int started) {
       rc = 1;
     } else if (w->status == 130) {
       if (rc == 0) rc = 130;
+    } else if (w->status == EVAL_EXIT_TRAJECTORIES) {
+      ludo__cli_error("worker %lld could not write some trajectories (said "
+                      "above); its records are complete", i);
+      rc = 1;
     } else if (w->status != 0) {
       ludo__cli_error("worker %lld failed (exit status %d): its episodes "
                       "without a record run again with --resume", i,

@@ -370,6 +370,19 @@ def a_trajectory_that_cannot_be_written_is_null_and_the_run_exits_1():
     m = out("fd-short-merged")
     run_ok("eval", "merge", d, "--out", m)
     assert untimed(results(m)) == untimed(recs)
+    # With worker processes, a worker's lost trajectories are not a failed
+    # worker: its records are complete, no --resume is asked for.
+    # (each worker runs half the concurrency: 350 each)
+    d = out("fd-short-workers")
+    wargs = [a if a != "350" else "700" for a in args]
+    r = subprocess.run(wargs + ["--workers", "2", "--out", d], env=ENV,
+                       capture_output=True, text=True, timeout=300,
+                       preexec_fn=few_fds)
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    assert "could not write some trajectories (said above); its records " \
+        "are complete" in r.stderr, r.stderr[-2000:]
+    assert "run again with --resume" not in r.stderr, r.stderr[-2000:]
+    assert sorted(x["episode"] for x in results(d)) == list(range(400))
 
 
 @test
