@@ -153,6 +153,16 @@ int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b) {
                   "ludo_output_pending_bytes %zu\n",
                atomic_load_explicit(&m->output->used,
                                     memory_order_relaxed)) < 0;
+  if (m->input != NULL)
+    bad |= ludo__buf_printf(
+               b, "# HELP ludo_input_pending_bytes Bytes of WebSocket "
+                  "messages waiting for their session on connections "
+                  "holding more than 64 KiB each (bounded by the server's "
+                  "max_output_bytes).\n"
+                  "# TYPE ludo_input_pending_bytes gauge\n"
+                  "ludo_input_pending_bytes %zu\n",
+               atomic_load_explicit(&m->input->used,
+                                    memory_order_relaxed)) < 0;
   if (m->nworkers > 0) bad |= render_workers(m, b);
   return bad ? -1 : 0;
 }

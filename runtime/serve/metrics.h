@@ -61,6 +61,9 @@ typedef struct ludo__metrics_s {
   /* The connections' output budget, shown as a gauge (borrowed; NULL:
    * none). */
   ludo__net_budget_t *output;
+  /* The WebSocket messages waiting for their session (the input budget),
+   * shown as a gauge too (borrowed; NULL: none). */
+  ludo__net_budget_t *input;
 } ludo__metrics_t;
 
 /* Zeroes `m` (no workers). */

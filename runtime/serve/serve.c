@@ -24,6 +24,7 @@ void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   atomic_init(&sh->input.max, DEFAULT_MAX_OUTPUT_BYTES);
   ludo__metrics_init(&sh->metrics);
   sh->metrics.output = &sh->output;
+  sh->metrics.input = &sh->input;
 }
 
 uint64_t sv_now_us(void) {

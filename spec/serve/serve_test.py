@@ -1943,6 +1943,10 @@ def ws_queued_bytes_share_one_bound():
         a.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
             "ms": 0, "pad": "x" * 900000}}).encode()))
         time.sleep(0.3)
+        # the gauge shows what waits past each connection's 64 KiB
+        _, text, _ = c.http("GET", "/metrics")
+        pending = metric(text, "ludo_input_pending_bytes")
+        check(800000 < pending < 900000, pending)
         b.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
             "ms": 0, "pad": "x" * 300000}}).encode()))
         got, code = frames_until_close(b)
@@ -1955,6 +1959,8 @@ def ws_queued_bytes_share_one_bound():
               "VALIDATION_ERROR", "a's second reply")
         a.sendall(ws_frame(1, b'{"type":"state"}'))
         check(json.loads(read_frame(a)[1])["type"] == "state", "a closed")
+        _, text, _ = c.http("GET", "/metrics")
+        check(metric(text, "ludo_input_pending_bytes") == 0, "gauge at 0")
         a.close()
     finally:
         check(c.stop() == 0, "exit status")
