@@ -18,8 +18,9 @@ local json = require("ludo.json")
 
 local M = {}
 
-local type, pairs, pcall, error, tostring, getmetatable, gsub =
-  type, pairs, pcall, error, tostring, getmetatable, string.gsub
+local type, pairs, pcall, error, tostring, getmetatable =
+  type, pairs, pcall, error, tostring, getmetatable
+local redact = require("ludo.core").redact
 
 function M.bind(tools, checks, list, raiser)
   local tool_checks, tools_json, raise = checks, list, raiser
@@ -97,7 +98,7 @@ function M.bind(tools, checks, list, raiser)
   -- message ("ECODE: ..."), anything else by its type, as the core names
   -- it ("table: 0x55..." would show a heap address); addresses in the
   -- text hidden as the core hides them in the messages it hands out
-  -- (runtime/base/redact.c, docs/sandbox.md).
+  -- (ludo.core.redact, docs/sandbox.md).
   local function error_text(e)
     local t = type(e)
     if t == "number" or (t == "userdata" and getmetatable(e) == "ludo.error")
@@ -106,7 +107,7 @@ function M.bind(tools, checks, list, raiser)
     elseif t ~= "string" then
       return "(error object is a " .. t .. " value)"
     end
-    return (gsub(e, ": 0x%x%x%x%x+", ": 0x?"))
+    return redact(e)
   end
 
   -- Runs tool `name`: true, result; or false, error_type, message for an

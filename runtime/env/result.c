@@ -28,10 +28,6 @@ static int result_nomem(lua_State *L, ludo_session_t *s) {
                            (lua_Integer)s->ps->st.cap);
 }
 
-/* 1 when the value at idx can be a reward or a score: a finite number,
- * nil, or ludo.null (no score). NaN and the infinities are refused: JSON
- * has neither, and writing them as null would pass a broken score off as
- * no score (OpenEnv's server fails such a response too). */
 /* 1 when the value at idx is ludo.null. [-0, +0, m] */
 static int is_null(lua_State *L, int idx) {
   int r;
@@ -42,6 +38,10 @@ static int is_null(lua_State *L, int idx) {
   return r;
 }
 
+/* 1 when the value at idx can be a reward or a score: a finite number,
+ * nil, or ludo.null (no score). NaN and the infinities are refused: JSON
+ * has neither, and writing them as null would pass a broken score off as
+ * no score (OpenEnv's server fails such a response too). */
 static int is_score(lua_State *L, int idx) {
   int t = lua_type(L, idx);
   if (t == LUA_TNUMBER)

@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "core/error.h"
 #include "base/log.h"
+#include "base/redact.h"
 #include "base/uuid.h"
 #include "ludo_defs.h"
 #include "script/json.h"
@@ -143,13 +144,27 @@ static int ludo_l_core_where(lua_State *L) {
   return 1;
 }
 
+/* ludo.core.redact(s) -> s with heap addresses hidden (": 0x55..." becomes
+ * ": 0x?"), as in every error message that leaves a session
+ * (base/redact.h): for texts the library hands out itself, such as a
+ * tool's error in an observation. */
+static int ludo_l_core_redact(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  luaL_Buffer b;
+  char *p = luaL_buffinitsize(L, &b, len);
+  memcpy(p, s, len);
+  luaL_pushresultsize(&b, ludo__redact_addresses(p, len));
+  return 1;
+}
+
 LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
   static const luaL_Reg funcs[] = {
       {"now", ludo_l_core_now},     {"sleep", ludo_l_core_sleep},
       {"log", ludo_l_core_log},     {"input", ludo_l_core_input},
       {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
       {"memory", ludo_l_core_memory}, {"where", ludo_l_core_where},
-      {NULL, NULL}};
+      {"redact", ludo_l_core_redact}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

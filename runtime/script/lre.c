@@ -173,10 +173,6 @@ static ludo__lre_ctx_t *lre_ctx(lua_State *L) {
   return ctx;
 }
 
-/* lim.stop: a search of a pattern with back-references asks now and then
- * whether the call is past its budget (base/regex.h). */
-static int lre_stop(void *L) { return ludo__state_over(L); }
-
 /* Checks that argument `idx` is a live regex object.
  * [-0, +0, v] */
 static ludo__lre_regex_t *ludo_l_check_regex(lua_State *L, int idx) {
@@ -1159,7 +1155,7 @@ static void lre_push_ctx(lua_State *L) {
   ctx->lim.match = LUDO_L_RE_MATCH_DEFAULT;
   ctx->lim.depth = LUDO_L_RE_DEPTH_DEFAULT;
   ctx->lim.heap_kib = LUDO_L_RE_HEAP_DEFAULT / 1024;
-  ctx->lim.stop = lre_stop;
+  ctx->lim.stop = ludo__state_stop; /* back-references: base/regex.h */
   ctx->lim.stop_ud = L;
   ctx->used = 0;
   ctx->hand = 1;

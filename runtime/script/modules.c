@@ -50,11 +50,6 @@ static int push_buf(lua_State *L) {
   return 1;
 }
 
-/* The code cache asks between slices of a file it compiles whether the
- * call that loads it is past its limits (a module's source, untrusted as
- * the code in it, can cost Lua's parser quadratic time, in C). */
-static int compile_stop(void *L) { return ludo__state_over(L); }
-
 /* Raises the limit that stopped compiling `path`. [-0, +1, v] */
 static void stopped(lua_State *L, const char *path) {
   if (ludo__state_check(L)) lua_error(L);
@@ -92,8 +87,11 @@ static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
     size_t n;
     const char *s = lua_tolstring(L, -2, &n);
     const char *chunk = lua_tostring(L, -1);
+    /* The cache asks between slices of the source whether the loading
+     * call is past its limits: a module's source, untrusted as the code
+     * in it, can cost Lua's parser quadratic time, in C. */
     if (ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n,
-                            lib, compile_stop, L))
+                            lib, ludo__state_stop, L))
       stopped(L, path);
   }
   lua_replace(L, -3);

@@ -867,15 +867,14 @@ static long count_keys(chk_t *c, int idx) {
   return k;
 }
 
-static int pattern_stop(void *L) { return ludo__state_over(L); }
-
 /* pattern, multipleOf, minProperties, maxProperties, not and $ref. */
 static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
   lua_State *L = c->L;
   if (n->pattern != NULL && t == T_STRING) {
     /* A pattern with back-references asks the call's budget as it goes
      * (a client's string makes it quadratic: base/regex.h). */
-    ludo__regex_limits_t lim = {1000000, 10000, 4096, pattern_stop, NULL};
+    ludo__regex_limits_t lim = {1000000, 10000, 4096, ludo__state_stop,
+                                NULL};
     size_t len;
     const char *s = lua_tolstring(L, idx, &len);
     int rc;

@@ -699,6 +699,8 @@ int ludo__state_over(lua_State *L) {
   return st->killed != 0;
 }
 
+int ludo__state_stop(void *L) { return ludo__state_over(L); }
+
 int ludo__state_check(lua_State *L) {
   ludo__state_t *st;
   if (!ludo__state_over(L)) return 0;

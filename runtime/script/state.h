@@ -178,6 +178,10 @@ int ludo__state_check(lua_State *L);
  * pcre2); the caller then gets the message from ludo__state_check. */
 int ludo__state_over(lua_State *L);
 
+/* ludo__state_over in the shape C loops take a stop callback in (the
+ * regex limits, the code cache's compile): `L` is a lua_State. */
+int ludo__state_stop(void *L);
+
 /* A script's error message is cut to this many bytes (and " [... N more
  * bytes]") before ludo prefixes it with its code and adds a traceback:
  * the session keeps 16 KiB of the whole (LUDO__ERRMSG_MAX). */

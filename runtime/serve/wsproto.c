@@ -332,6 +332,24 @@ static void handle(sv_ws_t *c, const char *data, size_t len, uint64_t t0) {
     ws_message(c, data, len, t0);
 }
 
+/* What a client gets for the message that ended its input, by c->ending:
+ * the SESSION_ERROR's message, the close code and reason. */
+static const struct refusal_s {
+  const char *message;
+  int code;
+  const char *reason;
+} refusals[] = {
+    [SV_END_COUNT] = {"Too many messages waiting for their replies: wait "
+                      "for a reply before sending more",
+                      1008, "too many messages in flight"},
+    [SV_END_BYTES] = {"Too many bytes waiting for their replies: wait for "
+                      "a reply before sending more",
+                      1008, "too many bytes in flight"},
+    [SV_END_BINARY] = {"Binary frames are not supported: send each message "
+                       "as a JSON text frame",
+                       1003, "binary frames are not supported"},
+};
+
 /* After a refused message (c->ending), once every message queued before
  * it has its reply: the error, then the close (one reply per request, in
  * order, the error last). */
@@ -339,18 +357,10 @@ static void refuse_end(sv_ws_t *c) {
   if (!c->ending || c->head != NULL || c->closing ||
       (c->sess != NULL && (c->sess->busy || c->sess->opening)))
     return;
-  if (c->ending == SV_END_BINARY) {
-    sv_ws_error(c, "SESSION_ERROR", "Binary frames are not supported: "
-                "send each message as a JSON text frame", NULL);
-    ws_refuse(c, 1003, "binary frames are not supported");
-  } else if (c->ending == SV_END_BYTES) {
-    sv_ws_error(c, "SESSION_ERROR", "Too many bytes waiting for their "
-                "replies: wait for a reply before sending more", NULL);
-    ws_refuse(c, 1008, "too many bytes in flight");
-  } else {
-    sv_ws_error(c, "SESSION_ERROR", "Too many messages waiting for their "
-                "replies: wait for a reply before sending more", NULL);
-    ws_refuse(c, 1008, "too many messages in flight");
+  {
+    const struct refusal_s *r = &refusals[c->ending];
+    sv_ws_error(c, "SESSION_ERROR", r->message, NULL);
+    ws_refuse(c, r->code, r->reason);
   }
 }
 

@@ -425,7 +425,7 @@ TEST_IMPL(limit_schema_costs) {
  * (the runner's timeout fails this test then). */
 TEST_IMPL(limit_compile_budget) {
   enum { LINKS = 1000000 };
-  char dir[] = "/tmp/ludo-ct-compile-XXXXXX", path[64];
+  char dir[] = "/tmp/ludo-ct-compile-XXXXXX", path[64]; /* mkdtemp's */
   ludo_options_t o;
   ludo_runtime_t *rt;
   ludo_env_t *env;
