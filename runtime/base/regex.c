@@ -17,11 +17,74 @@ _Static_assert(LUDO_RE_ERR_BADUTFOFFSET == PCRE2_ERROR_BADUTFOFFSET,
 _Static_assert(LUDO_RE_UNSET == PCRE2_UNSET, "pcre2");
 _Static_assert(LUDO_RE_ERR_STOPPED == PCRE2_ERROR_CALLOUT, "pcre2");
 
-/* How many callouts pass between two questions to lim->stop: a callout
- * comes before each item of the pattern, and between two of them the
- * match does at most one item's work (a back-reference compares up to
- * the subject's length). */
+/* How many callouts pass between two questions to lim->stop (lim->stopped
+ * is asked at each). Every pattern has a callout first, so one comes at
+ * each start position the match tries, each bounded by the match limit;
+ * a pattern with back-references has one before each item, and between
+ * two of them the match does at most one item's work (a back-reference
+ * compares up to the subject's length). */
 #define STOP_EVERY 16
+
+/* The callout put first in every pattern. */
+static const char first_callout[] = "(?C255)";
+
+/* The options that only open a pattern, (*UTF) (*LIMIT_MATCH=9) ...: the
+ * first callout goes after them. Backtracking verbs such as (*FAIL) and
+ * (*ACCEPT) are not among them: a callout after those could be skipped. */
+static int is_start_option(const char *s, size_t n) {
+  static const char *const names[] = {
+      "UTF", "UCP", "NOTEMPTY", "NOTEMPTY_ATSTART", "NO_AUTO_POSSESS",
+      "NO_DOTSTAR_ANCHOR", "NO_JIT", "NO_START_OPT", "CR", "LF", "CRLF",
+      "ANYCRLF", "ANY", "NUL", "BSR_ANYCRLF", "BSR_UNICODE", NULL};
+  static const char *const limits[] = {"LIMIT_HEAP=", "LIMIT_MATCH=",
+                                       "LIMIT_DEPTH=", "LIMIT_RECURSION=",
+                                       NULL};
+  size_t i, k;
+  for (i = 0; names[i] != NULL; i++)
+    if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return 1;
+  for (i = 0; limits[i] != NULL; i++) {
+    k = strlen(limits[i]);
+    if (n > k && memcmp(limits[i], s, k) == 0 &&
+        strspn(s + k, "0123456789") == n - k)
+      return 1;
+  }
+  return 0;
+}
+
+/* Where the first callout goes in pat: after its start options. */
+static size_t after_start_options(const char *pat, size_t len) {
+  size_t i = 0;
+  while (i + 2 < len && pat[i] == '(' && pat[i + 1] == '*') {
+    const char *close = memchr(pat + i + 2, ')', len - i - 2);
+    if (close == NULL || !is_start_option(pat + i + 2,
+                                          (size_t)(close - pat - i - 2)))
+      break;
+    i = (size_t)(close - pat) + 1;
+  }
+  return i;
+}
+
+/* Compiles pat with first_callout after its start options (pat compiled
+ * as it is already, so the error offsets a user sees are pat's). */
+static pcre2_code *compile_with_first_callout(ludo__regex_t *re,
+                                              const char *pat, size_t len,
+                                              uint32_t o, int *errcode,
+                                              PCRE2_SIZE *erroff,
+                                              pcre2_compile_context *cctx) {
+  size_t at = after_start_options(pat, len), k = sizeof first_callout - 1;
+  char *text = re->fn(re->ud, NULL, 0, len + k);
+  pcre2_code *code;
+  if (text == NULL) {
+    *errcode = PCRE2_ERROR_HEAP_FAILED;
+    return NULL;
+  }
+  memcpy(text, pat, at);
+  memcpy(text + at, first_callout, k);
+  memcpy(text + at + k, pat + at, len - at);
+  code = pcre2_compile((PCRE2_SPTR)text, len + k, o, errcode, erroff, cctx);
+  re->fn(re->ud, text, len + k, 0);
+  return code;
+}
 
 /* pcre2's free() gets no size but lua_Alloc needs one, so every block
  * starts with a header holding its size, padded to keep the payload
@@ -125,22 +188,30 @@ int ludo__regex_compile(ludo__regex_t *re, const char *pat, size_t len,
   if (cctx == NULL) goto fail_gctx;
   code = pcre2_compile((PCRE2_SPTR)pat, len, ludo__regex_pcre2_opts(opts),
                        &errcode, &erroff, cctx);
-  /* A back-reference compares up to the subject's length in one step of
-   * the match limit: (.*)\1 over 320 KB is quadratic in C within it. Such
-   * a pattern is compiled again with a callout before each item, where
-   * the match asks lim->stop (ludo__regex_exec); others run as they are. */
+  /* Compiled again with callouts, where the match asks lim->stop
+   * (ludo__regex_exec). pcre2's match limit counts each start position
+   * afresh, so it bounds no search: every pattern gets a callout first,
+   * reached at each start position tried (the start-of-match
+   * optimisations still skip the others). A back-reference compares up to
+   * the subject's length in one step of the match limit ((.*)\1 over 320
+   * KB is quadratic in C within one position): such a pattern gets a
+   * callout before each item. */
   if (code != NULL) {
     uint32_t backref = 0;
+    pcre2_code *again;
     pcre2_pattern_info(code, PCRE2_INFO_BACKREFMAX, &backref);
     if (backref > 0) {
-      pcre2_code *again = pcre2_compile(
-          (PCRE2_SPTR)pat, len,
-          ludo__regex_pcre2_opts(opts) | PCRE2_AUTO_CALLOUT, &errcode,
-          &erroff, cctx);
-      pcre2_code_free(code);
-      code = again;
+      again = pcre2_compile((PCRE2_SPTR)pat, len,
+                            ludo__regex_pcre2_opts(opts) | PCRE2_AUTO_CALLOUT,
+                            &errcode, &erroff, cctx);
       re->backrefs = 1;
+    } else {
+      again = compile_with_first_callout(re, pat, len,
+                                         ludo__regex_pcre2_opts(opts),
+                                         &errcode, &erroff, cctx);
     }
+    pcre2_code_free(code);
+    code = again;
   }
   pcre2_compile_context_free(cctx);
   if (code == NULL) {
@@ -202,8 +273,10 @@ typedef struct stop_s {
 
 static int stop_callout(pcre2_callout_block *cb, void *data) {
   stop_t *st = data;
+  const ludo__regex_limits_t *lim = st->lim;
   (void)cb;
-  if (++st->calls % STOP_EVERY == 0 && st->lim->stop(st->lim->stop_ud))
+  if ((lim->stopped != NULL && lim->stopped(lim->stop_ud)) ||
+      (++st->calls % STOP_EVERY == 0 && lim->stop(lim->stop_ud)))
     return PCRE2_ERROR_CALLOUT; /* pcre2_match returns it */
   return 0;
 }
@@ -216,7 +289,7 @@ int ludo__regex_exec(ludo__regex_t *re, const char *s, size_t len,
   int rc;
   st.lim = lim;
   st.calls = 0;
-  if (re->backrefs && lim->stop != NULL)
+  if (lim->stop != NULL)
     pcre2_set_callout(re->mctx, stop_callout, &st);
   else
     pcre2_set_callout(re->mctx, NULL, NULL);

@@ -36,12 +36,18 @@ typedef struct ludo__regex_limits_s {
   uint32_t match;    /* pcre2 match limit (backtracking steps) */
   uint32_t depth;    /* pcre2 depth limit (nested backtracking points) */
   uint32_t heap_kib; /* pcre2 heap limit for backtracking frames, KiB */
-  /* Asked now and then during a match of a pattern with back-references
-   * (whose steps each compare up to the subject's length, so the match
-   * limit does not bound their time): nonzero stops the match with
-   * LUDO_RE_ERR_STOPPED. NULL: never asked. Must not raise or longjmp. */
+  /* Asked now and then during a match: at every 16th start position the
+   * match tries (pcre2's match limit counts each start position afresh,
+   * so it bounds no search), and every 16th item of a pattern with
+   * back-references (whose steps each compare up to the subject's length).
+   * Nonzero stops the match with LUDO_RE_ERR_STOPPED. NULL: never asked.
+   * Must not raise or longjmp. */
   int (*stop)(void *ud);
   void *stop_ud;
+  /* Asked at every one of those places when not NULL: a cheap test (no
+   * clock) that the caller already stopped, so one costly start position
+   * is all a stopped search runs on. Same rules as `stop`. */
+  int (*stopped)(void *ud);
 } ludo__regex_limits_t;
 
 /* A compiled pattern. The caller provides the storage (for instance inside
@@ -61,7 +67,7 @@ typedef struct ludo__regex_s {
   unsigned utf : 1;  /* UTF mode (from the flags or a (*UTF) verb) */
   unsigned crlf : 1; /* CRLF is a newline, so empty matches skip "\r\n" */
   unsigned jit : 1;  /* JIT-compiled */
-  unsigned backrefs : 1; /* has back-references: compiled with callouts */
+  unsigned backrefs : 1; /* has back-references: a callout at each item */
 } ludo__regex_t;
 
 /* Parses a flag string of `n` bytes ("imsxuaDUb", plus "o" and "j" which

@@ -1,7 +1,8 @@
 /* luashare.h - the API of ludo's patched Lua: shared prototypes
  * (scripts/patches/lua-5.4.4-shared-protos.patch; each function is
- * documented at its definition in lapi.c and lstate.c there) and the
- * table library's loop check (lua-5.4.4-loop-limits.patch).
+ * documented at its definition in lapi.c and lstate.c there), the
+ * table library's loop check and the stop check before calls from C
+ * (lua-5.4.4-loop-limits.patch).
  *
  * The programs link that Lua statically. libludo.so links the system's
  * liblua5.4, which lacks these functions: the references are weak, so
@@ -33,5 +34,10 @@ LUA_API void lua_clonefunction(lua_State *L, const void *shared)
 /* Sets the function the table library's loops (insert, remove, concat,
  * sort) call every 1,024 steps; it may raise. Process-wide. */
 LUA_API void lua_setloopcheck(void (*f)(lua_State *L)) __attribute__((weak));
+
+/* The currentline a count hook of 1 sees when the patched Lua fires it
+ * before a call made from C (lua_call, metamethods): the hook may raise
+ * there but must not yield, no instruction being at a boundary. */
+#define LUDO__STOPCHECK_LINE (-2)
 
 #endif

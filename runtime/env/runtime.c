@@ -52,7 +52,9 @@ static int setup(ludo_runtime_t *rt) {
 }
 
 /* C loops over JSON check the CPU budget of the call they run for. */
-static void install_checks(void) { ludo__json_set_check(ludo__state_check); }
+static void install_checks(void) {
+  ludo__json_set_check(ludo__state_check, ludo__state_stopped);
+}
 
 int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -463,24 +463,32 @@ static void report(ludo_session_t *s, size_t i, int status, ludo_batch_cb cb,
 /* Runs a blocking batch: every valid step started, all awaited, then one
  * callback per entry in order. The sessions are held meanwhile: a close
  * from a host function or a callback is deferred to the end (so a later
- * entry, or the same session given twice, is never freed under us). */
+ * entry, or the same session given twice, is never freed under us). So
+ * are this runtime's sessions that could not start but are not closing
+ * (busy, input too big): a callback may close them before their own
+ * callback reads their message. Entries refused with EINVAL or ECLOSED
+ * are never touched after the first loop. */
 static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
                           const char *const *actions, const size_t *lens,
                           size_t n, ludo_batch_cb cb, void *ud) {
   size_t i;
-  int *rcs = ludo__malloc(&rt->core.heap, n * sizeof *rcs);
+  /* rcs[i]: what prepare said; rcs[n + i]: 1 when ss[i] is held */
+  int *rcs = ludo__malloc(&rt->core.heap, 2 * n * sizeof *rcs);
   if (rcs == NULL) return LUDO_ENOMEM;
   ludo__core_block(&rt->core);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
+    rcs[n + i] = 0;
     if (s == NULL || s->env->rt != rt || s->batch == (void *)rcs) {
       rcs[i] = LUDO_EINVAL; /* twice in one batch, or not this runtime's */
       continue;
     }
     rcs[i] = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], NULL, NULL, 1);
+    if (rcs[i] == LUDO_ECLOSED) continue; /* its teardown is on its way */
+    s->held++;
+    rcs[n + i] = 1;
     if (rcs[i] != 0) continue;
     s->batch = (void *)rcs;
-    s->held++;
     start(s, 0);
   }
   for (i = 0; i < n; i++)
@@ -489,9 +497,9 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   rt->core.in_callback++;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    if (rcs[i] != 0) { /* not started: only its code (s may be foreign) */
+    if (rcs[i] != 0) { /* not started: its code, and its own message */
       const char *msg = ludo__err_name(rcs[i]);
-      if (s != NULL && s->env->rt == rt && s->batch != (void *)rcs)
+      if (rcs[n + i])
         report(s, i, rcs[i], cb, ud); /* prepare's own message */
       else
         cb(i, s, rcs[i], msg, strlen(msg), ud);
@@ -504,11 +512,11 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   rt->core.in_callback--;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    if (rcs[i] != 0) continue;
-    s->batch = NULL;
+    if (!rcs[n + i]) continue;
+    if (rcs[i] == 0) s->batch = NULL;
     if (--s->held == 0 && s->close_requested) teardown(s);
   }
-  ludo__free(&rt->core.heap, rcs, n * sizeof *rcs);
+  ludo__free(&rt->core.heap, rcs, 2 * n * sizeof *rcs);
   return 0;
 }
 

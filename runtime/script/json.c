@@ -116,10 +116,11 @@ static void push_path(lua_State *L, const path_t *p) {
 _Static_assert(LUDO__JSON_CHECK_EVERY == LUDO__JSONPARSE_TICK,
                "the decode check interval is the parser's tick");
 
-static ludo__json_check_fn check_fn;
+static ludo__json_check_fn check_fn, stopped_fn;
 
-void ludo__json_set_check(ludo__json_check_fn fn) {
+void ludo__json_set_check(ludo__json_check_fn fn, ludo__json_check_fn stopped) {
   check_fn = fn;
+  stopped_fn = stopped;
 }
 
 /* Calls the check hook and raises the error it left when it says stop;
@@ -752,6 +753,8 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
              e->maxdepth);
     enc_fail(e, what);
   }
+  /* A table may cost a walk of its whole size and write two bytes. */
+  if (stopped_fn != NULL && stopped_fn(L)) run_check(L, e->stop);
   /* Arrays by metatable. */
   is_arr = 0;
   if (lua_getmetatable(L, t)) {

@@ -36,11 +36,15 @@
  * returning nil, message). May itself raise. [-0, +(0|1), e] */
 typedef int (*ludo__json_check_fn)(lua_State *L);
 
-/* Installs the check hook for the whole process (NULL, the default: no
- * checks). Called about every LUDO__JSON_CHECK_EVERY bytes while decoding
- * and encoding. Set it before any state decodes or encodes; it is not
- * synchronised with running conversions. */
-void ludo__json_set_check(ludo__json_check_fn fn);
+/* Installs the check hooks for the whole process (NULL, the default: no
+ * checks). `fn` is called about every LUDO__JSON_CHECK_EVERY bytes while
+ * decoding and encoding. `stopped` (may be NULL) is called for every
+ * table encoded: a cheap test (no clock, nothing pushed) that returns
+ * nonzero when the running call was already stopped, after which `fn` is
+ * called to raise; so walking tables that write little (many references
+ * to one hollow table) stops too. Set them before any state decodes or
+ * encodes; they are not synchronised with running conversions. */
+void ludo__json_set_check(ludo__json_check_fn fn, ludo__json_check_fn stopped);
 
 /* Makes sure the registry holds the null sentinel and the array metatable.
  * Requires "ludo.null" through the global require. [-0, +0, e] */

@@ -1155,8 +1155,9 @@ static void lre_push_ctx(lua_State *L) {
   ctx->lim.match = LUDO_L_RE_MATCH_DEFAULT;
   ctx->lim.depth = LUDO_L_RE_DEPTH_DEFAULT;
   ctx->lim.heap_kib = LUDO_L_RE_HEAP_DEFAULT / 1024;
-  ctx->lim.stop = ludo__state_stop; /* back-references: base/regex.h */
+  ctx->lim.stop = ludo__state_stop; /* asked as it goes: base/regex.h */
   ctx->lim.stop_ud = L;
+  ctx->lim.stopped = ludo__state_stopped_ud;
   ctx->used = 0;
   ctx->hand = 1;
   ctx->live.next = ctx->live.prev = &ctx->live;

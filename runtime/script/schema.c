@@ -796,13 +796,16 @@ static void json_text(json_t *j, char *out, size_t n) {
  * combinators together: bounds the C stack whatever the schema. */
 #define CHECK_FRAMES 512
 /* The running call's budget is looked at every this many steps (check()
- * calls, and keys of the objects walked). */
+ * calls, and keys of the objects walked), and at every step once the
+ * call was stopped (ludo__state_stopped: one step may walk a hollow
+ * table). */
 #define CHECK_POLL 1024u
 
 /* Counts a step; 1 when the running call's budget ran out (now or
  * before): everything then stops, and the caller raises. */
 static int tick(chk_t *c) {
-  if (!c->stopped && ++c->steps % CHECK_POLL == 0 &&
+  if (!c->stopped &&
+      (++c->steps % CHECK_POLL == 0 || ludo__state_stopped(c->L)) &&
       ludo__state_check(c->L)) {
     lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
     c->stopped = 1;
@@ -871,10 +874,10 @@ static long count_keys(chk_t *c, int idx) {
 static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
   lua_State *L = c->L;
   if (n->pattern != NULL && t == T_STRING) {
-    /* A pattern with back-references asks the call's budget as it goes
-     * (a client's string makes it quadratic: base/regex.h). */
+    /* The match asks the call's budget as it goes (a client's string
+     * sets its cost: base/regex.h). */
     ludo__regex_limits_t lim = {1000000, 10000, 4096, ludo__state_stop,
-                                NULL};
+                                NULL, ludo__state_stopped_ud};
     size_t len;
     const char *s = lua_tolstring(L, idx, &len);
     int rc;

@@ -19,6 +19,7 @@
 #include "base/redact.h"
 #include "base/utf8.h"
 #include "core/error.h"
+#include "core/luashare.h"
 #include "script/guards.h"
 #include "script/pattern.h"
 #include "ludo_defs.h"
@@ -139,8 +140,10 @@ static void over_limits(ludo__state_t *st) {
 
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
-  (void)ar;
   if (st == NULL || !st->armed) return;
+  /* Before a call made from C (the patched Lua's stop check): only a
+   * stopped call's error, no counting, no yield. */
+  if (ar->currentline == LUDO__STOPCHECK_LINE && !st->killed) return;
   if (!st->killed && st->count_hook) {
     st->instr += LUDO__HOOK_COUNT;
     if (st->max_instr != 0 && st->instr > st->max_instr)
@@ -700,6 +703,13 @@ int ludo__state_over(lua_State *L) {
 }
 
 int ludo__state_stop(void *L) { return ludo__state_over(L); }
+
+int ludo__state_stopped_ud(void *L) { return ludo__state_stopped(L); }
+
+int ludo__state_stopped(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  return st != NULL && st->armed && st->running && st->killed != 0;
+}
 
 int ludo__state_check(lua_State *L) {
   ludo__state_t *st;

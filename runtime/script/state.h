@@ -172,6 +172,17 @@ void ludo__state_run_end(ludo__state_t *st);
  * kilobytes. [-0, +(0|1), m] */
 int ludo__state_check(lua_State *L);
 
+/* 1 when the running call of L's state was stopped (the watchdog's signal
+ * at its budget or wall limit, an interrupt, a failed check): no clock,
+ * nothing pushed, so cheap enough for every step of a C loop whose steps
+ * may each cost much (walking a hollow table). ludo__state_check then
+ * pushes the error. [-0, +0, -] */
+int ludo__state_stopped(lua_State *L);
+
+/* ludo__state_stopped(L) for loops below Lua (base/regex.h's `stopped`,
+ * with ludo__state_stop as its `stop`). */
+int ludo__state_stopped_ud(void *L);
+
 /* ludo__state_check without the message: 1 when the running call of L's
  * state is past its limits (and now marked stopped), else 0. Touches no
  * Lua stack and never raises: for C code that cannot unwind (inside

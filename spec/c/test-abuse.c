@@ -181,6 +181,46 @@ TEST_IMPL(abuse_table_loops) {
     expect_bounded(modes[i], LUDO_ETIMEOUT, 5.0);
 }
 
+/* C loops whose steps call C functions (table.unpack and string.gsub over
+ * a table whose __index is `next` on a hollow table): the budget's stop
+ * fires before each call made from C (lua-5.4.4-loop-limits.patch, 3);
+ * they ran for minutes. */
+TEST_IMPL(abuse_calls_from_c_loops) {
+  expect_bounded("unpack_hollow", LUDO_ETIMEOUT, 5.0);
+  expect_bounded("gsub_hollow", LUDO_ETIMEOUT, 5.0);
+}
+
+/* Encoding many references to one hollow table writes little and walks
+ * much: the encoder stops at the next table once the call was stopped
+ * (it looked only every 64 KiB of output, and the call went on for
+ * minutes and succeeded). */
+TEST_IMPL(abuse_encode_hollow) {
+  expect_bounded("hollow_obs", LUDO_ETIMEOUT, 5.0);
+  expect_bounded("hollow_json_encode", LUDO_ETIMEOUT, 5.0);
+}
+
+/* A coroutine stopped by the budget keeps a spinning __close handler;
+ * closing it in a later call (coroutine.close, or calling the dead wrap
+ * again) runs the handler under that call's budget. The stopped hook had
+ * left the thread's hooks off: the handler ran for ever. */
+TEST_IMPL(abuse_close_stopped_coroutine) {
+  static const char *const pairs[][2] = {{"tbc_stop", "tbc_close"},
+                                         {"tbc_wrap_stop", "tbc_wrap_again"}};
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    ludo_runtime_t *rt = abuse_rt();
+    ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+    double t0;
+    ASSERT_ERR(step(s, pairs[i][0]), LUDO_ETIMEOUT);
+    t0 = test_now();
+    ASSERT_ERR(step(s, pairs[i][1]), LUDO_ETIMEOUT);
+    ASSERT_DBL_LT(test_now() - t0, 5.0);
+    ASSERT_OK(step(s, "ok"));
+    ludo_session_close(s);
+    test_rt_free(rt);
+  }
+}
+
 /* A huge error message is kept up to 16 KiB, cut between UTF-8
  * sequences, with the count of bytes left out: the raised string was
  * under the cap, the host's copy must not be a second one of any size. */
@@ -354,6 +394,11 @@ TEST_IMPL(abuse_regex_bounds) {
   s = test_open(test_env_load(rt, ABUSE, NULL));
   t0 = test_now();
   ASSERT_ERR(step(s, "re_many_searches"), LUDO_ETIMEOUT);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  /* one search whose every start position costs pcre2's match limit
+   * (which counts each position afresh): it ran 50 s */
+  t0 = test_now();
+  ASSERT_ERR(step(s, "re_positions"), LUDO_ETIMEOUT);
   ASSERT_DBL_LT(test_now() - t0, 5.0);
   ASSERT_OK(step(s, "ok"));
   ludo_session_close(s);

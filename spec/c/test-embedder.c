@@ -121,6 +121,26 @@ static void async_done(ludo_session_t *s, int status, const char *data,
   *(int *)ud = status;
 }
 
+/* A blocking batch's entry that could not start (busy with an async call)
+ * and that the first callback closes: held to the batch's end like the
+ * started ones, so its own callback reads its message from a live session
+ * (the batch read it after the close had freed it); its async call ends
+ * once, done or cancelled. */
+TEST_IMPL(embedder_batch_close_busy_entry) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env), *s1 = test_open(env);
+  int st1 = 1;
+  ASSERT_OK(ludo_session_step_async(s1, A("{\"mode\":\"ok\"}"), async_done,
+                                    &st1));
+  batch_closing(s0, s1, s1, LUDO_EBUSY);
+  close_in_cb = NULL;
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_TRUE(st1 == 0 || st1 == LUDO_ECANCELED);
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"ok\"}"), NULL, NULL));
+  test_rt_free(rt);
+}
+
 /* A blocking step waits (it sleeps); meanwhile another session's host
  * function closes it (ludo_session_close, then close_async): the blocking
  * call ends with ECANCELED and the session goes when it returns, not

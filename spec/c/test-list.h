@@ -66,6 +66,9 @@
   X(abuse_waits_bounded)                                                     \
   X(abuse_c_loops)                                                           \
   X(abuse_table_loops)                                                       \
+  X(abuse_calls_from_c_loops)                                                \
+  X(abuse_encode_hollow)                                                     \
+  X(abuse_close_stopped_coroutine)                                           \
   X(abuse_pcall_tree)                                                        \
   X(abuse_huge_error)                                                        \
   X(abuse_result_and_wait_messages)                                          \
@@ -76,6 +79,7 @@
   /* test-embedder.c */                                                     \
   X(embedder_batch_async_twice)                                              \
   X(embedder_batch_close_in_callback)                                        \
+  X(embedder_batch_close_busy_entry)                                         \
   X(embedder_close_while_blocking)                                           \
   X(embedder_script_free_reissue)                                            \
   X(embedder_free_refuses_new_work)                                          \
