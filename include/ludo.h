@@ -79,10 +79,14 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *opts);
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts);
 
-/* Closes every session (pending calls complete with LUDO_ECANCELED), frees
- * every environment and then the runtime. Accepts NULL. Must not be called
- * from inside a ludo callback. The callbacks it runs start nothing: a
- * call, open or script call made from them returns LUDO_ECLOSED. On its own loop everything is released
+/* Closes every session and frees every script still open (pending calls
+ * and opens complete with LUDO_ECANCELED), frees every environment and
+ * then the runtime. Accepts NULL. Must not be called from inside a ludo
+ * callback or host function, nor from a host handle's callback that a
+ * blocking call runs on a borrowed loop: there it would free what is
+ * running, so it does nothing but log an error. The callbacks it runs
+ * start nothing: a call, open or script call made from them returns
+ * LUDO_ECLOSED. On its own loop everything is released
  * before this returns. On a borrowed loop ludo closes only its own handles
  * (with close callbacks); the runtime's memory is released in the host's
  * next uv_run, after which uv_loop_close() on the host's loop returns 0
@@ -196,7 +200,8 @@ typedef int (*ludo_host_init_fn)(ludo_runtime_t *rt, char *err,
  * error in the module, or a malformed declaration; see ludo_runtime_errmsg),
  * LUDO_EINVAL (also: a host module of `opts` without a name or function
  * list, named "ludo" or "ludo.*", or given twice: the rules of
- * ludo_runtime_add_module) or LUDO_ENOMEM. */
+ * ludo_runtime_add_module), LUDO_ETIMEOUT (the module's top level ran past
+ * the CPU budget or wall limit) or LUDO_ENOMEM. */
 LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
                               const ludo_env_options_t *opts,
                               ludo_env_t **out);
@@ -207,7 +212,9 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
 LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt);
 
 /* Frees an environment. Returns LUDO_EBUSY (and frees nothing) while it has
- * open sessions. Accepts NULL. */
+ * open sessions or opens in flight. Accepts NULL. From a callback that
+ * ludo_runtime_free runs it returns 0 and leaves `env` to
+ * ludo_runtime_free, which frees it with the others. */
 LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
 
 /* The environment's description as JSON: {"name", "description", "version",
@@ -227,7 +234,10 @@ LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
 /* Opens a session: takes a ready state from the pool (or builds one) with
  * the environment module, its rubric and transforms instantiated. The
  * episode starts with the first reset. Stores the session in *out (caller
- * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD. */
+ * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD,
+ * LUDO_ETIMEOUT (building a state ran the module's top level past the CPU
+ * budget or wall limit) or LUDO_EBUSY (the environment is not marked
+ * concurrent and already has a session open). */
 LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
 
 /* Opens a session on the loop: `cb` runs from the loop with the session

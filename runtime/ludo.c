@@ -59,7 +59,14 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
 }
 
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt) {
-  if (rt != NULL) ludo__runtime_free(rt);
+  if (rt == NULL) return;
+  if (!ludo__runtime_may_free(rt)) { /* it would free what runs it */
+    ludo__log(&rt->core.log, LUDO_LOG_ERROR, "ludo",
+              "ludo_runtime_free called from inside a call, callback or "
+              "loop pass of this runtime: ignored, the runtime stays");
+    return;
+  }
+  ludo__runtime_free(rt);
 }
 
 LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
@@ -113,6 +120,9 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
 
 LUDO_EXTERN int ludo_env_free(ludo_env_t *env) {
   if (env == NULL) return 0;
+  /* From a callback ludo_runtime_free runs: it frees env with the rest
+   * (it is walking the environments now). */
+  if (env->rt->freeing) return 0;
   if (env->nsessions > 0 || env->opening > 0) return LUDO_EBUSY;
   ludo__env_destroy(env);
   return 0;
@@ -174,7 +184,7 @@ LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s) {
 
 LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L) {
   ludo__state_t *st = L ? ludo__state_of(L) : NULL;
-  return st ? st->owner : NULL;
+  return st && st->owner_is_session ? st->owner : NULL;
 }
 
 LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on) {

@@ -46,6 +46,7 @@ struct ludo_runtime_s {
   struct ludo__schema_s *reset_schema; /* reset options, shared */
   ludo_env_t *envs;
   ludo_session_t *sessions;    /* all open sessions */
+  ludo_script_t *scripts;      /* all open scripts */
   size_t lua_live;             /* bytes in session and pool states */
   unsigned nsessions, calls;
   int freeing;                 /* ludo_runtime_free runs: nothing new */
@@ -199,6 +200,11 @@ void ludo__tools_free(ludo_env_t *env);
 static inline int ludo__runtime_may_block(const ludo_runtime_t *rt) {
   return ludo__core_may_block(&rt->core);
 }
+
+/* 1 when ludo_runtime_free may free rt now: not from inside a host
+ * function, a callback, the loop, a blocking call (a host handle's
+ * callback it runs on a borrowed loop) or ludo_runtime_free itself. */
+int ludo__runtime_may_free(const ludo_runtime_t *rt);
 
 /* Scripts (script.c). */
 int ludo__script_open(ludo_runtime_t *rt, const char *module,

@@ -96,6 +96,7 @@ void ludo__runtime_free(ludo_runtime_t *rt) {
   ludo_env_t *env;
   rt->freeing = 1; /* callbacks run below (ECANCELED) start nothing new */
   for (env = rt->envs; env; env = env->next) ludo__session_cancel_opens(env);
+  while (rt->scripts) ludo__script_free(rt->scripts);
   while (rt->sessions) ludo__session_destroy(rt->sessions);
   ludo__pstate_reclaim_all(rt);
   while (rt->envs) ludo__env_destroy(rt->envs);
@@ -103,6 +104,11 @@ void ludo__runtime_free(ludo_runtime_t *rt) {
   ludo__schema_free(rt->reset_schema);
   rt->reset_schema = NULL;
   ludo__core_close(&rt->core); /* frees rt once its handles are closed */
+}
+
+int ludo__runtime_may_free(const ludo_runtime_t *rt) {
+  return !rt->freeing && ludo__runtime_may_block(rt) &&
+         rt->core.blocking == 0;
 }
 
 /* 1 when nothing may drive the loop now: inside a host function, a

@@ -14,6 +14,8 @@
 struct ludo_script_s {
   int freeing;               /* ludo_script_free runs: calls refused */
   ludo_runtime_t *rt;
+  ludo_script_t *prev, *next;  /* rt->scripts, once open */
+  int linked;
   ludo__pstate_t *ps;
   ludo__modules_t modules;
   char *name;                  /* module name (owned) */
@@ -254,6 +256,10 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   sc->ps->dispatch_ref = luaL_ref(sc->ps->st.L, LUA_REGISTRYINDEX);
   sc->ps->sched.wake = script_wake;
   sc->ps->sched.wake_ud = sc;
+  sc->next = rt->scripts; /* ludo_runtime_free frees what is left */
+  if (rt->scripts) rt->scripts->prev = sc;
+  rt->scripts = sc;
+  sc->linked = 1;
   *out = sc;
   return 0;
 }
@@ -354,6 +360,13 @@ static void script_cancel(ludo_script_t *sc) {
 void ludo__script_free(ludo_script_t *sc) {
   ludo__alloc_t *heap = &sc->rt->core.heap;
   sc->freeing = 1;
+  if (sc->linked) {
+    if (sc->prev)
+      sc->prev->next = sc->next;
+    else
+      sc->rt->scripts = sc->next;
+    if (sc->next) sc->next->prev = sc->prev;
+  }
   if (sc->async) script_cancel(sc);
   ludo__core_unpost(&sc->rt->core, &sc->nudge);
   if (sc->ps) ludo__pstate_free(sc->rt, sc->ps);

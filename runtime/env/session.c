@@ -268,6 +268,7 @@ int ludo__session_open(ludo_env_t *env, ludo_session_t **out) {
     strcpy(s->id, "00000000-0000-4000-8000-000000000000");
   ps->st.who = s->id;
   ps->st.owner = s;
+  ps->st.owner_is_session = 1;
   ps->sched.wake = on_wake;
   ps->sched.wake_ud = s;
   s->task.fn = session_task;
@@ -663,6 +664,19 @@ static void defer_close(ludo_session_t *s) {
   ludo__state_kill(&s->ps->st, LUDO__KILL_CLOSED);
 }
 
+/* Closes a session whose async call still owes its callback while a
+ * blocking call runs the loop (from a host function, or a host handle's
+ * callback on a borrowed loop): its call is cancelled now, and the
+ * teardown, which runs that callback, is held with the other deliveries
+ * until the outermost blocking call has returned. */
+static void close_after_blocking(ludo_session_t *s) {
+  ludo__core_t *c = &s->env->rt->core;
+  if (s->ps->sched.in_call) ludo__sched_cancel(&s->ps->sched);
+  s->closing = 1;
+  ludo__core_unpost(c, &s->task);
+  ludo__core_post_delivery(c, &s->task); /* session_task: teardown */
+}
+
 void ludo__session_destroy(ludo_session_t *s) { teardown(s); }
 
 void ludo__session_close(ludo_session_t *s) {
@@ -673,6 +687,10 @@ void ludo__session_close(ludo_session_t *s) {
   }
   if (s->held) {
     close_held(s);
+    return;
+  }
+  if (s->cb != NULL && s->env->rt->core.blocking > 0) {
+    close_after_blocking(s);
     return;
   }
   ludo_env_t *env = s->env;

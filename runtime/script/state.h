@@ -91,6 +91,8 @@ typedef struct ludo__state_s {
   struct ludo__modules_s *modules; /* module resolver; borrowed */
   uv_loop_t *loop;            /* loop for waiting primitives; may be NULL */
   void *owner;                /* the session or other owner; opaque */
+  int owner_is_session;       /* owner is a ludo_session_t (a script's
+                                 state has another owner) */
   int may_connect;            /* its Lua may require ludo.client (reach
                                  the network); set by the owner after
                                  ludo__state_open */

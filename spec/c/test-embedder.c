@@ -32,8 +32,18 @@ static int close_victim(lua_State *L) {
   return 0;
 }
 
+static ludo_runtime_t *free_me; /* what free_runtime frees */
+
+static int free_runtime(lua_State *L) {
+  (void)L;
+  ludo_runtime_free(free_me);
+  return 0;
+}
+
 static const ludo_host_func_t emb_funcs[] = {
-    {"call", (int (*)(void *))(void (*)(void))close_victim}, {NULL, NULL}};
+    {"call", (int (*)(void *))(void (*)(void))close_victim},
+    {"free_rt", (int (*)(void *))(void (*)(void))free_runtime},
+    {NULL, NULL}};
 
 static ludo_env_t *emb_env(ludo_runtime_t *rt) {
   static ludo_host_module_t m = {"embedder", emb_funcs, NULL};
@@ -139,6 +149,86 @@ TEST_IMPL(embedder_batch_close_busy_entry) {
   ASSERT_TRUE(st1 == 0 || st1 == LUDO_ECANCELED);
   ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"ok\"}"), NULL, NULL));
   test_rt_free(rt);
+}
+
+/* A session sleeping in an async call is closed by another session's host
+ * function during a blocking step: its callback (ECANCELED) is held with
+ * the other deliveries and runs after the blocking call returned, never
+ * inside it (docs/embedding.md; the teardown ran it inline). */
+TEST_IMPL(embedder_close_owed_callback_in_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env), *s1 = test_open(env);
+  int st1 = 1;
+  double t0 = test_now();
+  ASSERT_OK(ludo_session_step_async(
+      s1, A("{\"mode\":\"sleep\",\"seconds\":5}"), async_done, &st1));
+  ASSERT_TRUE(ludo_runtime_poll(rt, 0) >= 0); /* s1 starts and sleeps */
+  victim = s1;
+  victim_async = 0;
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"host\"}"), NULL, NULL));
+  ASSERT_NULL(victim);
+  ASSERT_EQ(st1, 1); /* not inside the blocking call */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st1, LUDO_ECANCELED);
+  ASSERT_DBL_LT(test_now() - t0, 4.0); /* not the whole sleep */
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"ok\"}"), NULL, NULL));
+  test_rt_free(rt);
+}
+
+/* ludo_runtime_free from a host function (the call is running: it would
+ * free what runs it) does nothing but log; the runtime goes on and is
+ * freed later (it was a use after free). */
+TEST_IMPL(embedder_runtime_free_reentrant) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(emb_env(rt));
+  free_me = rt;
+  ASSERT_OK(ludo_session_step(s, A("{\"mode\":\"free_rt\"}"), NULL, NULL));
+  ASSERT_OK(ludo_session_step(s, A("{\"mode\":\"ok\"}"), NULL, NULL));
+  free_me = NULL;
+  test_rt_free(rt);
+}
+
+static ludo_env_t *free_env;
+static int free_env_rc = 1;
+
+static void free_env_cb(ludo_session_t *s, int status, void *ud) {
+  (void)s;
+  (void)ud;
+  ASSERT_EQ(status, LUDO_ECANCELED);
+  free_env_rc = ludo_env_free(free_env);
+}
+
+static int script_status = 1, script_calls;
+
+static void script_done(ludo_script_t *sc, int status, const char *data,
+                        size_t len, void *ud) {
+  (void)sc;
+  (void)data;
+  (void)len;
+  (void)ud;
+  script_calls++;
+  script_status = status;
+}
+
+/* ludo_runtime_free with an open in flight whose callback frees the
+ * environment (a host's natural cleanup after a failed open): the free is
+ * left to ludo_runtime_free, which was walking the environments (it read
+ * the freed one). A script left open with a call in flight is freed too:
+ * its callback runs once, ECANCELED, and every byte comes back (the
+ * harness's allocator counts them). */
+TEST_IMPL(embedder_runtime_free_leftovers) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_script_t *sc;
+  free_env = emb_env(rt);
+  ASSERT_OK(ludo_session_open_async(free_env, free_env_cb, NULL));
+  ASSERT_OK(ludo_script_open(rt, "ludo.policy", NULL, &sc));
+  ASSERT_OK(ludo_script_call_async(sc, "reset", "[1, {}]", 7, script_done,
+                                   NULL));
+  test_rt_free(rt);
+  ASSERT_EQ(free_env_rc, 0);
+  ASSERT_EQ(script_calls, 1);
+  ASSERT_EQ(script_status, LUDO_ECANCELED);
 }
 
 /* A blocking step waits (it sleeps); meanwhile another session's host

@@ -243,7 +243,7 @@ TEST_IMPL(host_runtime_module) {
  * modules too). */
 TEST_IMPL(host_runtime_module_late) {
   ludo_runtime_t *rt = test_rt_new(NULL);
-  probe_t p = {"late", 0, NULL};
+  probe_t p = {"late", 0, (ludo_session_t *)&p}; /* not NULL: it is set */
   ludo_host_module_t m = {"probe", probe_funcs, &p};
   ludo_script_t *sc;
   const char *out;
@@ -257,6 +257,9 @@ TEST_IMPL(host_runtime_module_late) {
   ASSERT_OK(ludo_script_call(sc, "twice", "[2]", 3, &out, &len));
   ASSERT_STR_EQ(out, "4");
   ASSERT_EQ(p.calls, 1);
+  /* a script's state is no session's (it returned the script, which the
+   * host then wrote into as a session) */
+  ASSERT_NULL(p.last);
   ludo_script_free(sc);
   test_rt_free(rt);
 }

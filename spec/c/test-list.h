@@ -80,6 +80,9 @@
   X(embedder_batch_async_twice)                                              \
   X(embedder_batch_close_in_callback)                                        \
   X(embedder_batch_close_busy_entry)                                         \
+  X(embedder_runtime_free_reentrant)                                         \
+  X(embedder_runtime_free_leftovers)                                         \
+  X(embedder_close_owed_callback_in_blocking)                                \
   X(embedder_close_while_blocking)                                           \
   X(embedder_script_free_reissue)                                            \
   X(embedder_free_refuses_new_work)                                          \
