@@ -13,7 +13,12 @@
  * a step costs once sessions no longer fit in the caches:
  *   valgrind --tool=callgrind --cache-sim=yes ... ENV ACTION STEPS 4096 --cold: opens, resets and
  * closes N sessions with no pool (prewarm 0), as `open.cold` does.
- * Prints the last result (step mode), so a wrong action shows. */
+ * Prints the last result (step mode), so a wrong action shows.
+ *
+ * Step mode writes ludo_step_marker before each step and, when
+ * LUDO_STEP_MARKER_FILE is set, the marker's address into that file:
+ * bench/lines_per_step.py finds the steps by those stores in a valgrind
+ * lackey trace. Budgets are raised for valgrind's slowness. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +64,19 @@ static void cold(const char *path, long n) {
   ludo_runtime_free(rt);
 }
 
+/* Stored before each step (see above). */
+volatile long ludo_step_marker;
+
+static void write_marker_address(void) {
+  const char *path = getenv("LUDO_STEP_MARKER_FILE");
+  FILE *f = path != NULL ? fopen(path, "w") : NULL;
+  if (f == NULL) return;
+  fprintf(f, "%p\n", (void *)&ludo_step_marker);
+  fclose(f);
+}
+
 static void steps(const char *path, const char *action, long n, long k) {
+  ludo_options_t o;
   ludo_runtime_t *rt;
   ludo_env_t *env;
   ludo_session_t **ss = calloc((size_t)k, sizeof *ss);
@@ -68,16 +85,23 @@ static void steps(const char *path, const char *action, long n, long k) {
   long i;
   int rc;
   if (ss == NULL) die("sessions", LUDO_ENOMEM);
-  if ((rc = ludo_runtime_new(&rt, NULL)) != 0) die("runtime", rc);
+  ludo_options_init(&o);
+  o.cpu_budget_ms = 600000; /* valgrind's lackey runs ~100x slower */
+  o.wall_limit_ms = 0;
+  if ((rc = ludo_runtime_new(&rt, &o)) != 0) die("runtime", rc);
   env = load(rt, path);
   for (i = 0; i < k; i++) {
     if ((rc = ludo_session_open(env, &ss[i])) != 0) die("open", rc);
     if ((rc = ludo_session_reset(ss[i], "{}", 2, &out, &len)) != 0)
       die("reset", rc);
   }
-  for (i = 0; i < n; i++)
+  write_marker_address();
+  for (i = 0; i < n; i++) {
+    ludo_step_marker = i;
     if ((rc = ludo_session_step(ss[i % k], action, alen, &out, &len)) != 0)
       die("step", rc);
+  }
+  ludo_step_marker = -1;
   printf("%.*s\n", (int)len, out);
   ludo_runtime_free(rt);
   free(ss);
