@@ -35,7 +35,10 @@ struct ludo__llm_call_s {
   size_t body_len;
   char *resp;                   /* the reply's body so far (heap) */
   size_t resp_len, resp_cap;
-  int too_big, in_xfer, waiting, has_timer;
+  int too_big;                /* 1: the body, 2: the headers went past
+                                 their bound */
+  int in_xfer, waiting, has_timer;
+  size_t header_bytes;        /* of this attempt, trailers included */
   const char *fail_now;         /* a start that failed: ends on the timer */
   uv_timer_t timer;             /* waits before a retry */
   unsigned attempts;
@@ -363,6 +366,35 @@ static void fail(ludo__llm_call_t *call, const char *fmt, const char *what) {
   finish(call, &r);
 }
 
+/* Replaces every copy of the client's key in *s (len bytes, malloc'd like
+ * the reply's strings) by "[redacted]": a server can echo the key it was
+ * sent into the reply's text or finish reason. With no memory for the
+ * copy, *s becomes an empty string (or NULL): the key is never kept. */
+static void redact_reply_string(const ludo__llm_client_t *c, char **s,
+                                size_t *len) {
+  size_t k = c->key ? strlen(c->key) : 0, n = *len, out = 0;
+  const char *r = "[redacted]", *p = *s, *hit;
+  size_t rl = strlen(r);
+  char *copy;
+  if (k < 4 || *s == NULL || memmem(*s, n, c->key, k) == NULL) return;
+  copy = malloc(n / k * rl + n + 1); /* each key becomes at most rl bytes */
+  if (copy != NULL) {
+    while ((hit = memmem(p, (size_t)(*s + n - p), c->key, k)) != NULL) {
+      memcpy(copy + out, p, (size_t)(hit - p));
+      out += (size_t)(hit - p);
+      memcpy(copy + out, r, rl);
+      out += rl;
+      p = hit + k;
+    }
+    memcpy(copy + out, p, (size_t)(*s + n - p));
+    out += (size_t)(*s + n - p);
+    copy[out] = '\0';
+  }
+  free(*s);
+  *s = copy;
+  *len = out;
+}
+
 static void succeed(ludo__llm_call_t *call) {
   ludo__llm_reply_t rep;
   ludo__llm_result_t r;
@@ -371,6 +403,11 @@ static void succeed(ludo__llm_call_t *call) {
                       call->resp_len, &rep, err, sizeof err) != 0) {
     fail(call, "ELLM: %ld %s%s", err);
     return;
+  }
+  {
+    size_t flen = rep.finish ? strlen(rep.finish) : 0;
+    redact_reply_string(call->c, &rep.text, &rep.text_len);
+    if (rep.finish != NULL) redact_reply_string(call->c, &rep.finish, &flen);
   }
   memset(&r, 0, sizeof r);
   r.ok = 1;
@@ -433,7 +470,11 @@ static int retryable(CURLcode rc, long status) {
 /* The failure of an attempt that will not be retried. */
 static void fail_attempt(ludo__llm_call_t *call, CURLcode rc) {
   char msg[512];
-  if (call->too_big) {
+  if (call->too_big == 2) {
+    snprintf(msg, sizeof msg, "reply headers (trailers included) larger "
+             "than %d bytes", LUDO__LLM_MAX_HEADER_BYTES);
+    fail(call, "ELLM: %ld %s%s", msg);
+  } else if (call->too_big) {
     snprintf(msg, sizeof msg, "reply larger than max_response_bytes (%zu)",
              call->c->cfg.max_response_bytes);
     fail(call, "ELLM: %ld %s%s", msg);
@@ -486,6 +527,19 @@ static size_t first_cap(ludo__llm_call_t *call) {
   return 1024;
 }
 
+/* Counts the reply's header lines: curl bounds the headers but not the
+ * trailers of a chunked reply, which a server can send for ever. */
+static size_t on_header(char *p, size_t size, size_t n, void *ud) {
+  ludo__llm_call_t *call = ud;
+  (void)p;
+  call->header_bytes += size * n;
+  if (call->header_bytes > LUDO__LLM_MAX_HEADER_BYTES) {
+    call->too_big = 2;
+    return 0; /* curl ends the transfer */
+  }
+  return size * n;
+}
+
 static size_t on_write(char *p, size_t size, size_t n, void *ud) {
   ludo__llm_call_t *call = ud;
   ludo__alloc_t *h = &call->c->core->heap;
@@ -524,6 +578,8 @@ static int setup_easy(ludo__llm_call_t *call) {
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, call);
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->cfg.timeout_ms);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
@@ -534,6 +590,7 @@ static void attempt(ludo__llm_call_t *call) {
   call->attempts++;
   call->resp_len = 0;
   call->too_big = 0;
+  call->header_bytes = 0;
   call->errbuf[0] = '\0';
   if ((call->x.easy == NULL && setup_easy(call) != 0) ||
       ludo__curlm_add(call->c->m, &call->x, xfer_done, call) != 0) {

@@ -42,6 +42,9 @@ typedef struct ludo__llm_call_s ludo__llm_call_t;
 #define LUDO__LLM_MAX_BACKOFF_MS 30000u
 #define LUDO__LLM_MAX_RETRY_AFTER_MS 60000u
 #define LUDO__LLM_MAX_RESPONSE ((size_t)8 << 20)
+/* The reply's header lines, trailers included (curl bounds headers to
+ * 300 KB but not the trailers of a chunked reply). */
+#define LUDO__LLM_MAX_HEADER_BYTES (256 * 1024)
 
 /* How a client calls (strings borrowed: the client copies them). */
 typedef struct ludo__llm_config_s {

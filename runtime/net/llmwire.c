@@ -435,19 +435,38 @@ void ludo__llm_reply_free(ludo__llm_reply_t *r) {
 
 /* ---- error bodies ------------------------------------------------------- */
 
+/* Copies s (len bytes) into out as text: control bytes become spaces,
+ * bytes that are not valid UTF-8 (a server's raw body) become '?', cut
+ * before a sequence that would not fit. */
 static void copy_clean(const char *s, size_t len, char *out, size_t outlen) {
-  size_t i, n = len < outlen - 1 ? len : outlen - 1;
-  while (n > 0 && n < len && ((unsigned char)s[n] & 0xC0) == 0x80)
-    n--; /* not inside a UTF-8 sequence */
-  for (i = 0; i < n; i++)
-    out[i] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? ' ' : s[i];
+  size_t i = 0, n = 0;
+  while (i < len && n + 1 < outlen) {
+    size_t win = len - i < outlen + 4 ? len - i : outlen + 4; /* past the
+                                                   room: never copied */
+    size_t ok = ludo__utf8_check(s + i, win), take;
+    if (ok == 0) { /* an invalid byte */
+      out[n++] = '?';
+      i++;
+      continue;
+    }
+    take = ludo__utf8_cut(s + i, ok, outlen - 1 - n);
+    if (take == 0) break;
+    for (; take > 0; take--, i++, n++)
+      out[n] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? ' ' : s[i];
+  }
   while (n > 0 && out[n - 1] == ' ') n--;
   out[n] = '\0';
 }
 
+/* The most of an error body read as JSON: an API's error object is small,
+ * and a tree of a bigger one (8 MiB of [0,0,...]) cost 170 MB outside the
+ * runtime's allocator and the loop for most of a second. */
+#define ERROR_JSON_MAX (64 * 1024)
+
 void ludo__llm_error_message(const char *body, size_t len, char *out,
                              size_t outlen) {
-  json_t *root = json_loadb(body, len, 0, NULL);
+  json_t *root = len <= ERROR_JSON_MAX ? json_loadb(body, len, 0, NULL)
+                                        : NULL;
   json_t *e = json_object_get(root, "error"), *m = NULL;
   if (json_is_string(e)) m = e;
   else if (json_is_object(e)) m = json_object_get(e, "message");

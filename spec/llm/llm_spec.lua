@@ -409,6 +409,48 @@ describe("ludo.llm", function()
       s:close()
       rt:close()
     end)
+
+    it("keeps an error body's bytes that are not UTF-8 out of the message",
+      function()
+        -- "\xff\xfe bad \xc3" (a lone lead byte at the end)
+        mock.script({ rules = { { status = 500, body_base64 = "//4gYmFkIMM=",
+          times = 1 } } })
+        local s, rt = session()
+        local r = chat(s, client_opts({ retries = 0 }), user("x"))
+        assert.are.equal("ELLM: 500 ?? bad ?", r.err)
+        s:close()
+        rt:close()
+      end)
+
+    it("reads a large error body as text, not as a JSON tree", function()
+      -- past 64 KiB the body is not parsed (a tree of 8 MiB of [0,0,...]
+      -- cost 170 MB outside every cap): its start is the message
+      local body = '{"error":{"message":"inner"},"pad":"'
+        .. string.rep("x", 70000) .. '"}'
+      mock.script({ rules = { { status = 400, body = body } } })
+      local s, rt = session()
+      local r = chat(s, client_opts(), user("x"))
+      assert.truthy(r.err:find('^ELLM: 400 {"error":{"message":"inner"}'))
+      mock.script({ rules = { { status = 400, body = '{"error":{"message":'
+        .. '"inner"},"pad":"' .. string.rep("x", 60000) .. '"}' } } })
+      r = chat(s, client_opts(), user("x"))
+      assert.are.equal("ELLM: 400 inner", r.err)
+      s:close()
+      rt:close()
+    end)
+
+    it("ends a reply whose trailers never end", function()
+      -- curl bounds headers, not a chunked reply's trailers: memory grew
+      -- by 60 MB a second until the timeout
+      mock.script({ rules = { { endless_trailers = true } } })
+      local s, rt = session()
+      local r = chat(s, client_opts({ retries = 0, timeout_ms = 20000 }),
+        user("x"))
+      assert.are.equal("ELLM: 200 reply headers (trailers included) larger "
+        .. "than 262144 bytes", r.err)
+      s:close()
+      rt:close()
+    end)
   end)
 
   describe("concurrency", function()
@@ -518,6 +560,17 @@ describe("ludo.llm", function()
         for _, o in ipairs(outputs) do
           assert.is_nil(o:find(key, 1, true), "the key leaked: " .. o)
         end
+        s:close()
+        rt:close()
+      end)
+
+    it("is redacted where a reply echoes it (text, finish reason)",
+      function()
+        mock.script({ rules = { { echo_key = true } } })
+        local s, rt = session()
+        local r = chat(s, client_opts({ api_key_env = KEY_ENV }), user("x"))
+        assert.are.equal("your key is [redacted]", r.text)
+        assert.are.equal("k=[redacted]", r.info.finish_reason)
         s:close()
         rt:close()
       end)

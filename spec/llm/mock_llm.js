@@ -58,6 +58,12 @@
 //                                 // many bytes (big replies)
 //        "drop": true,            // close the connection without a reply
 //        "hang": true,            // never answer (client timeouts)
+//        "body_base64": "...",    // send exactly these bytes (invalid
+//                                 // UTF-8 in an error body)
+//        "echo_key": true,        // a reply whose text and finish reason
+//                                 // carry the key the request sent
+//        "endless_trailers": true,// a chunked 200 whose trailer lines
+//                                 // never end (until the client goes)
 //        "prompt_tokens": 7, "completion_tokens": 3,
 //        "finish_reason": "length"}
 //     ]
@@ -130,7 +136,8 @@ function pickRule(api, body) {
 }
 
 function send(res, status, obj, headers) {
-  const text = typeof obj === 'string' ? obj : JSON.stringify(obj);
+  const text = typeof obj === 'string' || Buffer.isBuffer(obj) ? obj
+    : JSON.stringify(obj);
   const h = ['Content-Type', 'application/json',
              'Content-Length', String(Buffer.byteLength(text))];
   if (headers) for (const k in headers) h.push(k, headers[k]);
@@ -146,22 +153,46 @@ function apiError(api, status, message) {
     : { error: { message, type, code: null } };
 }
 
-function okBody(api, body, rule) {
+// The key a request sent (Authorization: Bearer K or x-api-key: K).
+function keyOf(req) {
+  const a = req.headers.authorization || '';
+  return a.startsWith('Bearer ') ? a.slice(7) : req.headers['x-api-key'] || '';
+}
+
+// Writes a chunked 200 with an empty object, then trailer lines for ever.
+function endlessTrailers(socket) {
+  socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n' +
+               'Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n');
+  const line = 'X-Trailer: ' + 'a'.repeat(1000) + '\r\n';
+  const pump = () => {
+    while (!socket.destroyed && socket.write(line)) {}
+    if (!socket.destroyed) socket.once('drain', pump);
+  };
+  socket.on('error', () => {});
+  pump();
+}
+
+function okBody(api, body, rule, req) {
   let text = rule.echo ? lastUser(body)
     : rule.reply !== undefined ? String(rule.reply)
     : script.default !== undefined ? String(script.default) : 'ok';
+  let finish = rule.finish_reason;
   if (rule.bytes) text = 'x'.repeat(rule.bytes);
+  if (rule.echo_key) {
+    text = 'your key is ' + keyOf(req);
+    finish = 'k=' + keyOf(req);
+  }
   const pt = rule.prompt_tokens !== undefined ? rule.prompt_tokens : promptWords(body);
   const ct = rule.completion_tokens !== undefined ? rule.completion_tokens : words(text);
   const model = body.model || 'mock';
   if (api === 'anthropic')
     return { id: 'msg_mock', type: 'message', role: 'assistant', model,
              content: [{ type: 'text', text }],
-             stop_reason: rule.finish_reason || 'end_turn',
+             stop_reason: finish || 'end_turn',
              usage: { input_tokens: pt, output_tokens: ct } };
   return { id: 'chatcmpl-mock', object: 'chat.completion', model,
            choices: [{ index: 0, message: { role: 'assistant', content: text },
-                       finish_reason: rule.finish_reason || 'stop' }],
+                       finish_reason: finish || 'stop' }],
            usage: { prompt_tokens: pt, completion_tokens: ct,
                     total_tokens: pt + ct } };
 }
@@ -193,13 +224,16 @@ function answer(api, req, res, body) {
   const go = () => {
     if (rule.drop) return req.socket.destroy();
     if (rule.hang) return;
+    if (rule.endless_trailers) return endlessTrailers(req.socket);
     const status = rule.status || 200;
     const headers = rule.retry_after !== undefined
       ? { 'Retry-After': String(rule.retry_after) } : {};
     if (rule.body !== undefined) return send(res, status, String(rule.body), headers);
+    if (rule.body_base64 !== undefined)
+      return send(res, status, Buffer.from(rule.body_base64, 'base64'), headers);
     if (status !== 200)
       return send(res, status, apiError(api, status, rule.message || 'mock error ' + status), headers);
-    send(res, 200, okBody(api, body, rule));
+    send(res, 200, okBody(api, body, rule, req));
   };
   if (delay > 0) setTimeout(go, delay); else go();
 }
