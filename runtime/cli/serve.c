@@ -2,10 +2,12 @@
  * (docs/protocol.md) on N worker threads (docs/serve-workers.md). Each
  * worker owns a loop, lends it to a runtime of its own, loads the
  * environment there and runs a server of one ludo_server_group_t; the
- * main thread is worker 0 and also watches SIGINT/SIGTERM: on either
- * every worker stops accepting and closes its connections and sessions
- * (WebSockets with 1001), and the command exits 0 when all are done, or
- * at the latest after a deadline.
+ * main thread is worker 0. A watcher thread (serve_watch.c) takes
+ * SIGINT/SIGTERM: on the first every worker stops accepting and closes
+ * its connections and sessions (WebSockets with 1001), and the command
+ * exits 0 when all are done, or at the latest after a deadline the
+ * watcher keeps whatever Lua does on the workers' loops; later signals
+ * are ignored.
  *
  * Start-up is one worker at a time: worker 0 loads the environment
  * (which decides how many workers and sessions an environment declared
@@ -24,6 +26,7 @@
 #include <uv.h>
 
 #include "cli/cli.h"
+#include "cli/serve_watch.h"
 
 /* How long a stop may take before the command exits anyway. */
 #define STOP_DEADLINE_MS 15000
@@ -129,9 +132,10 @@ typedef struct {
   unsigned index;
   pthread_t thread;
   int thread_on;           /* the thread was started (join it) */
+  int stop_on;             /* `stop` is set up (under serve_t.lock) */
   uv_loop_t loop;
-  uv_async_t stop;         /* the main thread asks it to stop */
-  ludo_runtime_t *rt;
+  uv_async_t stop;         /* the watcher asks it to stop */
+  ludo_runtime_t *rt;      /* set and cleared under serve_t.lock */
   ludo_env_t *env;
   ludo_server_t *sv;
   int failed;              /* its start failed (it printed why) */
@@ -139,7 +143,9 @@ typedef struct {
 } worker_t;
 
 /* The command's state. Written by the main thread before the workers
- * start and read-only for them after, but for `finished`. */
+ * start and read-only for them after, but for `finished`, and for what
+ * `lock` guards: `stopping`, each worker's `stop_on` and `rt` (the
+ * watcher reads them). */
 struct serve_s {
   const serve_args_t *a;
   ludo__cli_hostlib_t lib;
@@ -151,8 +157,8 @@ struct serve_s {
   worker_t **w;            /* nworkers of them: w[0] is &main; each stays
                               where it is (its loop is in it) */
   int port;                /* the port worker 0 got */
-  uv_signal_t sigint, sigterm;
-  uv_timer_t deadline;
+  ludo__cli_watch_t watch; /* signals, and the stop's bounds */
+  pthread_mutex_t lock;
   uv_async_t done;         /* a worker thread finished */
   atomic_uint finished;    /* worker threads that finished */
   unsigned started;        /* worker threads started */
@@ -262,12 +268,16 @@ static void on_closed_handle(uv_handle_t *h) { (void)h; }
 static int worker_load(worker_t *w) {
   serve_t *s = w->s;
   ludo_options_t opts = s->opts;
+  ludo_runtime_t *rt;
   int rc;
   opts.loop = &w->loop;
-  if ((rc = ludo_runtime_new(&w->rt, &opts)) != 0) {
+  if ((rc = ludo_runtime_new(&rt, &opts)) != 0) {
     ludo__cli_error("cannot start: %s", ludo_strerror(rc));
     return -1;
   }
+  pthread_mutex_lock(&s->lock);
+  w->rt = rt;
+  pthread_mutex_unlock(&s->lock);
   if (ludo__cli_hostlib_init(&s->lib, w->rt) != 0) return -1;
   if (ludo_env_load(w->rt, s->a->env_path, NULL, &w->env) != 0) {
     ludo__cli_error("%s", ludo_runtime_errmsg(w->rt));
@@ -302,24 +312,40 @@ static int worker_serve(worker_t *w) {
   return 0;
 }
 
-/* Frees what the worker's start made: its runtime (with the environment)
- * and its loop's last handles. */
-static void worker_free(worker_t *w) {
-  ludo_runtime_free(w->rt);
+/* Frees the worker's runtime (with the environment) and runs its loop
+ * until ludo's handles are closed. */
+static void worker_release(worker_t *w) {
+  ludo_runtime_t *rt;
+  pthread_mutex_lock(&w->s->lock);
+  rt = w->rt; /* the watcher interrupts it no more */
   w->rt = NULL;
-  uv_run(&w->loop, UV_RUN_DEFAULT); /* ludo's handles close */
+  pthread_mutex_unlock(&w->s->lock);
+  ludo_runtime_free(rt);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+}
+
+/* Frees what a worker thread's start made: its runtime and its loop. */
+static void worker_free(worker_t *w) {
+  worker_release(w);
   if (uv_loop_close(&w->loop) != 0)
     fprintf(stderr, "ludo serve: worker %u left handles open at exit\n",
             w->index);
 }
 
+static void maybe_done(serve_t *s);
+
 static void on_worker_closed(void *ud) {
   worker_t *w = ud;
   w->sv = NULL;
+  if (w->index == 0) {
+    w->s->main_closed = 1;
+    maybe_done(w->s);
+  }
 }
 
-/* The main thread asks the worker to stop: its server closes, then its
- * loop has nothing left and its thread ends. */
+/* The watcher asks the worker to stop: its server closes, then its loop
+ * has nothing left (worker 0's: once the others are done too) and its
+ * thread ends. */
 static void on_stop(uv_async_t *a) {
   worker_t *w = a->data;
   uv_close((uv_handle_t *)&w->stop, on_closed_handle);
@@ -359,52 +385,44 @@ static void *worker_main(void *arg) {
 static void maybe_done(serve_t *s) {
   if (!s->main_closed || atomic_load(&s->finished) < s->started) return;
   uv_close((uv_handle_t *)&s->done, on_closed_handle);
-  if (s->stopping) uv_close((uv_handle_t *)&s->deadline, on_closed_handle);
 }
 
 static void on_done(uv_async_t *a) { maybe_done(a->data); }
 
-static void on_main_closed(void *ud) {
+/* Stops every worker running (on the watcher's thread): each server
+ * stops accepting and closes its connections and sessions; a worker
+ * still starting is stopped once it has started (start_workers). */
+static void stop_all(void *ud) {
   serve_t *s = ud;
-  s->main.sv = NULL;
-  s->main_closed = 1;
-  maybe_done(s);
-}
-
-static void on_deadline(uv_timer_t *t) {
-  (void)t;
-  fprintf(stderr, "ludo serve: connections did not close in time; "
-          "exiting\n");
-  exit(0);
-}
-
-/* Stops every worker: each server stops accepting and closes its
- * connections and sessions; bounded by the deadline. */
-static void stop_all(serve_t *s) {
   unsigned i;
-  if (s->stopping) return;
+  pthread_mutex_lock(&s->lock);
   s->stopping = 1;
-  uv_close((uv_handle_t *)&s->sigint, on_closed_handle);
-  uv_close((uv_handle_t *)&s->sigterm, on_closed_handle);
-  uv_timer_init(&s->main.loop, &s->deadline);
-  uv_timer_start(&s->deadline, on_deadline, STOP_DEADLINE_MS, 0);
-  uv_unref((uv_handle_t *)&s->deadline);
-  for (i = 1; i < s->nworkers; i++)
-    if (s->w[i]->thread_on && !s->w[i]->failed)
-      uv_async_send(&s->w[i]->stop);
-  if (s->main.sv)
-    ludo_server_close(s->main.sv, on_main_closed, s);
-  else
-    on_main_closed(s);
+  for (i = 0; i < s->nworkers; i++)
+    if (s->w[i]->stop_on) uv_async_send(&s->w[i]->stop);
+  pthread_mutex_unlock(&s->lock);
 }
 
-/* SIGINT/SIGTERM: a graceful stop, bounded by a deadline. */
-static void on_signal(uv_signal_t *h, int signum) {
-  serve_t *s = h->data;
-  (void)signum;
-  if (s->stopping) return;
-  fprintf(stderr, "ludo serve: stopping\n");
-  stop_all(s);
+/* Interrupts the Lua running on every worker, and the calls issued
+ * there before now (on the watcher's thread, after the drain):
+ * ludo_runtime_interrupt may be called from any thread. */
+static void interrupt_all(void *ud) {
+  serve_t *s = ud;
+  unsigned i;
+  pthread_mutex_lock(&s->lock);
+  for (i = 0; i < s->nworkers; i++)
+    if (s->w[i]->rt) ludo_runtime_interrupt(s->w[i]->rt);
+  pthread_mutex_unlock(&s->lock);
+}
+
+/* Starts the watcher of signals and of the stop's bounds. */
+static int watch(serve_t *s) {
+  ludo__cli_watch_t *wt = &s->watch;
+  wt->stop = stop_all;
+  wt->interrupt = interrupt_all;
+  wt->ud = s;
+  wt->drain_ms = (uint64_t)s->a->drain_s * 1000;
+  wt->deadline_ms = STOP_DEADLINE_MS;
+  return ludo__cli_watch_start(wt);
 }
 
 /* ---- start-up ------------------------------------------------------------ */
@@ -469,6 +487,11 @@ static int start_workers(serve_t *s) {
   unsigned i;
   for (i = 1; i < s->nworkers; i++) {
     worker_t *w = s->w[i];
+    int stopping;
+    pthread_mutex_lock(&s->lock);
+    stopping = s->stopping;
+    pthread_mutex_unlock(&s->lock);
+    if (stopping) return 0; /* a signal came: start no more */
     w->s = s;
     w->index = i;
     sem_init(&w->ready, 0, 0);
@@ -482,6 +505,10 @@ static int start_workers(serve_t *s) {
     }
     if (w->failed) return -1;
     s->started++;
+    pthread_mutex_lock(&s->lock);
+    w->stop_on = 1;
+    if (s->stopping) uv_async_send(&w->stop); /* it came meanwhile */
+    pthread_mutex_unlock(&s->lock);
   }
   return 0;
 }
@@ -530,12 +557,14 @@ static int serve_main(const serve_args_t *a) {
   int rc, status = 1;
   memset(&s, 0, sizeof s);
   s.a = a;
+  pthread_mutex_init(&s.lock, NULL);
   raise_nofile(a);
   atomic_init(&s.finished, 0);
   set_options(&s);
   w0->s = &s;
   if (uv_loop_init(&w0->loop) != 0) {
     ludo__cli_error("cannot start the event loop");
+    pthread_mutex_destroy(&s.lock);
     return 1;
   }
   if (ludo__cli_hostlib_open(&s.lib, a->env_path, a->host_lib,
@@ -555,17 +584,22 @@ static int serve_main(const serve_args_t *a) {
   }
   if (worker_serve(w0) != 0) goto out_rt;
   s.port = ludo_server_port(w0->sv);
-  /* Signals and the workers' "done" first: a signal during start-up is
-   * handled once the loop runs. */
+  /* Worker 0's stop, the workers' "done" and the signals first: a
+   * signal during start-up stops the workers started so far, and starts
+   * no more. */
   uv_async_init(&w0->loop, &s.done, on_done);
   s.done.data = &s;
-  uv_signal_init(&w0->loop, &s.sigint);
-  uv_signal_init(&w0->loop, &s.sigterm);
-  s.sigint.data = s.sigterm.data = &s;
-  uv_signal_start(&s.sigint, on_signal, SIGINT);
-  uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+  uv_async_init(&w0->loop, &w0->stop, on_stop);
+  w0->stop.data = w0;
+  w0->stop_on = 1;
+  if (watch(&s) != 0) {
+    w0->stop_on = 0;
+    on_stop(&w0->stop);
+    uv_run(&w0->loop, UV_RUN_DEFAULT);
+    goto out_rt;
+  }
   if (start_workers(&s) != 0) {
-    stop_all(&s);
+    ludo__cli_watch_stop(&s.watch);
   } else {
     status = 0;
     fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, %u "
@@ -583,14 +617,15 @@ static int serve_main(const serve_args_t *a) {
     if (s.w[i]->thread_on || s.w[i]->failed) sem_destroy(&s.w[i]->ready);
   }
 out_rt:
-  ludo_runtime_free(w0->rt);
-  uv_run(&w0->loop, UV_RUN_DEFAULT); /* ludo's handles close */
+  worker_release(w0);
+  ludo__cli_watch_end(&s.watch); /* after the frees, which it bounds */
   ludo_server_group_free(s.group);
   ludo__cli_hostlib_close(&s.lib);
   free_workers(&s);
 out_loop:
   if (uv_loop_close(&w0->loop) != 0 && status == 0)
     fprintf(stderr, "ludo serve: handles were left open at exit\n");
+  pthread_mutex_destroy(&s.lock);
   return status;
 }
 
@@ -613,5 +648,6 @@ const ludo__cli_cmd_t ludo__cli_cmd_serve = {
     "docs/protocol.md. Worker threads (--workers) share the port and the\n"
     "session count; a call on a session of another worker is passed to it\n"
     "(docs/serve-workers.md). SIGINT or SIGTERM stops it: connections and\n"
-    "sessions close (WebSockets with 1001) and it exits 0.\n",
+    "sessions close (WebSockets with 1001) and it exits 0, within 15 s\n"
+    "whatever the environment's Lua does; a second signal is ignored.\n",
     serve_opts, NULL, cmd_serve};

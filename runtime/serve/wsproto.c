@@ -156,6 +156,11 @@ static void ws_done(sv_sess_t *x, int status, const char *data,
     sv_ws_error(c, "VALIDATION_ERROR", "Invalid message",
                 json_pack("{s:o}", "errors",
                           sv_validation_errors(data, len, NULL)));
+  } else if (sv->closing && status == LUDO_ECANCELED) {
+    /* Cancelled by the stop (ludo serve interrupts the calls left when
+     * the drain ends): the server goes away, as for the others. */
+    sv_ws_close(c, 1001, "server shutting down");
+    return;
   } else if (status == LUDO_ECLOSED || status == LUDO_ECANCELED) {
     sv_ws_error(c, "SESSION_ERROR", "the session was closed", NULL);
     sv_ws_close(c, 1000, NULL);

@@ -768,6 +768,81 @@ async def graceful_shutdown_drain_is_bounded():
     c.p.stderr.close()
 
 
+@test
+async def graceful_shutdown_bounded_when_lua_cannot_yield():
+    # Steps that spin inside a table.sort comparator hold their worker's
+    # loop (Lua cannot yield there), worker 0's too, with a CPU budget far
+    # past the 15 s deadline; more wait behind them. SIGTERM: when the
+    # drain (1 s) ends the running calls are interrupted and the queued
+    # ones fail before they start, so every WebSocket still closes with
+    # 1001 and the process exits 0, long before the budget, and before
+    # the deadline would have cut the connections.
+    c = Server("spec/fixtures/serve/stuck", "--workers", "2",
+               "--cpu-budget", "300000", "--drain-timeout", "1")
+    try:
+        socks = []
+        for _ in range(4):  # all open first: a spinning worker accepts none
+            ws = await c.ws()
+            await rpc(ws, {"type": "reset"})
+            socks.append(ws)
+        for ws in socks:
+            await ws.send(json.dumps({"type": "step",
+                                      "data": {"spin": True}}))
+        await asyncio.sleep(0.5)
+        c.p.send_signal(signal.SIGTERM)
+        for ws in socks:
+            try:
+                while True:
+                    m = json.loads(await asyncio.wait_for(ws.recv(), 30))
+                    check(m.get("type") == "error", m)  # never an answer
+            except websockets.ConnectionClosed as e:
+                check(e.code == 1001, e)
+        loop = asyncio.get_running_loop()
+        status = await loop.run_in_executor(None, c.p.wait, 30)
+        log = c.p.stderr.read()
+        check(status == 0, (status, log))
+        check("did not close in time" not in log, log)
+    finally:
+        if c.p.poll() is None:
+            c.p.kill()
+            c.p.wait()
+        c.p.stderr.close()
+
+
+@test
+async def graceful_shutdown_ignores_a_second_signal():
+    # A second SIGTERM or SIGINT during the drain changes nothing: the step
+    # in flight still answers, the WebSocket closes with 1001 and the exit
+    # status is 0 (not death by the signal).
+    for second in (signal.SIGTERM, signal.SIGINT):
+        c = Server("spec/fixtures/serve/slow", "--workers", "1")
+        try:
+            async with c.ws() as ws:
+                await rpc(ws, {"type": "reset"})
+                await ws.send(json.dumps({"type": "step",
+                                          "data": {"ms": 1500}}))
+                await asyncio.sleep(0.3)
+                c.p.send_signal(signal.SIGTERM)
+                await asyncio.sleep(0.3)
+                c.p.send_signal(second)
+                reply = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                check(reply.get("type") == "observation" and
+                      reply["data"]["observation"]["slept"] == 1500, reply)
+                try:
+                    await asyncio.wait_for(ws.recv(), 20)
+                    check(False, "no close")
+                except websockets.ConnectionClosed as e:
+                    check(e.code == 1001, e)
+            loop = asyncio.get_running_loop()
+            status = await loop.run_in_executor(None, c.p.wait, 20)
+            check(status == 0, (second, status))
+        finally:
+            if c.p.poll() is None:
+                c.p.kill()
+                c.p.wait()
+            c.p.stderr.close()
+
+
 # ---- the Task API (OPENENV.md 1.9) ------------------------------------------
 
 T = Server("spec/fixtures/serve/tasks")
