@@ -419,6 +419,17 @@ typedef struct sv_wsmsg_s {
  * answers as OpenEnv does. Never allocates. */
 int sv_wsmsg_scan(const char *text, size_t len, sv_wsmsg_t *m);
 
+/* ---- jsonload.c: a client's JSON ------------------------------------- */
+
+/* Decodes the client's text `text`/`len` (borrowed) as jansson's
+ * json_loadb with JSON_ALLOW_NUL | JSON_DECODE_ANY does, but a text that
+ * is not JSON is refused after one pass of the streaming parser, in time
+ * linear in its length and without building a tree. Returns a new
+ * reference, or NULL with *err filled in (text, position, line,
+ * column). */
+json_t *sv_json_load(ludo__serve_t *sv, const char *text, size_t len,
+                     json_error_t *err);
+
 /* ---- mcp.c: JSON-RPC ------------------------------------------------ */
 
 /* Handles the JSON-RPC text `data`/`len` for session x (NULL: none bound,

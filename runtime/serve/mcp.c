@@ -407,7 +407,7 @@ static int is_response(json_t *r) {
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
   json_error_t err;
-  json_t *r = json_loadb(data, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err),
+  json_t *r = sv_json_load(sv, data, len, &err),
          *id, *params, *empty = NULL;
   const char *m;
   if (r == NULL && strstr(err.text, "too big") != NULL) {

@@ -322,7 +322,7 @@ static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req) {
   json_error_t err;
   json_t *v;
   if (len == 0) return json_object();
-  v = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+  v = sv_json_load(sv, body, len, &err);
   if (v == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "JSON decode error: %s", err.text);

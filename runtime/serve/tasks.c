@@ -170,7 +170,7 @@ static json_t *task_request(ludo__serve_t *sv, ludo__http_req_t *req,
                                                "required", NULL)));
     return NULL;
   }
-  body = json_loadb(text, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+  body = sv_json_load(sv, text, len, &jerr);
   if (body == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "JSON decode error: %s", jerr.text);

@@ -248,7 +248,8 @@ static int ws_message_fast(sv_ws_t *c, const char *text, uint64_t t0,
 
 /* One /ws message `text`/`len` (borrowed), which came at t0; the session
  * is open and idle. The common shapes take the scan; the rest is decoded
- * with jansson, which names what is wrong. */
+ * with jansson, after a check that refuses a text that is not JSON
+ * without building it (sv_json_load). */
 static void ws_message(sv_ws_t *c, const char *text, size_t len,
                        uint64_t t0) {
   json_error_t err;
@@ -257,7 +258,7 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
   sv_wsmsg_t f;
   if (sv_wsmsg_scan(text, len, &f) && ws_message_fast(c, text, t0, &f))
     return;
-  root = json_loadb(text, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+  root = sv_json_load(c->sv, text, len, &err);
   if (root == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "Invalid JSON: %s", err.text);

@@ -2165,6 +2165,48 @@ def mcp_tool_error_is_one_line():
         check(c.stop() == 0, "exit status")
 
 
+def cpu_seconds(pid):
+    """User plus system CPU time the process has used, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@test
+def invalid_json_with_many_keys_is_refused_cheaply():
+    # A text of a million keys with its last brace missing, over /ws (twice)
+    # and as a POST /step body: the usual refusals (INVALID_JSON; 422
+    # json_invalid at a body position), found in one linear pass instead
+    # of after building a million-entry tree on the worker's loop (1.8 to
+    # 4 s of CPU each). The bound is loose: the pass takes a few tens of ms.
+    keys = ",".join('"%d":0' % i for i in range(1000000))
+    text = ('{"type":"step","data":{"message":"x","metadata":{' + keys +
+            "}}").encode()
+    c = Server("examples/echo", "--workers", "1")
+    try:
+        s = raw_ws(c.port)
+        before = cpu_seconds(c.p.pid)
+        for _ in range(2):
+            s.sendall(ws_frame(1, text))
+            op, data = read_frame(s)
+            v = json.loads(data)
+            check(v["type"] == "error" and
+                  v["data"]["code"] == "INVALID_JSON" and
+                  v["data"]["message"].startswith("Invalid JSON: "), v)
+        body = b'{"action":' + text[len(b'{"type":"step","data":'):]
+        st, v, _ = c.http("POST", "/step", body)
+        check(st == 422 and v["detail"][0]["type"] == "json_invalid" and
+              v["detail"][0]["loc"][0] == "body" and
+              isinstance(v["detail"][0]["loc"][1], int) and
+              v["detail"][0]["msg"].startswith("JSON decode error: "),
+              (st, str(v)[:300]))
+        used = cpu_seconds(c.p.pid) - before
+        check(used < 2.0, "%.2f s of CPU for three refusals" % used)
+        reset_close(s)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
