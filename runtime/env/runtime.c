@@ -54,6 +54,7 @@ static int setup(ludo_runtime_t *rt) {
 /* C loops over JSON check the CPU budget of the call they run for. */
 static void install_checks(void) {
   ludo__json_set_check(ludo__state_check, ludo__state_stopped);
+  ludo__json_set_cap(ludo__state_cap);
 }
 
 int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {

@@ -117,6 +117,9 @@ _Static_assert(LUDO__JSON_CHECK_EVERY == LUDO__JSONPARSE_TICK,
                "the decode check interval is the parser's tick");
 
 static ludo__json_check_fn check_fn, stopped_fn;
+static ludo__json_cap_fn cap_fn;
+
+void ludo__json_set_cap(ludo__json_cap_fn fn) { cap_fn = fn; }
 
 void ludo__json_set_check(ludo__json_check_fn fn, ludo__json_check_fn stopped) {
   check_fn = fn;
@@ -192,6 +195,30 @@ static void dec_make_table(lua_State *L, frame_t *f, int size) {
   f->has_table = 1;
 }
 
+static void dec_push_path(dec_t *d);
+static void raise_code(lua_State *L, int code);
+
+/* Before the value that makes f's table double its storage (n = 2^k + 1,
+ * from 2^16 on): refuses with ENOMEM when the old and the new storage (and
+ * for an object, a string header per key) cannot fit in the state's memory
+ * cap together. A lower bound of what the table needs (Lua 5.4 on 64 bits:
+ * 24-byte nodes, 16-byte array slots, 24-byte string headers), so nothing
+ * that fits is refused. [-0, +0, v] */
+static void dec_check_growth(dec_t *d, const frame_t *f) {
+  lua_Integer k = f->n - 1; /* the storage it fills: a power of two */
+  size_t cap, need;
+  if (cap_fn == NULL || k < 65536 || (k & (k - 1)) != 0) return;
+  cap = cap_fn(d->L);
+  need = f->is_obj ? (size_t)k * (24 + 48 + 24) : (size_t)k * (16 + 32);
+  if (cap == 0 || need <= cap) return;
+  dec_push_path(d);
+  lua_pushfstring(d->L, "at %s: the %s grows past %I %s, which the memory "
+                  "limit of %I bytes cannot hold", lua_tostring(d->L, -1),
+                  f->is_obj ? "object" : "array", k,
+                  f->is_obj ? "members" : "items", (lua_Integer)cap);
+  raise_code(d->L, LUDO_ENOMEM);
+}
+
 /* Gives the value on top (and an object's key below it) to the innermost
  * container, if any. [-(0|1|2), +(0|1), m] */
 static void dec_place(dec_t *d) {
@@ -199,6 +226,7 @@ static void dec_place(dec_t *d) {
   if (d->depth == 0) return;
   f = &d->fr[d->depth - 1];
   f->n++;
+  if (f->has_table) dec_check_growth(d, f);
   if (!f->has_table) {
     if (++f->held == DEC_BATCH) dec_make_table(d->L, f, 2 * DEC_BATCH);
   } else if (f->is_obj) {

@@ -46,6 +46,16 @@ typedef int (*ludo__json_check_fn)(lua_State *L);
  * encodes; they are not synchronised with running conversions. */
 void ludo__json_set_check(ludo__json_check_fn fn, ludo__json_check_fn stopped);
 
+/* Installs, for the whole process, the function that gives the memory cap
+ * of L's state in bytes (0: none; NULL, the default: none known). Decoding
+ * refuses at once, with ENOMEM, a table that the cap cannot hold: when an
+ * object or array is about to double its storage and the old storage,
+ * the new one and (for an object) its keys' strings together are past the
+ * cap, with a message that says where and why (the plain memory error
+ * said neither). Set it before any state decodes. */
+typedef size_t (*ludo__json_cap_fn)(lua_State *L);
+void ludo__json_set_cap(ludo__json_cap_fn fn);
+
 /* Makes sure the registry holds the null sentinel and the array metatable.
  * Requires "ludo.null" through the global require. [-0, +0, e] */
 void ludo__json_setup(lua_State *L);

@@ -706,6 +706,11 @@ int ludo__state_stop(void *L) { return ludo__state_over(L); }
 
 int ludo__state_stopped_ud(void *L) { return ludo__state_stopped(L); }
 
+size_t ludo__state_cap(lua_State *L) {
+  ludo__state_t *st = ludo__state_of(L);
+  return st != NULL ? st->cap : 0;
+}
+
 int ludo__state_stopped(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   return st != NULL && st->armed && st->running && st->killed != 0;

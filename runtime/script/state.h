@@ -185,6 +185,10 @@ int ludo__state_stopped(lua_State *L);
  * with ludo__state_stop as its `stop`). */
 int ludo__state_stopped_ud(void *L);
 
+/* The memory cap of L's state in bytes; 0 when it has none or is not
+ * ludo's (for ludo__json_set_cap). [-0, +0, -] */
+size_t ludo__state_cap(lua_State *L);
+
 /* ludo__state_check without the message: 1 when the running call of L's
  * state is past its limits (and now marked stopped), else 0. Touches no
  * Lua stack and never raises: for C code that cannot unwind (inside

@@ -275,6 +275,51 @@ TEST_IMPL(limit_input_size) {
   test_rt_free(rt);
 }
 
+/* An action with more members in one object (or items in one array)
+ * than the memory cap can hold is refused with ENOMEM as the table is
+ * about to double past it, with a message naming where and why (it said
+ * "not enough memory"). A smaller one decodes. */
+static char *wide_action(int n, int as_array) {
+  char *a = malloc((size_t)n * 16 + 64), *p = a;
+  int i;
+  p += sprintf(p, "{\"mode\":\"ok\",\"metadata\":{\"w\":%c",
+               as_array ? '[' : '{');
+  for (i = 0; i < n; i++)
+    p += as_array ? sprintf(p, "%s%d", i ? "," : "", i)
+                  : sprintf(p, "%s\"k%d\":1", i ? "," : "", i);
+  sprintf(p, "%c}}", as_array ? ']' : '}');
+  return a;
+}
+
+TEST_IMPL(limit_wide_tables) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  const char *out;
+  size_t len;
+  char *a;
+  test_options(&o);
+  o.memory_cap = CAP; /* 8 MiB */
+  o.max_input_bytes = (size_t)64 << 20;
+  s = limits_session(&rt, &o);
+  a = wide_action(150000, 0); /* 2^17 members then doubling: 12 MiB */
+  ASSERT_ERR(ludo_session_step(s, a, strlen(a), &out, &len), LUDO_ENOMEM);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "at $.metadata.w.k131072: the "
+                      "object grows past 131072 members");
+  free(a);
+  a = wide_action(300000, 1); /* 2^18 items then doubling: 12 MiB */
+  ASSERT_ERR(ludo_session_step(s, a, strlen(a), &out, &len), LUDO_ENOMEM);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the array grows past 262144 "
+                      "items");
+  free(a);
+  a = wide_action(60000, 0); /* fits */
+  ASSERT_OK(ludo_session_step(s, a, strlen(a), &out, &len));
+  free(a);
+  assert_usable(s);
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 /* A reward or a rubric's score that is not a number fails the step with
  * a message naming where it came from. */
 TEST_IMPL(limit_reward_types) {
