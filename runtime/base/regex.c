@@ -64,8 +64,7 @@ static size_t after_start_options(const char *pat, size_t len) {
   return i;
 }
 
-/* Compiles pat with first_callout after its start options (pat compiled
- * as it is already, so the error offsets a user sees are pat's). */
+/* Compiles pat with first_callout after its start options. */
 static pcre2_code *compile_with_first_callout(ludo__regex_t *re,
                                               const char *pat, size_t len,
                                               uint32_t o, int *errcode,
@@ -186,32 +185,30 @@ int ludo__regex_compile(ludo__regex_t *re, const char *pat, size_t len,
   if (gctx == NULL) goto fail;
   cctx = pcre2_compile_context_create(gctx);
   if (cctx == NULL) goto fail_gctx;
-  code = pcre2_compile((PCRE2_SPTR)pat, len, ludo__regex_pcre2_opts(opts),
-                       &errcode, &erroff, cctx);
-  /* Compiled again with callouts, where the match asks lim->stop
+  /* Compiled with callouts, where the match asks lim->stop
    * (ludo__regex_exec). pcre2's match limit counts each start position
    * afresh, so it bounds no search: every pattern gets a callout first,
    * reached at each start position tried (the start-of-match
    * optimisations still skip the others). A back-reference compares up to
    * the subject's length in one step of the match limit ((.*)\1 over 320
-   * KB is quadratic in C within one position): such a pattern gets a
-   * callout before each item. */
+   * KB is quadratic in C within one position): such a pattern is compiled
+   * again with a callout before each item. A pattern that does not compile
+   * is compiled as it is, for the error offset the user's text has. */
+  code = compile_with_first_callout(re, pat, len, ludo__regex_pcre2_opts(opts),
+                                    &errcode, &erroff, cctx);
+  if (code == NULL && errcode != PCRE2_ERROR_HEAP_FAILED)
+    code = pcre2_compile((PCRE2_SPTR)pat, len, ludo__regex_pcre2_opts(opts),
+                         &errcode, &erroff, cctx);
   if (code != NULL) {
     uint32_t backref = 0;
-    pcre2_code *again;
     pcre2_pattern_info(code, PCRE2_INFO_BACKREFMAX, &backref);
     if (backref > 0) {
-      again = pcre2_compile((PCRE2_SPTR)pat, len,
-                            ludo__regex_pcre2_opts(opts) | PCRE2_AUTO_CALLOUT,
-                            &errcode, &erroff, cctx);
+      pcre2_code_free(code);
+      code = pcre2_compile((PCRE2_SPTR)pat, len,
+                           ludo__regex_pcre2_opts(opts) | PCRE2_AUTO_CALLOUT,
+                           &errcode, &erroff, cctx);
       re->backrefs = 1;
-    } else {
-      again = compile_with_first_callout(re, pat, len,
-                                         ludo__regex_pcre2_opts(opts),
-                                         &errcode, &erroff, cctx);
     }
-    pcre2_code_free(code);
-    code = again;
   }
   pcre2_compile_context_free(cctx);
   if (code == NULL) {

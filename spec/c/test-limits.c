@@ -470,7 +470,8 @@ TEST_IMPL(limit_schema_costs) {
  * (the runner's timeout fails this test then). */
 TEST_IMPL(limit_compile_budget) {
   enum { LINKS = 1000000 };
-  char dir[] = "/tmp/ludo-ct-compile-XXXXXX", path[64]; /* mkdtemp's */
+  /* mkdtemp fills in the X's of dir; path is dir + "/env.lua" */
+  char dir[] = "/tmp/ludo-ct-compile-XXXXXX", path[64];
   ludo_options_t o;
   ludo_runtime_t *rt;
   ludo_env_t *env;
