@@ -6,8 +6,13 @@ local null = require("ludo.null")
 
 local M = {}
 
+-- Raises ELOAD as one of ludo's error objects (the raiser describe gets
+-- from the C core): a malformed declaration is the module's fault, and
+-- its message needs no traceback through this file.
+local raise
+
 local function fail(fmt, ...)
-  error("ELOAD: " .. string.format(fmt, ...), 0)
+  raise("ELOAD", string.format(fmt, ...), 0)
 end
 
 local function callable(v)
@@ -177,7 +182,9 @@ end
 
 -- Checks the module and returns its description (the table behind
 -- GET /metadata and /schema) and whether it declares an action schema.
-function M.describe(mod, default_name)
+-- `raiser` raises ludo's error objects (see ludo.runner's init).
+function M.describe(mod, default_name, raiser)
+  raise = raiser
   if type(mod) ~= "table" then
     fail("the environment module must return a table, got %s", type(mod))
   end

@@ -134,7 +134,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
       -- metadata.rubrics.total is the root's score: a child of that name
       -- would write a second "total" key, and readers keep either one.
       if path == "total" then
-        error("ELOAD: rubric: a child rubric may not be named 'total' "
+        raise("ELOAD", "rubric: a child rubric may not be named 'total' "
           .. "(metadata.rubrics.total is the root's score); rename it", 0)
       end
       named[#named + 1] = { path, r }

@@ -28,7 +28,8 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_getfield(L, -1, "describe");
   lua_pushvalue(L, -3);
   lua_pushstring(L, env->name);
-  lua_call(L, 2, 2);                       /* mod, envinfo, info, declared */
+  ludo__error_push_raiser(L);
+  lua_call(L, 3, 2);                       /* mod, envinfo, info, declared */
   declared = lua_toboolean(L, -1);
   lua_pop(L, 1);
   ludo__json_encode(L, -1, &env->info, LUDO__JSON_MAXDEPTH, NULL);
