@@ -19,11 +19,29 @@ typedef struct {
   ludo__pstate_t *ps;
 } build_req_t;
 
+void ludo__env_compile_schema(lua_State *L, ludo_env_t *env,
+                              const char *what, ludo__schema_t **out) {
+  char err[512];
+  size_t n;
+  const char *text = lua_tolstring(L, -1, &n);
+  ludo__schema_limits_t lim;
+  int rc;
+  lim.stop = ludo__state_stop;
+  lim.ud = L;
+  lim.max_bytes = ludo__state_cap(L);
+  rc = ludo__schema_compile(&env->rt->core.heap, text, n, &lim, out, err,
+                            sizeof err);
+  if (rc == LUDO_ETIMEOUT) ludo__schema_stop(L);
+  if (rc != 0)
+    ludo__error_raise(L, rc == LUDO_ENOMEM ? LUDO_ENOMEM : LUDO_ELOAD,
+                      "%s: %s", what, err);
+  lua_pop(L, 1);
+}
+
 /* Probe state only: checks the declaration, writes env->info and compiles
  * the action schema. Stack: mod on top. [-0, +0, e] */
 static void describe(lua_State *L, ludo_env_t *env) {
-  char err[512];
-  int declared, rc;
+  int declared;
   ludo__modules_require(L, "ludo.envinfo");
   lua_getfield(L, -1, "describe");
   lua_pushvalue(L, -3);
@@ -32,7 +50,16 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_call(L, 3, 2);                       /* mod, envinfo, info, declared */
   declared = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  ludo__json_encode(L, -1, &env->info, LUDO__JSON_MAXDEPTH, NULL);
+  /* Encoded in the state, under its cap (a readme of control characters
+   * grows six times as JSON), then kept by the runtime. */
+  ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
+  {
+    size_t n;
+    const char *text = lua_tolstring(L, -1, &n);
+    if (ludo__buf_add(&env->info, text, n) != 0)
+      ludo__error_raise(L, LUDO_ENOMEM, "no memory for the description");
+  }
+  lua_pop(L, 1);
   lua_getfield(L, -1, "concurrent");
   env->concurrent = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -49,30 +76,17 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_pop(L, 1);
   ludo__tools_describe(L, env, -1);
   if (declared) {
-    size_t n;
-    const char *text;
     lua_getfield(L, -1, "action");
     ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
-    text = lua_tolstring(L, -1, &n);
-    rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->action_schema,
-                              err, sizeof err);
-    if (rc != 0) ludo__error_raise(L, LUDO_ELOAD, "action schema: %s", err);
-    lua_pop(L, 2);
+    ludo__env_compile_schema(L, env, "action schema", &env->action_schema);
+    lua_pop(L, 1);
   }
   /* The observation schema, for strict sessions (always declared: an
    * environment without one gets {"type": "object"}). */
-  {
-    size_t n;
-    const char *text;
-    lua_getfield(L, -1, "observation");
-    ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
-    text = lua_tolstring(L, -1, &n);
-    rc = ludo__schema_compile(&env->rt->core.heap, text, n, &env->obs_schema,
-                              err, sizeof err);
-    if (rc != 0)
-      ludo__error_raise(L, LUDO_ELOAD, "observation schema: %s", err);
-    lua_pop(L, 2);
-  }
+  lua_getfield(L, -1, "observation");
+  ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
+  ludo__env_compile_schema(L, env, "observation schema", &env->obs_schema);
+  lua_pop(L, 1);
   lua_pop(L, 2);                           /* mod */
   /* The other states never load these; drop them so the probe state, the
    * first session's, is as small as the rest. */

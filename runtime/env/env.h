@@ -123,6 +123,14 @@ struct ludo_session_s {
 /* Builds a prepared state for env. On failure writes rt->errmsg. */
 int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out);
 
+/* Compiles the schema text on top of L's stack (a module's declaration,
+ * in the probe state's load) into *out, within the load's CPU budget and
+ * with at most the state's memory cap of compiled schema; pops the text.
+ * Raises ELOAD "<what>: EPARSE: schema: ..." naming `what` (ENOMEM past
+ * the cap), and the load's timeout when its budget ran out. [-1, +0, e] */
+void ludo__env_compile_schema(lua_State *L, ludo_env_t *env,
+                              const char *what, struct ludo__schema_s **out);
+
 /* Prepared states (pstate.c): a sandboxed state with its scheduler and the
  * runtime's limits. On failure writes rt->errmsg. */
 int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,

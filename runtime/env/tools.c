@@ -20,7 +20,7 @@ struct ludo__tool_s {
  * [-0, +0, e] */
 static void compile_one(lua_State *L, ludo_env_t *env, size_t i) {
   ludo__alloc_t *heap = &env->rt->core.heap;
-  char err[512];
+  char what[160];
   size_t n;
   const char *text;
   struct ludo__tool_s *t = &env->tools[i];
@@ -32,10 +32,9 @@ static void compile_one(lua_State *L, ludo_env_t *env, size_t i) {
     ludo__error_raise(L, LUDO_ENOMEM, "no memory for a tool's name");
   lua_getfield(L, -1, "input_schema");
   ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
-  text = lua_tolstring(L, -1, &n);
-  if (ludo__schema_compile(heap, text, n, &t->schema, err, sizeof err) != 0)
-    ludo__error_raise(L, LUDO_ELOAD, "tools.%s.input: %s", t->name, err);
-  lua_pop(L, 2);
+  snprintf(what, sizeof what, "tools.%s.input", t->name);
+  ludo__env_compile_schema(L, env, what, &t->schema);
+  lua_pop(L, 1);
 }
 
 void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info) {

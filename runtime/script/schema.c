@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/errors.h"
 #include "base/regex.h"
 #include "ludo_defs.h"
 #include "script/json.h"
@@ -88,15 +89,25 @@ typedef union {
 static _Thread_local ludo__alloc_t *jheap;
 static pthread_once_t jalloc_once = PTHREAD_ONCE_INIT;
 
+/* While a compile parses its text: the bytes its tree holds, and the bound
+ * on them (0: none); jlimit_hit says the bound refused a block. */
+static _Thread_local size_t jused, jlimit;
+static _Thread_local int jlimit_hit;
+
 static void *jmalloc(size_t n) {
   ludo__alloc_t *heap = jheap;
   jhdr_t *h;
   if (heap == NULL) return malloc(n);
   if (n > (size_t)-1 - sizeof *h) return NULL;
+  if (jlimit != 0 && sizeof *h + n > jlimit - jused) {
+    jlimit_hit = 1;
+    return NULL;
+  }
   h = ludo__malloc(heap, sizeof *h + n);
   if (h == NULL) return NULL;
   h->h.heap = heap;
   h->h.size = sizeof *h + n;
+  jused += h->h.size;
   return h + 1;
 }
 
@@ -108,6 +119,7 @@ static void jfree(void *p) {
     return;
   }
   h = (jhdr_t *)p - 1;
+  jused -= jused >= h->h.size ? h->h.size : jused;
   ludo__free(h->h.heap, h, h->h.size);
 }
 
@@ -131,24 +143,60 @@ static void jalloc_leave(ludo__alloc_t *prev) {
 /* ---- compiling ------------------------------------------------------- */
 
 /* A $ref already compiled: its target in the tree, and its node. */
-typedef struct ref_s {
+typedef struct {
   json_t *target;
   node_t *node;
-  struct ref_s *next;
 } ref_t;
+
+/* Subschemas compiled inside each other at most (properties, items,
+ * combinators, not and the chain of $refs a target's own $ref starts):
+ * the compile recurses in C, and a schema's text can chain $refs without
+ * nesting its JSON. The checks nest as deep (CHECK_FRAMES). */
+#define COMPILE_DEPTH 512
+
+/* The compile asks `stop` once every this many nodes. */
+#define COMPILE_POLL 256u
 
 typedef struct {
   ludo__schema_t *s;
+  const ludo__schema_limits_t *lim;
   char *err;
   size_t errlen;
   int failed;
-  ref_t *refs;
+  int depth;                 /* subschemas being compiled, nested */
+  size_t nodes;              /* nodes made so far */
+  size_t bytes;              /* what the compile holds besides the tree */
+  ref_t *refs;               /* $refs compiled: an open-addressing table */
+  size_t nrefs, refcap;      /* entries, slots (a power of two or 0) */
   char path[256];            /* JSON pointer of the node being compiled */
 } comp_t;
 
+static void *bad(comp_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Fails the compile with `code` and "ECODE: schema: <what>" (the first
+ * failure only). */
+static void fail_with(comp_t *c, int code, const char *what) {
+  if (c->failed) return;
+  c->failed = code;
+  snprintf(c->err, c->errlen, "%s: schema: %s", ludo__err_name(code),
+           what);
+}
+
 static void *comp_alloc(comp_t *c, size_t n) {
-  void *p = ludo__calloc(c->s->heap, n);
+  size_t max = c->lim ? c->lim->max_bytes : 0;
+  void *p;
+  if (max != 0 && n > max - (c->bytes + jused < max ? c->bytes + jused
+                                                     : max)) {
+    char what[96];
+    snprintf(what, sizeof what, "compiled, it would hold more than %zu "
+             "MiB (the memory cap)", max >> 20);
+    fail_with(c, LUDO_ENOMEM, what);
+    return NULL;
+  }
+  p = ludo__calloc(c->s->heap, n);
   if (p == NULL) c->failed = LUDO_ENOMEM;
+  else c->bytes += n;
   return p;
 }
 
@@ -165,8 +213,6 @@ static unsigned type_bit(const char *t) {
 
 /* Fails the compile with "EPARSE: schema: <path>: <what>" (the first
  * failure only). Returns NULL, for the callers' convenience. */
-static void *bad(comp_t *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 static void *bad(comp_t *c, const char *fmt, ...) {
   va_list ap;
   int n;
@@ -249,7 +295,14 @@ static long count_of(comp_t *c, json_t *j, const char *kw) {
 }
 
 static node_t *new_node(comp_t *c) {
-  node_t *n = comp_alloc(c, sizeof *n);
+  node_t *n;
+  if (c->failed) return NULL;
+  if (++c->nodes % COMPILE_POLL == 0 && c->lim && c->lim->stop &&
+      c->lim->stop(c->lim->ud)) {
+    fail_with(c, LUDO_ETIMEOUT, "compiling it was stopped");
+    return NULL;
+  }
+  n = comp_alloc(c, sizeof *n);
   if (n == NULL) return NULL;
   n->next_alloc = c->s->nodes;
   c->s->nodes = n;
@@ -260,6 +313,39 @@ static node_t *new_node(comp_t *c) {
 }
 
 static void fill_node(comp_t *c, node_t *n, json_t *j);
+static void fill_deeper(comp_t *c, node_t *n, json_t *j);
+
+/* The slot of `t` in the $ref table: its entry, or the empty slot where
+ * it goes. The table must have a free slot. */
+static ref_t *ref_slot(const comp_t *c, const json_t *t) {
+  size_t mask = c->refcap - 1;
+  size_t i = (size_t)(((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15u) & mask;
+  while (c->refs[i].target != NULL && c->refs[i].target != t)
+    i = (i + 1) & mask;
+  return &c->refs[i];
+}
+
+/* Makes room for one more entry (the table at most half full). Returns 0
+ * or -1 (the compile failed). */
+static int refs_grow(comp_t *c) {
+  ref_t *old = c->refs;
+  size_t oldcap = c->refcap, i;
+  if ((c->nrefs + 1) * 2 <= c->refcap) return 0;
+  c->refcap = oldcap ? oldcap * 2 : 16;
+  c->refs = comp_alloc(c, c->refcap * sizeof *c->refs);
+  if (c->refs == NULL) {
+    c->refs = old;
+    c->refcap = oldcap;
+    return -1;
+  }
+  for (i = 0; i < oldcap; i++)
+    if (old[i].target != NULL) *ref_slot(c, old[i].target) = old[i];
+  if (old != NULL) {
+    ludo__free(c->s->heap, old, oldcap * sizeof *old);
+    c->bytes -= oldcap * sizeof *old;
+  }
+  return 0;
+}
 
 /* Resolves a local $ref ("#", "#/$defs/Name", any JSON pointer into this
  * schema) to the node of its target, compiled once. */
@@ -267,6 +353,7 @@ static node_t *compile_ref(comp_t *c, json_t *v) {
   const char *p;
   json_t *t = c->s->tree;
   ref_t *r;
+  node_t *node;
   char tok[256];
   if (!json_is_string(v) || json_string_value(v)[0] != '#')
     return bad(c, "$ref must be a reference into this schema (\"#...\"); "
@@ -278,7 +365,10 @@ static node_t *compile_ref(comp_t *c, json_t *v) {
       char ch = *p;
       if (ch == '~' && (p[1] == '0' || p[1] == '1')) ch = *++p == '0' ? '~'
                                                                      : '/';
-      if (n + 1 < sizeof tok) tok[n++] = ch;
+      if (n + 1 >= sizeof tok)
+        return bad(c, "$ref %.64s...: a part of it is longer than %zu bytes",
+                   json_string_value(v), sizeof tok - 1);
+      tok[n++] = ch;
     }
     tok[n] = '\0';
     if (json_is_object(t)) {
@@ -295,23 +385,22 @@ static node_t *compile_ref(comp_t *c, json_t *v) {
   if (t == NULL || *p != '\0')
     return bad(c, "$ref %s points at nothing in this schema",
                json_string_value(v));
-  for (r = c->refs; r; r = r->next)
-    if (r->target == t) return r->node;
+  if (c->refcap != 0 && (r = ref_slot(c, t))->target != NULL) return r->node;
   if (!json_is_object(t) && !json_is_boolean(t))
     return bad(c, "$ref %s is not a schema", json_string_value(v));
-  r = comp_alloc(c, sizeof *r);
-  if (r == NULL || (r->node = new_node(c)) == NULL) return NULL;
+  if (refs_grow(c) != 0 || (node = new_node(c)) == NULL) return NULL;
+  r = ref_slot(c, t);
   r->target = t;
-  r->next = c->refs;
-  c->refs = r; /* before filling it: a recursive schema meets it there */
+  r->node = node;
+  c->nrefs++; /* before filling it: a recursive schema meets it there */
   {
     char saved[sizeof c->path];
     memcpy(saved, c->path, sizeof saved);
     snprintf(c->path, sizeof c->path, "%s", json_string_value(v) + 1);
-    fill_node(c, r->node, t);
+    fill_deeper(c, node, t);
     memcpy(c->path, saved, sizeof saved);
   }
-  return r->node;
+  return node;
 }
 
 /* Keywords that assert something and that this checker does not
@@ -422,9 +511,21 @@ static void compile_pattern(comp_t *c, node_t *n, json_t *v) {
     bad(c, "pattern: %s", err);
 }
 
+/* Fills `n` from `j` one level deeper, within COMPILE_DEPTH. */
+static void fill_deeper(comp_t *c, node_t *n, json_t *j) {
+  if (c->depth >= COMPILE_DEPTH) {
+    bad(c, "subschemas nest more than %d deep here (properties, items, "
+        "anyOf/oneOf/allOf, not and the $refs they reach)", COMPILE_DEPTH);
+    return;
+  }
+  c->depth++;
+  fill_node(c, n, j);
+  c->depth--;
+}
+
 static node_t *compile_node(comp_t *c, json_t *j) {
   node_t *n = new_node(c);
-  if (n != NULL) fill_node(c, n, j);
+  if (n != NULL) fill_deeper(c, n, j);
   return n;
 }
 
@@ -485,14 +586,25 @@ static void fill_node(comp_t *c, node_t *n, json_t *j) {
 /* Parses the text into s->tree (jansson allocating from s->heap).
  * Returns 0, LUDO_EPARSE or LUDO_ENOMEM with a message in err. */
 static int load_tree(ludo__schema_t *s, const char *json, size_t len,
-                     char *err, size_t errlen) {
+                     size_t max_bytes, char *err, size_t errlen) {
   json_error_t jerr;
   ludo__alloc_t *prev;
+  int hit;
   memset(&jerr, 0, sizeof jerr); /* jansson may fail before setting it */
   prev = jalloc_enter(s->heap);
+  jused = 0;
+  jlimit = max_bytes;
+  jlimit_hit = 0;
   s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+  hit = jlimit_hit;
+  jlimit = 0;
   jalloc_leave(prev);
   if (s->tree != NULL) return 0;
+  if (hit) {
+    snprintf(err, errlen, "ENOMEM: schema: its tree would hold more than "
+             "%zu MiB (the memory cap)", max_bytes >> 20);
+    return LUDO_ENOMEM;
+  }
   if (json_error_code(&jerr) == json_error_out_of_memory ||
       jerr.text[0] == '\0') {
     snprintf(err, errlen, "ENOMEM: schema: %s", jerr.text);
@@ -504,6 +616,7 @@ static int load_tree(ludo__schema_t *s, const char *json, size_t len,
 }
 
 int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
+                         const ludo__schema_limits_t *lim,
                          ludo__schema_t **out, char *err, size_t errlen) {
   comp_t c;
   ludo__schema_t *s;
@@ -513,23 +626,19 @@ int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
   s = ludo__calloc(heap, sizeof *s);
   if (s == NULL) return LUDO_ENOMEM;
   s->heap = heap;
-  rc = load_tree(s, json, len, err, errlen);
+  rc = load_tree(s, json, len, lim ? lim->max_bytes : 0, err, errlen);
   if (rc != 0) {
     ludo__free(heap, s, sizeof *s);
     return rc;
   }
+  memset(&c, 0, sizeof c);
   c.s = s;
+  c.lim = lim;
   c.err = err;
   c.errlen = errlen;
-  c.failed = 0;
-  c.refs = NULL;
-  c.path[0] = '\0';
   s->root = compile_node(&c, s->tree);
-  while (c.refs != NULL) {
-    ref_t *next = c.refs->next;
-    ludo__free(heap, c.refs, sizeof *c.refs);
-    c.refs = next;
-  }
+  ludo__free(heap, c.refs, c.refcap * sizeof *c.refs);
+  jused = 0;
   if (c.failed) {
     ludo__schema_free(s);
     return c.failed;

@@ -30,13 +30,30 @@
 
 typedef struct ludo__schema_s ludo__schema_t;
 
-/* Compiles the JSON Schema text `json` (copied; borrowed for the call).
- * On success stores the schema in *out (caller frees with
- * ludo__schema_free); everything it holds comes from `heap`, which must
- * outlive it. Returns 0, LUDO_EPARSE (not JSON, or not a schema this
- * checker can apply: the message in err names the keyword and its JSON
- * pointer), or LUDO_ENOMEM. */
+/* The bounds of a compile, for a schema an untrusted module declared (the
+ * compile runs in C, outside the Lua budget and the state's cap):
+ * `stop(ud)`, when not NULL, is asked every few hundred subschemas and
+ * ends the compile with LUDO_ETIMEOUT when it answers 1 (ludo__state_stop
+ * with the lua_State of the running call: the caller then raises with
+ * ludo__schema_stop); `max_bytes` (0: none) bounds what the compiled
+ * schema holds (the parsed tree and the nodes): past it, LUDO_ENOMEM. */
+typedef struct {
+  int (*stop)(void *ud);
+  void *ud;
+  size_t max_bytes;
+} ludo__schema_limits_t;
+
+/* Compiles the JSON Schema text `json` (copied; borrowed for the call),
+ * within `lim` (NULL: no bounds). On success stores the schema in *out
+ * (caller frees with ludo__schema_free); everything it holds comes from
+ * `heap`, which must outlive it. Subschemas nest at most 512 deep,
+ * counting the chain of $refs a compile follows; a $ref's pointer parts
+ * are at most 255 bytes. Returns 0, LUDO_EPARSE (not JSON, or not a
+ * schema this checker can apply: the message in err names the keyword and
+ * its JSON pointer), LUDO_ENOMEM (also: past lim->max_bytes) or
+ * LUDO_ETIMEOUT (lim->stop said so). */
 int ludo__schema_compile(ludo__alloc_t *heap, const char *json, size_t len,
+                         const ludo__schema_limits_t *lim,
                          ludo__schema_t **out, char *err, size_t errlen);
 
 /* Frees a compiled schema into its heap; accepts NULL. */

@@ -115,6 +115,9 @@
   /* test-pattern.c */                                                      \
   X(pattern_same_as_library)                                                \
   X(pattern_cases)                                                          \
+  /* test-schema.c: compiling a declared schema, within limits */          \
+  X(schema_compile_stops_and_bounds)                                         \
+  X(schema_compile_refuses_deep_and_cut_refs)                                \
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \

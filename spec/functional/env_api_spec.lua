@@ -97,6 +97,33 @@ describe("environment API", function()
     end
   end)
 
+  describe("declared schemas and metadata within the load's limits", function()
+    -- Compiled in C (schemas) or kept by the runtime (the description), so
+    -- bounded explicitly: a chain of $refs crashed the process, and a big
+    -- schema or readme held host memory past the state's cap.
+    local cases = {
+      { "decl_schema_chain", "ELOAD",
+        "action schema: EPARSE: schema: /$defs/d512: subschemas nest more "
+          .. "than 512 deep" },
+      { "decl_tool_chain", "ELOAD", "tools.t.input: EPARSE: schema: " },
+      { "decl_schema_big", "ENOMEM",
+        "schema: its tree would hold more than 8 MiB (the memory cap)" },
+      { "decl_readme_big", "ENOMEM", "reached the memory limit during load" },
+    }
+    for _, c in ipairs(cases) do
+      it(c[1], function()
+        local small = assert(host.runtime({ module_path = ".", prewarm = 0,
+          memory_cap = 8 << 20 }))
+        local env, msg, code = small:load(FIX .. c[1])
+        assert.is_nil(env)
+        assert.are.equal(c[2], code, msg)
+        assert.is_truthy(msg:find(c[3], 1, true), msg)
+        assert.is_truthy(small:load(FIX .. "validate"))
+        small:close()
+      end)
+    end
+  end)
+
   describe("action validation", function()
     local s
     local good = {
