@@ -40,7 +40,8 @@ local ENVELOPE = {
   action = { metadata = METADATA },
   observation = {
     done = { type = "boolean", description = "Whether the episode has ended" },
-    reward = { type = { "number", "boolean", "null" },
+    -- (OpenEnv's type also allows a boolean; ludo's rewards are numbers)
+    reward = { type = { "number", "null" },
       description = "The reward of the last call" },
     metadata = METADATA,
   },

@@ -530,7 +530,7 @@ describe("environment API", function()
           greeting = { type = "string" }, metadata = metadata,
           done = { type = "boolean",
             description = "Whether the episode has ended" },
-          reward = { type = { "number", "boolean", "null" },
+          reward = { type = { "number", "null" },
             description = "The reward of the last call" } },
       }, info.observation)
       assert.are.same({ "counter", "custom", "episode_id", "step_count" },
