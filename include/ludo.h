@@ -222,7 +222,7 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
  * "action", "observation", "state"[, "tools"]} where action, observation
  * and state are JSON Schemas and tools, present when the environment
  * declares any, lists them as [{"name", "description", "input_schema"}].
- * Borrowed until the environment is freed. */
+ * Borrowed until the environment is freed. With env NULL: "{}". */
 LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len);
 
 /* Makes sure `n` ready states wait in the environment's pool, building the
@@ -263,10 +263,11 @@ LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
 LUDO_EXTERN int ludo_session_close_async(ludo_session_t *s, ludo_close_cb cb,
                                          void *ud);
 
-/* The session's id (a UUID string). Borrowed until close. */
+/* The session's id (a UUID string). Borrowed until close. With s NULL:
+ * "". */
 LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s);
 
-/* Bytes held by the session's Lua state now. */
+/* Bytes held by the session's Lua state now (0 for NULL). */
 LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s);
 
 /* Runs a full garbage collection in the session's Lua state (e.g. between
@@ -274,7 +275,8 @@ LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s);
  * while a call is in flight. */
 LUDO_EXTERN int ludo_session_collect(ludo_session_t *s);
 
-/* Host data slot: the library never touches it. */
+/* Host data slot: the library never touches it. With s NULL, set does
+ * nothing and get returns NULL. */
 LUDO_EXTERN void ludo_session_set_data(ludo_session_t *s, void *data);
 LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s);
 
@@ -298,7 +300,8 @@ LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on);
 
 /* Message for the session's last failed call, e.g.
  * "ESCHEMA: action.message: expected string, got number".
- * Borrowed until the next call on the session. Never NULL. A message the
+ * Borrowed until the next call on the session. Never NULL ("" for a NULL
+ * session). A message the
  * Lua raised is kept up to 16 KiB (cut at a UTF-8 boundary, then
  * " [... N more bytes]"): the raised value is under the session's memory
  * cap, this copy is the runtime's. */

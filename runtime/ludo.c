@@ -129,8 +129,12 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env) {
 }
 
 LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len) {
+  if (env == NULL || env->info.p == NULL) {
+    if (len) *len = 2;
+    return "{}";
+  }
   if (len) *len = env->info.len;
-  return env->info.p ? env->info.p : "{}";
+  return env->info.p;
 }
 
 LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n) {
@@ -160,11 +164,11 @@ LUDO_EXTERN int ludo_session_close_async(ludo_session_t *s, ludo_close_cb cb,
 }
 
 LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s) {
-  return s->id;
+  return s ? s->id : "";
 }
 
 LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s) {
-  return s->ps ? s->ps->st.used : 0;
+  return s && s->ps ? s->ps->st.used : 0;
 }
 
 LUDO_EXTERN int ludo_session_collect(ludo_session_t *s) {
@@ -175,11 +179,11 @@ LUDO_EXTERN int ludo_session_collect(ludo_session_t *s) {
 }
 
 LUDO_EXTERN void ludo_session_set_data(ludo_session_t *s, void *data) {
-  s->data = data;
+  if (s) s->data = data;
 }
 
 LUDO_EXTERN void *ludo_session_get_data(const ludo_session_t *s) {
-  return s->data;
+  return s ? s->data : NULL;
 }
 
 LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L) {
@@ -196,7 +200,7 @@ LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on) {
 }
 
 LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s) {
-  return s->err.p ? s->err.p : "";
+  return s && s->err.p ? s->err.p : "";
 }
 
 LUDO_EXTERN int ludo_session_error(const ludo_session_t *s,

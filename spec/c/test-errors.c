@@ -193,6 +193,14 @@ TEST_IMPL(error_invalid_arguments) {
   ASSERT_ERR(ludo_runtime_poll(NULL, 0), LUDO_EINVAL);
   ASSERT_ERR(ludo_env_prewarm(NULL, 1), LUDO_EINVAL);
   ASSERT_OK(ludo_env_free(NULL));
+  /* the accessors answer for NULL as their siblings do */
+  ASSERT_STR_EQ(ludo_env_info(NULL, &len), "{}");
+  ASSERT_EQ(len, 2);
+  ASSERT_STR_EQ(ludo_session_id(NULL), "");
+  ASSERT_STR_EQ(ludo_session_errmsg(NULL), "");
+  ASSERT_EQ(ludo_session_memory(NULL), 0);
+  ludo_session_set_data(NULL, &len);
+  ASSERT_NULL(ludo_session_get_data(NULL));
   ludo_session_close(NULL);
   ludo_runtime_free(NULL);
 
