@@ -38,6 +38,18 @@ void ludo__env_compile_schema(lua_State *L, ludo_env_t *env,
   lua_pop(L, 1);
 }
 
+void ludo__env_keep_json(lua_State *L, int idx, ludo__buf_t *b) {
+  size_t n;
+  const char *text;
+  /* Encoded in the state, under its cap (a readme of control characters
+   * grows six times as JSON), then copied into the runtime's memory. */
+  ludo__json_tostring(L, idx, LUDO__JSON_MAXDEPTH);
+  text = lua_tolstring(L, -1, &n);
+  if (ludo__buf_add(b, text, n) != 0)
+    ludo__error_raise(L, LUDO_ENOMEM, "no memory for the description");
+  lua_pop(L, 1);
+}
+
 /* Probe state only: checks the declaration, writes env->info and compiles
  * the action schema. Stack: mod on top. [-0, +0, e] */
 static void describe(lua_State *L, ludo_env_t *env) {
@@ -50,16 +62,7 @@ static void describe(lua_State *L, ludo_env_t *env) {
   lua_call(L, 3, 2);                       /* mod, envinfo, info, declared */
   declared = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  /* Encoded in the state, under its cap (a readme of control characters
-   * grows six times as JSON), then kept by the runtime. */
-  ludo__json_tostring(L, -1, LUDO__JSON_MAXDEPTH);
-  {
-    size_t n;
-    const char *text = lua_tolstring(L, -1, &n);
-    if (ludo__buf_add(&env->info, text, n) != 0)
-      ludo__error_raise(L, LUDO_ENOMEM, "no memory for the description");
-  }
-  lua_pop(L, 1);
+  ludo__env_keep_json(L, -1, &env->info);
   lua_getfield(L, -1, "concurrent");
   env->concurrent = lua_toboolean(L, -1);
   lua_pop(L, 1);

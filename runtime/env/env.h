@@ -123,6 +123,12 @@ struct ludo_session_s {
 /* Builds a prepared state for env. On failure writes rt->errmsg. */
 int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out);
 
+/* Appends the JSON text of the value at idx to `b` (the runtime's memory),
+ * encoding it first in L's state under its memory cap and CPU budget: a
+ * module's declaration kept by the runtime is bounded as the module's own
+ * values are. [-0, +0, e] */
+void ludo__env_keep_json(lua_State *L, int idx, ludo__buf_t *b);
+
 /* Compiles the schema text on top of L's stack (a module's declaration,
  * in the probe state's load) into *out, within the load's CPU budget and
  * with at most the state's memory cap of compiled schema; pops the text.

@@ -56,7 +56,7 @@ void ludo__tools_describe(lua_State *L, ludo_env_t *env, int info) {
       lua_pop(L, 1);
     }
   }
-  ludo__json_encode(L, -1, &env->tools_json, LUDO__JSON_MAXDEPTH, NULL);
+  ludo__env_keep_json(L, -1, &env->tools_json);
   lua_pop(L, 1);
 }
 

@@ -109,6 +109,7 @@ describe("environment API", function()
       { "decl_schema_big", "ENOMEM",
         "schema: its tree would hold more than 8 MiB (the memory cap)" },
       { "decl_readme_big", "ENOMEM", "reached the memory limit during load" },
+      { "decl_tool_big", "ENOMEM", "reached the memory limit during load" },
     }
     for _, c in ipairs(cases) do
       it(c[1], function()
