@@ -163,14 +163,17 @@ typedef struct ludo_server_options_s {
   unsigned max_sessions;       /* sessions open at once, of every kind
                                   (WebSocket, HTTP, MCP): default 1024,
                                   and 1 for an environment declared
-                                  concurrent = false (more is refused) */
+                                  concurrent = false (more is refused);
+                                  at capacity an idle session made by
+                                  POST /reset gives way to a new one */
   uint32_t session_timeout_ms; /* a session with no reset, step or tool
                                   call for this long is closed, and its
                                   WebSocket too; 0: never */
   uint32_t http_session_timeout_ms; /* the same for sessions made by
                                   POST /reset or openenv/session/create,
                                   which have no socket to end them:
-                                  default 300000 */
+                                  default 300000 (POST /reset's go
+                                  sooner when capacity needs them) */
   const char *token;           /* when set, every route but /health needs
                                   "Authorization: Bearer <token>" */
   int strict;                  /* check observations against the declared

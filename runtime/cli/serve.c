@@ -61,7 +61,8 @@ static const ludo__cli_opt_t serve_opts[] = {
     {OPT_MAX_SESSIONS, "--max-sessions", NULL, "N",
      "sessions open at once, of every kind, over all\n"
      "workers (default 1024; 1, the most it allows,\n"
-     "for an environment with concurrent = false)"},
+     "for an environment with concurrent = false); at\n"
+     "capacity an idle POST /reset session gives way"},
     {OPT_WORKERS, "--workers", NULL, "N",
      "worker threads, each with its own loop, runtime\n"
      "and sessions, sharing the port (default: the\n"

@@ -51,12 +51,25 @@ static int owner_of(ludo__serve_t *sv, const char *id) {
 
 /* ---- the checks of named sessions (both sides) -------------------------- */
 
+/* Takes x, about to be used, off the list of sessions that give way;
+ * 0, or -1 when it gave way just now: *out is cleared and msg says so. */
+static int take(ludo__serve_t *sv, sv_sess_t *x, sv_sess_t **out,
+                char *msg, size_t n) {
+  char id[sizeof x->id];
+  if (!x->listed) return 0;
+  memcpy(id, x->id, sizeof id); /* x may go */
+  if (sv_reclaim_take(x) == 0) return 0;
+  *out = NULL;
+  sv_unknown_text(sv, id, msg, n);
+  return -1;
+}
+
 int sv_check_http(ludo__serve_t *sv, const char *id, sv_sess_t **out,
                   char *msg, size_t n) {
   sv_sess_t *x = sv_sess_find(sv, id);
   *out = x;
   if (x == NULL || x->opening) {
-    snprintf(msg, n, "Unknown session_id: %.64s", id);
+    sv_unknown_text(sv, id, msg, n);
     return 404;
   }
   if (x->ws != NULL) {
@@ -68,7 +81,7 @@ int sv_check_http(ludo__serve_t *sv, const char *id, sv_sess_t **out,
     snprintf(msg, n, "Session %s is busy with another call", x->id);
     return 409;
   }
-  return 0;
+  return take(sv, x, out, msg, n) == 0 ? 0 : 404;
 }
 
 int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
@@ -76,7 +89,7 @@ int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
   sv_sess_t *x = sv_sess_find(sv, id);
   *out = x;
   if (x == NULL || x->opening) {
-    snprintf(msg, n, "Unknown session_id: %.64s", id);
+    sv_unknown_text(sv, id, msg, n);
     return -32602;
   }
   if (x->ws != NULL) { /* its calls come in order on that socket */
@@ -88,7 +101,7 @@ int sv_check_tool(ludo__serve_t *sv, const char *id, sv_sess_t **out,
     snprintf(msg, n, "Session %s is busy with another call", x->id);
     return -32600;
   }
-  return 0;
+  return take(sv, x, out, msg, n) == 0 ? 0 : -32602;
 }
 
 int sv_check_attach(ludo__serve_t *sv, const char *id, sv_sess_t **out,
@@ -96,14 +109,14 @@ int sv_check_attach(ludo__serve_t *sv, const char *id, sv_sess_t **out,
   sv_sess_t *x = sv_sess_find(sv, id);
   *out = x;
   if (x == NULL || (x->kind != SV_SESS_MCP && x->kind != SV_SESS_HTTP))
-    snprintf(msg, n, "Unknown session_id: %.64s", id);
+    sv_unknown_text(sv, id, msg, n);
   else if (x->opening)
     snprintf(msg, n, "Session %s is still initializing", x->id);
   else if (x->ws != NULL)
     snprintf(msg, n, "Session %s already has an attached WebSocket",
              x->id);
   else
-    return 0;
+    return take(sv, x, out, msg, n);
   return -1;
 }
 
@@ -113,7 +126,7 @@ int sv_close_named(ludo__serve_t *sv, const char *id, char **result,
   json_t *v;
   *result = NULL;
   if (x == NULL) {
-    snprintf(msg, n, "Unknown session_id: %.64s", id);
+    sv_unknown_text(sv, id, msg, n);
     return -32602;
   }
   if (x->kind == SV_SESS_WS || x->kind == SV_SESS_MCP_WS) {
@@ -683,6 +696,10 @@ static void on_request(ludo__serve_t *sv, const sv_fwd_t *q) {
       c->closing = 1;
       remote_free(sv, c);
       if (q->op == SV_FWD_END) sv_sess_close(x);
+      else sv_reclaim_note(x); /* unattached: it may give way */
+      break;
+    case SV_FWD_EVICT:
+      sv_reclaim_pay(sv);
       break;
     default:
       break;

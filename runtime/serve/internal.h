@@ -20,6 +20,8 @@
                                  before they count against the server's
                                  input budget */
 #define SV_WRAP_KEEP 65536    /* scratch for /ws replies kept between uses */
+#define SV_EVICTED_KEEP 64    /* ids of sessions closed to make room that
+                                 a server remembers, to say so (reclaim.c) */
 
 /* Why a WebSocket client's input ended (sv_ws_t.ending). */
 enum { SV_END_COUNT = 1, SV_END_BYTES, SV_END_BINARY };
@@ -79,6 +81,12 @@ struct sv_sess_s {
   unsigned fwd_from;        /* ours, running a forwarded call: 1 + the
                                asking worker, 0: none */
   uint64_t fwd_seq;         /* ... and the number of its proxy there */
+  /* reclaim.c: an HTTP session, idle and with no WebSocket, is on its
+   * server's list of sessions that give way to a newcomer at capacity. */
+  sv_sess_t *lnext, *lprev; /* that list, least recently used first */
+  int listed;               /* on it */
+  int slot_given;           /* its slot went to a newcomer: closing it
+                               leaves the session count alone */
 };
 
 struct sv_ws_s {
@@ -125,6 +133,8 @@ enum {
                         stays */
   SV_FWD_END,        /* the attached WebSocket was closed by its server:
                         the session closes too */
+  SV_FWD_EVICT,      /* the asker took slots of our idle HTTP sessions
+                        (reclaim.c): close that many */
   /* answering: to the asker */
   SV_FWD_ANSWER,     /* status, refusal, sess_kind, data */
   SV_FWD_WS_CLOSE    /* the owner ends the attachment: close the
@@ -182,6 +192,12 @@ struct ludo__serve_s {
   sv_sess_t *proxies[SV_PROXY_BUCKETS];
   unsigned nproxies;
   uint64_t next_seq;
+  /* reclaim.c: the sessions that may give way, and the ids of the last
+   * ones that did. */
+  sv_sess_t *lru_head, *lru_tail;
+  unsigned nlisted;
+  char evicted[SV_EVICTED_KEEP][48];
+  unsigned evicted_at;
   void (*close_cb)(void *ud);
   void *close_ud;
   char errmsg[256];
@@ -226,6 +242,38 @@ void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n);
 /* Detaches the session from its WebSocket, which went away: an attached
  * session (?session_id=) outlives the socket. */
 void sv_sess_detach(sv_sess_t *x);
+
+/* ---- reclaim.c: idle HTTP sessions give way at capacity -------------- */
+
+/* Puts x on the server's list of sessions that give way, when it is an
+ * HTTP session (POST /reset), open, idle, with no WebSocket attached, and
+ * the server is not closing; else does nothing. Call it whenever one of
+ * these may have become true: a call ended, a WebSocket left. */
+void sv_reclaim_note(sv_sess_t *x);
+
+/* Takes x off the list before a call or an attachment. Returns 0 (it may
+ * be used), or -1 when its slot had been given to a newcomer of another
+ * worker meanwhile: x is closed then (its id answers as one closed to
+ * make room), and the caller answers as for an unknown session. */
+int sv_reclaim_take(sv_sess_t *x);
+
+/* Takes x off the list as it closes: its slot goes back to the count, or
+ * pays what the server owes (a slot it gave already). */
+void sv_reclaim_drop(sv_sess_t *x);
+
+/* At capacity: closes the least recently used idle HTTP session of this
+ * worker, or takes one of another worker's (which closes it when its loop
+ * gets the message), and returns 1: its slot is the caller's now, already
+ * counted. 0 when none may give way. */
+int sv_reclaim_slot(ludo__serve_t *sv);
+
+/* Closes as many listed sessions as other workers took slots of
+ * (SV_FWD_EVICT, the reaper). */
+void sv_reclaim_pay(ludo__serve_t *sv);
+
+/* The text of the refusal for session `id` that is not there: "Unknown
+ * session_id: ID", saying when it was closed to make room. */
+void sv_unknown_text(ludo__serve_t *sv, const char *id, char *msg, size_t n);
 
 /* ---- group.c: the workers' shared state and inboxes ------------------- */
 

@@ -105,6 +105,9 @@ int ludo__metrics_render(ludo__metrics_t *m, ludo__buf_t *b) {
                  get(&m->sessions_opened));
   bad |= counter(b, "ludo_sessions_closed_total", "Sessions closed.",
                  get(&m->sessions_closed));
+  bad |= counter(b, "ludo_sessions_reclaimed_total", "Idle HTTP sessions "
+                 "closed to make room for a new session at capacity.",
+                 get(&m->sessions_reclaimed));
   bad |= counter(b, "ludo_resets_total", "Resets that succeeded.",
                  get(&m->resets));
   bad |= counter(b, "ludo_tool_calls_total", "MCP tools/call requests.",

@@ -47,6 +47,7 @@ typedef struct ludo__worker_metrics_s {
 typedef struct ludo__metrics_s {
   atomic_long sessions_open;
   atomic_ulong sessions_opened, sessions_closed;
+  atomic_ulong sessions_reclaimed;       /* closed to make room (reclaim.c) */
   atomic_ulong resets, steps, tool_calls;
   atomic_ulong step_bucket[LUDO__METRICS_BUCKETS + 1]; /* last: +Inf */
   atomic_ulong step_us_sum;

@@ -17,7 +17,9 @@
 #define DEFAULT_MAX_OUTPUT_BYTES ((size_t)256 << 20)
 
 void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
+  unsigned i;
   atomic_init(&sh->open, 0);
+  for (i = 0; i < LUDO_SERVER_MAX_WORKERS; i++) atomic_init(&sh->spare[i], 0);
   atomic_init(&sh->output.used, 0);
   atomic_init(&sh->output.max, DEFAULT_MAX_OUTPUT_BYTES);
   atomic_init(&sh->input.used, 0);
@@ -71,13 +73,15 @@ static void unhash(sv_sess_t *x) {
 /* Frees the record: the session is closed and no callback will come. */
 static void sess_free(sv_sess_t *x) {
   ludo__serve_t *sv = x->sv;
+  sv_reclaim_drop(x);
   unhash(x);
   if (x->prev) x->prev->next = x->next;
   else sv->sessions = x->next;
   if (x->next) x->next->prev = x->prev;
   sv->nsessions--;
   if (sv->wm) atomic_fetch_sub(&sv->wm->sessions_open, 1);
-  atomic_fetch_sub(&sv->shared->open, 1);
+  if (!x->slot_given) /* else a newcomer holds its slot (reclaim.c) */
+    atomic_fetch_sub(&sv->shared->open, 1);
   atomic_fetch_add(&sv->shared->metrics.sessions_closed, 1);
   atomic_fetch_sub(&sv->shared->metrics.sessions_open, 1);
   if (x->rpc_id) json_decref(x->rpc_id);
@@ -129,9 +133,12 @@ sv_sess_t *sv_sess_open(ludo__serve_t *sv, int kind, sv_done_fn done,
   n = atomic_fetch_add(&sv->shared->open, 1);
   if (n >= sv->o.max_sessions) {
     atomic_fetch_sub(&sv->shared->open, 1);
-    ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_CAPACITY);
-    *why = LUDO_EBUSY;
-    return NULL;
+    /* An idle HTTP session gives way: its slot, counted, is ours. */
+    if (!sv_reclaim_slot(sv)) {
+      ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_CAPACITY);
+      *why = LUDO_EBUSY;
+      return NULL;
+    }
   }
   x = ludo__calloc(&sv->core->heap, sizeof *x);
   if (x == NULL) {
@@ -173,6 +180,9 @@ static void on_call(ludo_session_t *s, int status, const char *data,
    * the timeout is not idleness. */
   if (x->call != LUDO__CALL_STATE) x->last_ms = sv_now_ms(sv);
   if (status != 0) ludo__metrics_error(&x->sv->shared->metrics, status);
+  /* Idle now, it may give way: before its answer goes, so that a client
+   * asking for a new session as soon as it has the answer finds it so. */
+  sv_reclaim_note(x);
   x->in_cb++;
   if (done) done(x, status, data, len);
   /* The call may have been another client's (a WebSocket that left, an
@@ -204,6 +214,7 @@ int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
   if (rc != 0) {
     x->busy = 0;
     x->done = NULL;
+    sv_reclaim_note(x);
   }
   return rc;
 }
@@ -215,6 +226,7 @@ void sv_sess_close(sv_sess_t *x) {
     return;
   }
   if (x->dead) return;
+  sv_reclaim_drop(x);
   x->dead = 1;
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
   x->ws = NULL;
@@ -237,6 +249,7 @@ void sv_sess_detach(sv_sess_t *x) {
   x->ws = NULL;
   x->caller = NULL;
   if (x->owner) sv_proxy_detach(x);
+  else sv_reclaim_note(x);
 }
 
 unsigned ludo__serve_sessions(const ludo__serve_t *sv) {
@@ -254,8 +267,9 @@ static uint32_t timeout_of(ludo__serve_t *sv, const sv_sess_t *x) {
 static void on_reap(uv_timer_t *t) {
   ludo__serve_t *sv = t->data;
   uint64_t now = sv_now_ms(sv);
-  sv_sess_t *x = sv->sessions, *next;
-  for (; x; x = next) {
+  sv_sess_t *x, *next;
+  sv_reclaim_pay(sv); /* owed to another worker, if its message was lost */
+  for (x = sv->sessions; x; x = next) {
     uint32_t limit = timeout_of(sv, x);
     next = x->next;
     if (x->dead || x->opening || x->busy || limit == 0 ||

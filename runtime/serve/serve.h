@@ -20,6 +20,10 @@ typedef struct ludo__serve_s ludo__serve_t;
  * ludo__serve_shared_init; it must outlive its servers. */
 typedef struct ludo__serve_shared_s {
   atomic_uint open;          /* sessions open or opening, all servers */
+  /* By worker: its idle HTTP sessions that may give their slot to a
+   * newcomer, less those given already (reclaim.c). Only the worker adds;
+   * any worker takes one, never below 0. */
+  atomic_uint spare[LUDO_SERVER_MAX_WORKERS];
   ludo__net_budget_t output; /* unsent bytes of all connections
                                 (max_output_bytes) */
   ludo__net_budget_t input;  /* bytes of the WebSocket messages waiting

@@ -148,6 +148,22 @@ static void header(const char *resp, const char *name, char *out, size_t n) {
   out[k] = '\0';
 }
 
+/* The string value of field `key` in a response's JSON body, copied into
+ * out. */
+static void json_field(const char *resp, const char *key, char *out,
+                       size_t n) {
+  char pat[64];
+  const char *p;
+  size_t k = 0;
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  p = strstr(resp, pat);
+  ASSERT_NOT_NULL(p);
+  p += strlen(pat);
+  while (p[k] && p[k] != '"' && k + 1 < n) k++;
+  memcpy(out, p, k);
+  out[k] = '\0';
+}
+
 /* ---- tests ------------------------------------------------------------- */
 
 /* The group's checks: its size, each worker index once and in range, an
@@ -260,16 +276,19 @@ TEST_IMPL(workers_forward_calls) {
 }
 
 /* One session count for the group: with max_sessions 1, a session on
- * worker 0 fills worker 1 too. */
+ * worker 0 fills worker 1 too. An MCP session stays until closed; an idle
+ * HTTP session of the other worker gives its slot to a newcomer. */
 TEST_IMPL(workers_shared_capacity) {
   ludo_server_group_t *g;
   wk_t w0, w1;
-  char r[8192], sid[64], body[512];
+  char r[8192], sid[64], body[512], h[512];
   ASSERT_OK(ludo_server_group_new(2, &g));
   wk_start(&w0, g, 0, 1);
   wk_start(&w1, g, 1, 1);
-  ASSERT_EQ(call(w0.port, "POST", "/reset", "", "{}", r, sizeof r), 200);
-  header(r, "X-Session-Id", sid, sizeof sid);
+  ASSERT_EQ(call(w0.port, "POST", "/mcp", "", "{\"jsonrpc\":\"2.0\",\"id\""
+                 ":1,\"method\":\"openenv/session/create\"}", r, sizeof r),
+            200);
+  json_field(r, "session_id", sid, sizeof sid);
   ASSERT_EQ(call(w1.port, "POST", "/reset", "", "{}", r, sizeof r), 503);
   ASSERT_STR_CONTAINS(r, "Server at capacity: 1/1 sessions active.");
   snprintf(body, sizeof body, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":"
@@ -277,9 +296,20 @@ TEST_IMPL(workers_shared_capacity) {
            sid);
   ASSERT_EQ(call(w1.port, "POST", "/mcp", "", body, r, sizeof r), 200);
   ASSERT_STR_CONTAINS(r, "\"closed\":true");
-  ASSERT_EQ(call(w1.port, "POST", "/reset", "", "{}", r, sizeof r), 200);
+  ASSERT_EQ(call(w0.port, "POST", "/reset", "", "{}", r, sizeof r), 200);
   header(r, "X-Session-Id", sid, sizeof sid);
-  ASSERT_TRUE(strncmp(sid, "w1-", 3) == 0);
+  ASSERT_TRUE(strncmp(sid, "w0-", 3) == 0);
+  ASSERT_EQ(call(w1.port, "POST", "/reset", "", "{}", r, sizeof r), 200);
+  header(r, "X-Session-Id", body, sizeof body);
+  ASSERT_TRUE(strncmp(body, "w1-", 3) == 0);
+  /* forwarded after the message that closes it: gone, saying why */
+  snprintf(h, sizeof h, "X-Session-Id: %s\r\n", sid);
+  ASSERT_EQ(call(w1.port, "POST", "/step", h,
+                 "{\"action\":{\"message\":\"late\"}}", r, sizeof r), 404);
+  ASSERT_STR_CONTAINS(r, "closed to make room for other sessions");
+  ASSERT_EQ(call(w1.port, "GET", "/metrics", "", NULL, r, sizeof r), 200);
+  ASSERT_STR_CONTAINS(r, "ludo_sessions_open 1\n");
+  ASSERT_STR_CONTAINS(r, "ludo_sessions_reclaimed_total 1\n");
   wk_stop(&w0);
   wk_stop(&w1);
   ludo_server_group_free(g);

@@ -2207,6 +2207,179 @@ def invalid_json_with_many_keys_is_refused_cheaply():
         check(c.stop() == 0, "exit status")
 
 
+# ---- HTTP sessions give way (docs/protocol.md, "Sessions and capacity") ----
+
+MADE_ROOM = "closed to make room for other sessions"
+
+
+def open_sessions(srv):
+    return metric(srv.http("GET", "/metrics")[1], "ludo_sessions_open")
+
+
+def wait_open(srv, n):
+    """ludo_sessions_open once it is n (a slot given by another worker's
+    session comes back when that worker has closed it)."""
+    for _ in range(50):
+        got = open_sessions(srv)
+        if got == n:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"ludo_sessions_open {got}, not {n}")
+
+
+@test
+async def http_session_gives_way_to_a_websocket():
+    # OpenEnv's tests/envs/test_websockets.py on a server of one session:
+    # an HTTP reset then a stateless GET /state; an HTTP reset, then a
+    # WebSocket client, then GET /state. The reset's session is idle and
+    # no socket holds it: the newcomer takes its slot.
+    for env in ("examples/echo", "spec/fixtures/serve/single"):
+        args = ("--max-sessions", "1") if env == "examples/echo" else ()
+        c = Server(env, *args)
+        try:
+            st, v, h = c.http("POST", "/reset", {})
+            check(st == 200, (st, v))
+            st, v, _ = c.http("GET", "/state")
+            check(st == 200 and v["step_count"] == 0, (st, v))
+            st, v, h = c.http("POST", "/reset", {})
+            check(st == 200, (st, v))
+            sid = h["X-Session-Id"]
+            async with c.ws() as ws:
+                v = await rpc(ws, {"type": "reset"})
+                check(v["type"] == "observation", v)
+                action = {"message": "hi"} if env == "examples/echo" else {}
+                v = await rpc(ws, {"type": "step", "data": action})
+                check(v["type"] == "observation", v)
+            wait_open(c, 0)
+            st, v, _ = c.http("GET", "/state")
+            check(st == 200 and v["step_count"] == 0, (st, v))
+            # the evicted session is gone, as one the idle timeout closed
+            # (404), and the message says why
+            st, v, _ = c.http("GET", "/state", headers={"X-Session-Id": sid})
+            check(st == 404 and v["detail"].startswith(
+                "Unknown session_id: " + sid) and MADE_ROOM in v["detail"],
+                (st, v))
+            # a new HTTP session takes the place of the last one
+            sids = [c.http("POST", "/reset", {})[2]["X-Session-Id"]
+                    for _ in range(3)]
+            st, v, _ = c.http("GET", "/state?session_id=" + sids[-1])
+            check(st == 200, (st, v))
+            st, v, _ = c.http("GET", "/state?session_id=" + sids[0])
+            check(st == 404 and MADE_ROOM in v["detail"], (st, v))
+            m = c.http("GET", "/metrics")[1]
+            check(metric(m, "ludo_sessions_open") == 1 and
+                  metric(m, "ludo_sessions_reclaimed_total") == 4, m)
+        finally:
+            check(c.stop() == 0, "exit status")
+
+
+@test
+async def workers_http_sessions_give_way():
+    w = Server("examples/echo", "--workers", "2", "--max-sessions", "2")
+    try:
+        sids = [w.http("POST", "/reset", {})[2]["X-Session-Id"]
+                for _ in range(6)]
+        check(all(re.match(r"^w[01]-", s) for s in sids), sids)
+        async with w.ws() as a, w.ws() as b:
+            for ws in (a, b):
+                v = await rpc(ws, {"type": "reset"})
+                check(v["type"] == "observation", v)
+                v = await rpc(ws, {"type": "step",
+                                   "data": {"message": "x"}})
+                check(v["type"] == "observation", v)
+            for sid in sids:
+                st, v, _ = w.http("POST", "/step",
+                                  {"action": {"message": "late"}},
+                                  {"X-Session-Id": sid})
+                check(st == 404 and v["detail"].startswith(
+                    "Unknown session_id: " + sid) and
+                    MADE_ROOM in v["detail"], (sid, st, v))
+            wait_open(w, 2)
+            check(sum(per_worker(w, "ludo_worker_sessions_open")) == 2,
+                  "per worker")
+            async with w.ws() as third:
+                v = json.loads(await third.recv())
+                check(v["data"]["code"] == "CAPACITY_REACHED", v)
+        wait_open(w, 0)
+        m = w.http("GET", "/metrics")[1]
+        check(metric(m, "ludo_sessions_opened_total") ==
+              metric(m, "ludo_sessions_closed_total") == 8 and
+              metric(m, "ludo_sessions_reclaimed_total") == 6, m)
+        # a session of one worker gives way to a request on the other
+        c0, c1 = conns_by_worker(w)
+        async with w.ws() as a:
+            await rpc(a, {"type": "reset"})
+            for first, then in ((c0, c1), (c1, c0)):
+                st, v, h = first.call("POST", "/reset", {})
+                sid = h["X-Session-Id"]
+                st, v, h = then.call("POST", "/reset", {})
+                check(st == 200 and h["X-Session-Id"][:3] !=
+                      sid[:3], (st, v, sid))
+                st, v, _ = then.call("POST", "/step", {"action": {
+                    "message": "x"}}, {"X-Session-Id": sid})
+                check(st == 404 and MADE_ROOM in v["detail"], (st, v))
+                st, v, _ = then.call("POST", "/mcp", {
+                    "jsonrpc": "2.0", "id": 1, "method":
+                    "openenv/session/close",
+                    "params": {"session_id": h["X-Session-Id"]}})
+                check(v["result"]["closed"] is True, v)
+            wait_open(w, 1)
+        wait_open(w, 0)
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
+@test
+async def busy_or_attached_http_sessions_stay():
+    # An HTTP session with a call in flight, or with a WebSocket attached
+    # (?session_id=), is not taken: the newcomer is refused as before. So
+    # is an MCP session (openenv/session/create), which its client closes.
+    for workers in ("1", "2"):
+        c = Server("spec/fixtures/serve/slow", "--max-sessions", "1",
+                   "--workers", workers)
+        try:
+            st, v, h = c.http("POST", "/reset", {})
+            sid = h["X-Session-Id"]
+            step = asyncio.create_task(asyncio.to_thread(
+                c.http, "POST", "/step", {"action": {"ms": 1500}},
+                {"X-Session-Id": sid}))
+            await asyncio.sleep(0.5)
+            async with c.ws() as ws:
+                v = json.loads(await ws.recv())
+                check(v["data"]["code"] == "CAPACITY_REACHED", v)
+            st, v, _ = c.http("POST", "/reset", {})
+            check(st == 503 and v["detail"].startswith("Server at capacity"),
+                  (st, v))
+            st, v, _ = await step
+            check(st == 200 and v["observation"]["slept"] == 1500, (st, v))
+            async with c.ws("/ws?session_id=" + sid) as att:
+                v = await rpc(att, {"type": "step", "data": {"ms": 0}})
+                check(v["type"] == "observation", v)
+                async with c.ws() as ws:
+                    v = json.loads(await ws.recv())
+                    check(v["data"]["code"] == "CAPACITY_REACHED", v)
+                st, v, _ = c.http("GET", "/state")
+                check(st == 503, (st, v))
+            # detached, it is idle again: the next newcomer takes it
+            for _ in range(50):
+                st, v, _ = c.http("GET", "/state")
+                if st == 200:
+                    break
+                time.sleep(0.1)
+            check(st == 200, (st, v))
+            st, v, _ = c.http("GET", "/state?session_id=" + sid)
+            check(st == 404 and MADE_ROOM in v["detail"], (st, v))
+            mcp = create_session(c)
+            async with c.ws() as ws:
+                v = json.loads(await ws.recv())
+                check(v["data"]["code"] == "CAPACITY_REACHED", v)
+            st, v, _ = c.http("GET", "/state?session_id=" + mcp)
+            check(st == 200, (st, v))
+            check(open_sessions(c) == 1, "open")
+        finally:
+            check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
