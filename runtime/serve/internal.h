@@ -85,8 +85,9 @@ struct sv_sess_s {
    * server's list of sessions that give way to a newcomer at capacity. */
   sv_sess_t *lnext, *lprev; /* that list, least recently used first */
   int listed;               /* on it */
-  int slot_given;           /* its slot went to a newcomer: closing it
-                               leaves the session count alone */
+  int slot_given;           /* its slot is no longer counted for it: it
+                               went to a newcomer (reclaim.c), or back at
+                               the close (serve.c give_back_slot) */
 };
 
 struct sv_ws_s {

@@ -71,17 +71,25 @@ static void unhash(sv_sess_t *x) {
 
 
 /* Frees the record: the session is closed and no callback will come. */
+/* Gives x's capacity slot back, once: at close, not when x is freed (a
+ * call's continuation may hold x a while after its answer went out, and a
+ * client that read the answer may ask for a session at once). */
+static void give_back_slot(sv_sess_t *x) {
+  if (x->slot_given) return; /* gone already, or to a newcomer (reclaim.c) */
+  x->slot_given = 1;
+  atomic_fetch_sub(&x->sv->shared->open, 1);
+}
+
 static void sess_free(sv_sess_t *x) {
   ludo__serve_t *sv = x->sv;
   sv_reclaim_drop(x);
+  give_back_slot(x);
   unhash(x);
   if (x->prev) x->prev->next = x->next;
   else sv->sessions = x->next;
   if (x->next) x->next->prev = x->prev;
   sv->nsessions--;
   if (sv->wm) atomic_fetch_sub(&sv->wm->sessions_open, 1);
-  if (!x->slot_given) /* else a newcomer holds its slot (reclaim.c) */
-    atomic_fetch_sub(&sv->shared->open, 1);
   atomic_fetch_add(&sv->shared->metrics.sessions_closed, 1);
   atomic_fetch_sub(&sv->shared->metrics.sessions_open, 1);
   if (x->rpc_id) json_decref(x->rpc_id);
@@ -228,6 +236,7 @@ void sv_sess_close(sv_sess_t *x) {
   if (x->dead) return;
   sv_reclaim_drop(x);
   x->dead = 1;
+  give_back_slot(x);
   if (x->ws && x->ws->sess == x) x->ws->sess = NULL;
   x->ws = NULL;
   x->caller = NULL;
