@@ -101,14 +101,16 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
  * from callbacks are delivered in the next poll. budget_us == 0: run what
  * is ready now, without a limit. On a borrowed loop, runs ludo's queue
  * only (the host runs the loop). Returns the number of calls in flight
- * (>= 0), LUDO_EBUSY from inside a host function or callback, or
+ * (>= 0; a call counts until its completion callback has run, so 0 means
+ * none is owed), LUDO_EBUSY from inside a host function or callback, or
  * LUDO_EINVAL. */
 LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 
 /* Runs the loop until no call is in flight and every completion callback
  * owed has run (including those a blocking call held back while it ran
- * the loop). Returns 0 or LUDO_EBUSY when called from inside a ludo
- * callback. */
+ * the loop), and the Lua states of closed sessions, which the loop frees
+ * a slice per pass, are all freed. Returns 0 or LUDO_EBUSY when called
+ * from inside a ludo callback. */
 LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 
 /* Stops every call of `rt` in progress (issued and not yet completed):
@@ -211,10 +213,11 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
  * next such call. Never NULL. */
 LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt);
 
-/* Frees an environment. Returns LUDO_EBUSY (and frees nothing) while it has
- * open sessions or opens in flight. Accepts NULL. From a callback that
- * ludo_runtime_free runs it returns 0 and leaves `env` to
- * ludo_runtime_free, which frees it with the others. */
+/* Frees an environment, and the states of closed sessions (of any
+ * environment) the loop has not freed yet. Returns LUDO_EBUSY (and frees
+ * nothing) while it has open sessions or opens in flight. Accepts NULL.
+ * From a callback that ludo_runtime_free runs it returns 0 and leaves
+ * `env` to ludo_runtime_free, which frees it with the others. */
 LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
 
 /* The environment's description as JSON: {"name", "description", "version",
@@ -242,8 +245,10 @@ LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
 
 /* Opens a session on the loop: `cb` runs from the loop with the session
  * (taken from the pool, or built when the pool is empty) or a failure
- * code. Returns 0, LUDO_EINVAL or LUDO_ENOMEM (then `cb` is never
- * called). The environment cannot be freed while an open is pending. */
+ * code (held, with the open itself, while a blocking call runs the loop:
+ * never inside it). Returns 0, LUDO_EINVAL or LUDO_ENOMEM (then `cb` is
+ * never called). The environment cannot be freed while an open is
+ * pending. */
 LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
                                         void *ud);
 
@@ -257,7 +262,11 @@ LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
 LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
 
 /* Closes a session from the loop: the same as ludo_session_close, then
- * `cb` (may be NULL) runs. New calls on `s` return LUDO_ECLOSED at once.
+ * `cb` (may be NULL) runs. While a blocking call runs the loop, the
+ * session's call in flight is cancelled at once and the teardown, with
+ * its callbacks, waits until that call has returned (a blocking call
+ * on `s` itself ends with LUDO_ECANCELED and closes it as it returns).
+ * New calls on `s` return LUDO_ECLOSED at once.
  * Returns 0, LUDO_EINVAL or LUDO_ECLOSED (already closing; `cb` is then
  * never called). */
 LUDO_EXTERN int ludo_session_close_async(ludo_session_t *s, ludo_close_cb cb,
@@ -678,7 +687,9 @@ LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
  * borrowed until the next call or ludo_script_free. Returns 0, or
  * LUDO_EINVAL (no such function, arguments not an array), LUDO_EPARSE,
  * LUDO_EVALUE (the result is not JSON), LUDO_ESCRIPT, LUDO_ETIMEOUT,
- * LUDO_ENOMEM, LUDO_EBUSY; the message is in ludo_script_errmsg(). */
+ * LUDO_ENOMEM, LUDO_EBUSY, LUDO_ECANCELED; the message is in
+ * ludo_script_errmsg(), except after a free during the call (see
+ * ludo_script_free): LUDO_ECANCELED, and the script is gone. */
 LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
                                  const char *args_json, size_t len,
                                  const char **out, size_t *out_len);
@@ -715,9 +726,13 @@ LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
                                   ludo_error_t *err);
 
 /* Frees a script (before its runtime). Accepts NULL. Not from inside its
- * own call's Lua (a host function); fine from its own callback. A
- * non-blocking call in flight ends with LUDO_ECANCELED (see
- * ludo_script_call_async). */
+ * own non-blocking call's Lua (a host function); fine from its own
+ * callback. A non-blocking call in flight ends with LUDO_ECANCELED (see
+ * ludo_script_call_async). While a blocking ludo_script_call of the
+ * script runs (a host function of another session or script frees it
+ * meanwhile), the free is deferred: that call ends with LUDO_ECANCELED
+ * (a wait it is in is cancelled) and frees the script as it returns;
+ * new calls get LUDO_ECLOSED until then. */
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);
 
 /* ---- batched steps ---------------------------------------------------

@@ -130,9 +130,13 @@ int ludo__runtime_poll(ludo_runtime_t *rt, uint32_t budget_us) {
 
 int ludo__runtime_run(ludo_runtime_t *rt) {
   if (busy(rt)) return LUDO_EBUSY;
-  /* A completion held back while a blocking call ran the loop left the
-   * count of calls in flight; its callback is still owed. */
-  while (rt->calls > 0 || ludo__core_held_pending(&rt->core) > 0)
+  /* A call counts until its callback has run (held back while a blocking
+   * call ran the loop, too); a held open is pending as well. Closed
+   * sessions' states go to the loop, freed a slice per pass: they are
+   * all back before this returns (else a burst of closes driven by run
+   * alone kept them until some later pass). */
+  while (rt->calls > 0 || ludo__core_held_pending(&rt->core) > 0 ||
+         rt->retired != NULL)
     ludo__core_run_once(&rt->core);
   return 0;
 }

@@ -13,6 +13,8 @@
 
 struct ludo_script_s {
   int freeing;               /* ludo_script_free runs: calls refused */
+  int held;                  /* a blocking call runs: a free waits for it */
+  int free_owed;             /* ... and it frees the script on return */
   ludo_runtime_t *rt;
   ludo_script_t *prev, *next;  /* rt->scripts, once open */
   int linked;
@@ -128,8 +130,7 @@ static void script_done(ludo__sched_t *s, int status, lua_State *co,
   }
   sc->status = status;
   sc->done = 1;
-  if (sc->async) {
-    sc->rt->calls--;
+  if (sc->async) { /* counted until delivered */
     sc->phase = LUDO__PH_DELIVER;
     ludo__core_post(&sc->rt->core, &sc->task);
   }
@@ -154,8 +155,9 @@ static void script_wake(ludo__sched_t *s, void *ud) {
   ludo__core_post(&sc->rt->core, &sc->task);
 }
 
-/* Runs the host's callback of a finished non-blocking call. The callback
- * may free the script or start its next call: nothing touches sc after. */
+/* Runs the host's callback of a finished non-blocking call, which counts
+ * as in flight until here. The callback may free the script or start its
+ * next call: nothing touches sc after. */
 static void script_deliver(ludo_script_t *sc) {
   ludo__core_t *c = &sc->rt->core;
   ludo_script_cb cb = sc->cb;
@@ -165,6 +167,7 @@ static void script_deliver(ludo_script_t *sc) {
   sc->cb_ud = NULL;
   sc->phase = LUDO__PH_IDLE;
   sc->async = 0;
+  sc->rt->calls--;
   c->in_callback++;
   if (status == 0)
     cb(sc, 0, sc->out.p ? sc->out.p : "null", sc->out.p ? sc->out.len : 4,
@@ -184,7 +187,6 @@ static void script_fail_start(ludo_script_t *sc, int rc) {
   sc->err_where[0] = '\0';
   sc->status = rc;
   sc->done = 1;
-  sc->rt->calls--;
   sc->phase = LUDO__PH_DELIVER;
   ludo__core_post(&sc->rt->core, &sc->task);
 }
@@ -279,9 +281,15 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
   sc->done = 0;
   sc->runnable = 0;
   ludo__state_issue(&sc->ps->st); /* for ludo_runtime_interrupt */
+  /* A free from a host function, from the start on, waits for the call
+   * to return (the call reads sc until then). */
+  sc->held = 1;
   rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
                          json, json ? len : 0, script_done, sc);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    sc->held = 0;
+    return rc;
+  }
   /* The loop runs while the call waits; its completions wake it. */
   ludo__core_block(&rt->core);
   while (!sc->done) {
@@ -292,7 +300,12 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
     }
     ludo__core_run_once(&rt->core);
   }
+  sc->held = 0;
   ludo__core_unblock(&rt->core);
+  if (sc->free_owed) {
+    ludo__script_free(sc);
+    return LUDO_ECANCELED;
+  }
   if (sc->status != 0) return sc->status;
   *out = sc->out.p ? sc->out.p : "null";
   *out_len = sc->out.p ? sc->out.len : 4;
@@ -348,7 +361,6 @@ static void script_cancel(ludo_script_t *sc) {
       ludo__buf_reset(&sc->err);
     sc->err_code = sc->status = LUDO_ECANCELED;
     snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
-    sc->rt->calls--;
     sc->phase = LUDO__PH_DELIVER;
   } else if (sc->ps != NULL && sc->ps->sched.in_call) {
     ludo__sched_cancel(&sc->ps->sched); /* script_done posts... */
@@ -357,8 +369,27 @@ static void script_cancel(ludo_script_t *sc) {
   if (sc->phase == LUDO__PH_DELIVER && sc->cb != NULL) script_deliver(sc);
 }
 
+/* Frees a script a blocking call of its own runs: the call ends now with
+ * ECANCELED (a wait it is in is cancelled; Lua of its own that runs stops
+ * at its next instruction) and frees the script when it returns; the
+ * nudge keeps its loop pass from blocking in the poll meanwhile. */
+static void free_held(ludo_script_t *sc) {
+  ludo__sched_t *sched = &sc->ps->sched;
+  sc->freeing = 1;
+  sc->free_owed = 1;
+  if (sched->resuming)
+    ludo__state_kill(&sc->ps->st, LUDO__KILL_CLOSED);
+  else if (sched->in_call)
+    ludo__sched_cancel(sched);
+  ludo__core_post(&sc->rt->core, &sc->nudge);
+}
+
 void ludo__script_free(ludo_script_t *sc) {
   ludo__alloc_t *heap = &sc->rt->core.heap;
+  if (sc->held) {
+    free_held(sc);
+    return;
+  }
   sc->freeing = 1;
   if (sc->linked) {
     if (sc->prev)

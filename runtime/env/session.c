@@ -51,7 +51,9 @@ static void post(ludo_session_t *s, int phase) {
   ludo__core_post(&s->env->rt->core, &s->task);
 }
 
-/* Runs the host's completion callback of the finished call. */
+/* Runs the host's completion callback of the finished call. A call with
+ * a callback counts as in flight until here (ludo_runtime_run and poll
+ * report it while its delivery is still queued or held). */
 static void deliver(ludo_session_t *s) {
   ludo__core_t *c = &s->env->rt->core;
   ludo_call_cb cb = s->cb;
@@ -60,6 +62,7 @@ static void deliver(ludo_session_t *s) {
   s->cb_ud = NULL;
   s->phase = LUDO__PH_IDLE;
   if (cb == NULL) return;
+  s->env->rt->calls--;
   c->in_callback++;
   if (s->status == 0)
     cb(s, 0, s->out.p ? s->out.p : "", s->out.len, ud);
@@ -177,8 +180,10 @@ static void on_done(ludo__sched_t *sc, int status, lua_State *co, void *ud) {
   if (s->kind != LUDO__CALL_CLOSE) settle_memory(s);
   s->status = status;
   s->done = 1;
-  rt->calls--;
-  if (s->cb != NULL) post(s, LUDO__PH_DELIVER);
+  if (s->cb != NULL)
+    post(s, LUDO__PH_DELIVER); /* counted until delivered */
+  else
+    rt->calls--; /* a blocking call, or the module's close() */
 }
 
 /* The call can go on (an operation completed, or its slice ended). */
@@ -188,11 +193,19 @@ static void on_wake(ludo__sched_t *sc, void *ud) {
 }
 
 static void teardown(ludo_session_t *s);
+static void close_after_blocking(ludo_session_t *s);
 
 /* After Lua of this session ran: a close asked from inside it happens
- * now. */
+ * now, unless a blocking call or batch holds the session (that caller
+ * still reads it, and tears it down when it lets go) or another blocking
+ * call runs the loop (the teardown runs callbacks: it waits with the
+ * held deliveries). */
 static void settle(ludo_session_t *s) {
-  if (s->close_requested && !s->ps->sched.resuming) teardown(s);
+  if (!s->close_requested || s->ps->sched.resuming || s->held > 0) return;
+  if (s->env->rt->core.blocking)
+    close_after_blocking(s);
+  else
+    teardown(s);
 }
 
 static void start(ludo_session_t *s, int sliceable) {
@@ -205,8 +218,10 @@ static void start(ludo_session_t *s, int sliceable) {
                          on_done, s);
   if (rc != 0) { /* no call thread: fail the call */
     fail_call(s, rc, "ENOMEM: no memory left to start the call");
-    s->env->rt->calls--;
-    if (s->cb != NULL) post(s, LUDO__PH_DELIVER);
+    if (s->cb != NULL)
+      post(s, LUDO__PH_DELIVER); /* counted until delivered */
+    else
+      s->env->rt->calls--;
   }
 }
 
@@ -215,7 +230,10 @@ static void session_task(ludo__task_t *t) {
   ludo_session_t *s = (ludo_session_t *)((char *)t -
                                          offsetof(ludo_session_t, task));
   if (s->closing) { /* ludo_session_close_async */
-    teardown(s);
+    if (s->env->rt->core.blocking)
+      close_after_blocking(s); /* its callbacks wait for the call's end */
+    else
+      teardown(s);
     return;
   }
   switch (s->phase) {
@@ -327,9 +345,17 @@ static void open_task(ludo__task_t *t) {
   ludo_env_t *env = r->env;
   ludo__core_t *c = &env->rt->core;
   ludo_session_t *s = NULL;
-  int rc = ludo__session_open(env, &s);
   ludo_open_cb cb = r->cb;
   void *ud = r->ud;
+  int rc;
+  if (c->blocking) {
+    /* No callbacks inside a blocking call: the open waits with the held
+     * deliveries (still pending: ludo_env_free refuses, runtime_free
+     * cancels it). */
+    ludo__core_post_delivery(c, t);
+    return;
+  }
+  rc = ludo__session_open(env, &s);
   unlink_open(r);
   ludo__free(&c->heap, r, sizeof *r);
   c->in_callback++;
@@ -554,6 +580,7 @@ static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
     s->batch = NULL;
     rc = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], batch_cb, b, 0);
     if (rc != 0) { /* no memory for the copy, or over max_input_bytes */
+      rt->calls++; /* its callback is owed: counted until delivered */
       s->cb = batch_cb;
       s->cb_ud = b;
       if (rc == LUDO_ENOMEM) fail_call(s, rc, "ENOMEM: cannot copy the "
@@ -616,7 +643,6 @@ static void teardown(ludo_session_t *s) {
   ludo__core_unpost(&rt->core, &s->task); /* held deliveries too */
   if (s->phase == LUDO__PH_START) { /* the call never began */
     fail_call(s, LUDO_ECANCELED, "ECANCELED: the call was cancelled");
-    rt->calls--;
     s->phase = LUDO__PH_DELIVER;
   }
   if (s->phase == LUDO__PH_DELIVER) deliver(s);

@@ -21,13 +21,21 @@
 
 static ludo_session_t *victim;   /* what the host function closes */
 static int victim_async;          /* ... with ludo_session_close_async */
+static ludo_close_cb victim_ccb;  /* ... and this close callback */
+static int close_self;            /* or it closes its own session */
+static ludo_script_t *script_victim; /* or it frees this script */
 
 static int close_victim(lua_State *L) {
-  (void)L;
-  if (victim != NULL && victim_async)
-    ASSERT_OK(ludo_session_close_async(victim, NULL, NULL));
-  else if (victim != NULL)
+  if (close_self) {
+    ludo_session_close(ludo_session_from_lua(L));
+  } else if (script_victim != NULL) {
+    ludo_script_free(script_victim);
+    script_victim = NULL;
+  } else if (victim != NULL && victim_async) {
+    ASSERT_OK(ludo_session_close_async(victim, victim_ccb, NULL));
+  } else if (victim != NULL) {
     ludo_session_close(victim);
+  }
   victim = NULL;
   return 0;
 }
@@ -444,5 +452,269 @@ TEST_IMPL(embedder_env_host_modules_checked) {
   m[1].name = "y";
   ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "function list");
+  test_rt_free(rt);
+}
+
+/* A blocking step whose Lua sleeps, then closes its own session from a
+ * host function (the deferred close): the step returns ECANCELED and the
+ * session goes when it returns. The teardown used to run in the pass that
+ * resumed the Lua, inside the blocking call, which then read the freed
+ * session (make asan). */
+TEST_IMPL(embedder_self_close_after_wait_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(emb_env(rt));
+  ludo_stats_t st;
+  close_self = 1;
+  ASSERT_ERR(ludo_session_step(s, A("{\"mode\":\"sleephost\"}"), NULL, NULL),
+             LUDO_ECANCELED);
+  close_self = 0;
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.sessions, 0);
+  ASSERT_UINT_EQ(st.calls, 0);
+  test_rt_free(rt);
+}
+
+/* The same inside a blocking batch: the entry that closed itself reports
+ * ECANCELED, the other its result, and the batch tears the session down
+ * when it lets go (it read it after the free). */
+TEST_IMPL(embedder_self_close_after_wait_batch) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *ss[2] = {test_open(env), test_open(env)};
+  const char *acts[2] = {"{\"mode\":\"sleephost\"}", "{\"mode\":\"ok\"}"};
+  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
+  ludo_stats_t st;
+  ncb = 0;
+  close_self = 1;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, count_cb, NULL));
+  close_self = 0;
+  ASSERT_EQ(ncb, 2);
+  ASSERT_EQ(statuses[0], LUDO_ECANCELED);
+  ASSERT_EQ(statuses[1], 0);
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.sessions, 1);
+  ASSERT_OK(ludo_session_step(ss[1], A("{\"mode\":\"ok\"}"), NULL, NULL));
+  test_rt_free(rt);
+}
+
+/* A blocking ludo_script_call waits (ludo.sleep) while another session's
+ * host function frees the script: the free is deferred, the call ends
+ * with ECANCELED at once and the script is freed when it returns (the
+ * call's loop read the freed script). */
+TEST_IMPL(embedder_script_free_during_call) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s0 = test_open(emb_env(rt));
+  ludo_script_t *sc;
+  const char *out = NULL;
+  size_t len = 0;
+  int st0 = 1;
+  double t0 = test_now();
+  ASSERT_OK(ludo_script_open(rt, "napper", EMB, &sc));
+  ASSERT_OK(ludo_script_call(sc, "nap", "[0]", 3, &out, &len));
+  ASSERT_TRUE(len == 7 && memcmp(out, "\"slept\"", 7) == 0);
+  script_victim = sc;
+  ASSERT_OK(ludo_session_step_async(s0, A("{\"mode\":\"sleephost\"}"),
+                                    async_done, &st0));
+  ASSERT_ERR(ludo_script_call(sc, "nap", "[5]", 3, &out, &len),
+             LUDO_ECANCELED);
+  ASSERT_NULL(script_victim);
+  ASSERT_DBL_LT(test_now() - t0, 4.0); /* not the whole nap */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st0, 0);
+  test_rt_free(rt);
+}
+
+static void chain_closed(int status, void *ud) {
+  ASSERT_EQ(status, 0);
+  ++*(int *)ud;
+}
+
+static void chain_stepped(ludo_session_t *s, int status, const char *data,
+                          size_t len, void *ud) {
+  (void)data;
+  (void)len;
+  ASSERT_EQ(status, 0);
+  ASSERT_OK(ludo_session_close_async(s, chain_closed, ud));
+}
+
+static void chain_opened(ludo_session_t *s, int status, void *ud) {
+  ASSERT_EQ(status, 0);
+  ASSERT_OK(ludo_session_step_async(s, A("{\"mode\":\"ok\"}"), chain_stepped,
+                                    ud));
+}
+
+/* Closed sessions' states go to the loop, which frees a few per pass: a
+ * host driving with ludo_runtime_run gets them all back before it returns
+ * (it returned with the last close, and a burst's states stayed), and
+ * ludo_env_free frees those a close left since (lua_bytes is 0 then, as
+ * ludo_defs.h says). */
+TEST_IMPL(embedder_retired_states_reclaimed_by_run) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *s;
+  ludo_stats_t st;
+  int i, closed = 0;
+  test_options(&o);
+  o.prewarm = 0; /* no pool: every Lua byte left is a session's */
+  rt = test_rt_new(&o);
+  env = emb_env(rt);
+  for (i = 0; i < 300; i++)
+    ASSERT_OK(ludo_session_open_async(env, chain_opened, &closed));
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(closed, 300);
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.sessions, 0);
+  ASSERT_UINT_EQ(st.prewarmed, 0);
+  ASSERT_UINT_EQ(st.lua_bytes, 0);
+  s = test_open(env); /* the loop ran lately: its close retires the state */
+  ludo_session_close(s);
+  ASSERT_OK(ludo_env_free(env));
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.lua_bytes, 0);
+  test_rt_free(rt);
+}
+
+/* Completion callbacks count as calls in flight until they have run: a
+ * batch entry refused with ETOOBIG (never counted: ludo_runtime_run
+ * returned at once, its callback still owed and its session busy), and a
+ * completed step whose delivery waits behind a time-sliced one (the pass
+ * ended between the two: poll said one call in flight for two owed). */
+TEST_IMPL(embedder_run_waits_for_owed_callbacks) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  ludo_session_t *ss[2];
+  const char *acts[2] = {"{\"mode\":\"ok\",\"seconds\":0.000000000000001}",
+                         NULL}; /* 41 bytes */
+  size_t lens[2] = {strlen(acts[0]), 0};
+  ludo_stats_t st;
+  int polls = 0;
+  test_options(&o);
+  o.max_input_bytes = 40;
+  o.slice_us = 2000;
+  rt = test_rt_new(&o);
+  env = emb_env(rt);
+  ss[0] = test_open(env);
+  ss[1] = test_open(env);
+  ncb = 0;
+  ASSERT_OK(ludo_session_step_batch_async(ss, acts, lens, 1, count_cb, NULL));
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.calls, 1);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(ncb, 1);
+  ASSERT_EQ(statuses[0], LUDO_ETOOBIG);
+  ASSERT_OK(ludo_session_step(ss[0], A("{\"mode\":\"ok\"}"), NULL, NULL));
+  /* ss[0]'s quick step completes first; its delivery is queued behind
+   * ss[1]'s start, whose count runs past the pass's slice */
+  acts[0] = "{\"mode\":\"ok\"}";
+  acts[1] = "{\"mode\":\"busy\",\"n\":3000000}";
+  lens[0] = strlen(acts[0]);
+  lens[1] = strlen(acts[1]);
+  ncb = 0;
+  ASSERT_OK(ludo_session_step_batch_async(ss, acts, lens, 2, count_cb, NULL));
+  do {
+    int n = ludo_runtime_poll(rt, 0);
+    ludo_runtime_stats(rt, &st);
+    ASSERT_EQ(n, (int)st.calls);
+    ASSERT_EQ((int)st.calls + ncb, 2); /* owed = not yet delivered */
+  } while (ncb < 2 && ++polls < 100000);
+  ASSERT_EQ(statuses[0], 0);
+  ASSERT_EQ(statuses[1], 0);
+  ncb = 0;
+  ASSERT_OK(ludo_session_step_batch_async(ss, acts, lens, 2, count_cb, NULL));
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(ncb, 2);
+  test_rt_free(rt);
+}
+
+static int nclosed;
+
+static void note_closed(int status, void *ud) {
+  (void)ud;
+  ASSERT_EQ(status, 0);
+  nclosed++;
+}
+
+/* ludo_session_close_async during a blocking step, from a host function
+ * (on a session sleeping in an async step) and from before the call: the
+ * step's ECANCELED and both close callbacks are held and run from the
+ * next pass, never inside the blocking call (the teardown ran them
+ * there). The same for a session that closes itself from its own host
+ * function after a wait, during another session's blocking step. */
+TEST_IMPL(embedder_close_async_callbacks_held_in_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env), *s1 = test_open(env);
+  ludo_session_t *s2 = test_open(env);
+  ludo_stats_t st;
+  int st1 = 1;
+  double t0 = test_now();
+  ASSERT_OK(ludo_session_step_async(
+      s1, A("{\"mode\":\"sleep\",\"seconds\":5}"), async_done, &st1));
+  ASSERT_TRUE(ludo_runtime_poll(rt, 0) >= 0); /* s1 starts and sleeps */
+  nclosed = 0;
+  ASSERT_OK(ludo_session_close_async(s2, note_closed, NULL));
+  victim = s1;
+  victim_async = 1;
+  victim_ccb = note_closed;
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"hostsleep\","
+                                    "\"seconds\":0.1}"), NULL, NULL));
+  victim_async = 0;
+  victim_ccb = NULL;
+  ASSERT_NULL(victim);
+  ASSERT_EQ(st1, 1);     /* not inside the blocking call */
+  ASSERT_EQ(nclosed, 0); /* nor these */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st1, LUDO_ECANCELED);
+  ASSERT_EQ(nclosed, 2);
+  ASSERT_DBL_LT(test_now() - t0, 4.0); /* s1's sleep was cancelled */
+  /* a session whose async step closes it from its own host function
+   * after a wait, while s0's blocking step runs the loop */
+  s1 = test_open(env);
+  st1 = 1;
+  close_self = 1;
+  ASSERT_OK(ludo_session_step_async(s1, A("{\"mode\":\"sleephost\"}"),
+                                    async_done, &st1));
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"sleep\","
+                                    "\"seconds\":0.1}"), NULL, NULL));
+  close_self = 0;
+  ASSERT_EQ(st1, 1); /* not inside the blocking call */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st1, LUDO_ECANCELED);
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.sessions, 1);
+  ASSERT_UINT_EQ(st.calls, 0);
+  test_rt_free(rt);
+}
+
+static ludo_session_t *opened_s;
+static int open_status = 1;
+
+static void note_opened(ludo_session_t *s, int status, void *ud) {
+  (void)ud;
+  opened_s = s;
+  open_status = status;
+}
+
+/* An open queued before a blocking step that waits: its callback is held
+ * and runs from the next pass (it ran inside the blocking call). */
+TEST_IMPL(embedder_open_callback_held_in_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s0 = test_open(env);
+  ludo_stats_t st;
+  opened_s = NULL;
+  open_status = 1;
+  ASSERT_OK(ludo_session_open_async(env, note_opened, NULL));
+  ASSERT_OK(ludo_session_step(s0, A("{\"mode\":\"sleep\",\"seconds\":0.05}"),
+                              NULL, NULL));
+  ASSERT_EQ(open_status, 1); /* not inside the blocking call */
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.calls, 1); /* still owed */
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(open_status, 0);
+  ASSERT_NOT_NULL(opened_s);
+  ASSERT_OK(ludo_session_step(opened_s, A("{\"mode\":\"ok\"}"), NULL, NULL));
   test_rt_free(rt);
 }

@@ -90,6 +90,13 @@
   X(embedder_slices_on_borrowed_loop)                                        \
   X(embedder_memory_cap_max)                                                 \
   X(embedder_env_host_modules_checked)                                       \
+  X(embedder_self_close_after_wait_blocking)                                 \
+  X(embedder_self_close_after_wait_batch)                                    \
+  X(embedder_script_free_during_call)                                        \
+  X(embedder_retired_states_reclaimed_by_run)                                \
+  X(embedder_run_waits_for_owed_callbacks)                                   \
+  X(embedder_close_async_callbacks_held_in_blocking)                         \
+  X(embedder_open_callback_held_in_blocking)                                 \
   /* test-wire.c */                                                         \
   X(wire_nested_metadata)                                                   \
   /* test-tools.c */                                                        \
