@@ -177,14 +177,30 @@ static void script_deliver(ludo_script_t *sc) {
   c->in_callback--;
 }
 
+/* Makes `msg` the script's last failure, of `code`, in function `fn`. */
+static void set_failure(ludo_script_t *sc, int code, const char *fn,
+                        const char *msg) {
+  ludo__buf_reset(&sc->err);
+  if (ludo__buf_adds(&sc->err, msg)) ludo__buf_reset(&sc->err);
+  sc->err_code = code;
+  snprintf(sc->err_fn, sizeof sc->err_fn, "%s", fn);
+  sc->err_where[0] = '\0';
+}
+
+/* Refuses an input over max_input_bytes, saying so (ludo_script_errmsg
+ * was empty: `ludo run` printed "policy: " and nothing). */
+static int too_big(ludo_script_t *sc, const char *fn, size_t len) {
+  char msg[200];
+  snprintf(msg, sizeof msg, "ETOOBIG: the arguments of %s.%.64s are %zu "
+           "bytes; the limit is %zu (max_input_bytes)", sc->name, fn, len,
+           sc->rt->opts.max_input_bytes);
+  set_failure(sc, LUDO_ETOOBIG, fn, msg);
+  return LUDO_ETOOBIG;
+}
+
 /* Fails a non-blocking call that could not start (no call thread). */
 static void script_fail_start(ludo_script_t *sc, int rc) {
-  static const char msg[] = "ENOMEM: no memory left to start the call";
-  ludo__buf_reset(&sc->err);
-  if (ludo__buf_add(&sc->err, msg, sizeof msg - 1)) ludo__buf_reset(&sc->err);
-  sc->err_code = rc;
-  snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
-  sc->err_where[0] = '\0';
+  set_failure(sc, rc, sc->fn, "ENOMEM: no memory left to start the call");
   sc->status = rc;
   sc->done = 1;
   sc->phase = LUDO__PH_DELIVER;
@@ -276,7 +292,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
     return LUDO_EBUSY;
   if (json != NULL && rt->opts.max_input_bytes != 0 &&
       len > rt->opts.max_input_bytes)
-    return LUDO_ETOOBIG;
+    return too_big(sc, fn, len);
   sc->fn = fn;
   sc->done = 0;
   sc->runnable = 0;
@@ -323,7 +339,7 @@ int ludo__script_call_async(ludo_script_t *sc, const char *fn,
   if (fn_len >= sizeof sc->fn_copy) return LUDO_EINVAL;
   if (json == NULL) len = 0;
   if (rt->opts.max_input_bytes != 0 && len > rt->opts.max_input_bytes)
-    return LUDO_ETOOBIG;
+    return too_big(sc, fn, len);
   ludo__buf_reset(&sc->in);
   if (len > 0 && ludo__buf_add(&sc->in, json, len)) return LUDO_ENOMEM;
   memcpy(sc->fn_copy, fn, fn_len + 1);

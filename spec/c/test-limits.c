@@ -494,3 +494,42 @@ TEST_IMPL(limit_compile_budget) {
   ASSERT_EQ(unlink(path), 0);
   ASSERT_EQ(rmdir(dir), 0);
 }
+
+static void script_never(ludo_script_t *sc, int status, const char *out,
+                         size_t len, void *ud) {
+  (void)sc; (void)status; (void)out; (void)len;
+  ++*(int *)ud;
+}
+
+/* A script's input past max_input_bytes is refused with a message naming
+ * the function and the limit, blocking and not (the message was empty:
+ * `ludo run` printed "policy: " and nothing). */
+TEST_IMPL(limit_script_input_size) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_script_t *sc = NULL;
+  char big[64];
+  const char *out;
+  size_t len;
+  int calls = 0;
+  test_options(&o);
+  o.max_input_bytes = 16;
+  rt = test_rt_new(&o);
+  ASSERT_OK(ludo_script_open(rt, "ascript", "spec/fixtures/c/ascript", &sc));
+  memset(big, ' ', sizeof big);
+  memcpy(big, "[7]", 3);
+  ASSERT_ERR(ludo_script_call(sc, "now", big, sizeof big, &out, &len),
+             LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(ludo_script_errmsg(sc),
+                      "ETOOBIG: the arguments of ascript.now are 64 bytes; "
+                      "the limit is 16 (max_input_bytes)");
+  ASSERT_ERR(ludo_script_call_async(sc, "now", big, sizeof big,
+                                     script_never, &calls),
+             LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(ludo_script_errmsg(sc), "the limit is 16");
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(calls, 0);
+  ASSERT_OK(ludo_script_call(sc, "now", J("[7]"), &out, &len));
+  ludo_script_free(sc);
+  test_rt_free(rt);
+}

@@ -161,6 +161,7 @@
   X(limit_result_encoding)                                                   \
   X(limit_log_lines)                                                         \
   X(limit_input_size)                                                        \
+  X(limit_script_input_size)                                                 \
   X(limit_wide_tables)                                                       \
   X(limit_reward_types)                                                      \
   X(limit_sizes_and_depths)                                                  \
