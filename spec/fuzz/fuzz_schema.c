@@ -28,9 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ludo__schema_t *sch = NULL;
   char err[256];
   ludo__buf_t msg;
+  /* bounded as a module's declaration is (the default memory cap) */
+  ludo__schema_limits_t lim = {NULL, NULL, (size_t)64 << 20};
   ludo__alloc_init(&heap, NULL, NULL);
   ludo__buf_init(&msg, ludo__alloc_fn, &heap);
-  if (ludo__schema_compile(&heap, (const char *)data, slen, &sch, err,
+  if (ludo__schema_compile(&heap, (const char *)data, slen, &lim, &sch, err,
                            sizeof err) == 0) {
     lua_pushcfunction(L, validate);
     lua_pushlightuserdata(L, sch);
