@@ -124,10 +124,6 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env) {
    * (it is walking the environments now). */
   if (env->rt->freeing) return 0;
   if (env->nsessions > 0 || env->opening > 0) return LUDO_EBUSY;
-  /* States of closed sessions the loop has not freed yet go too: no
-   * close is pending here, and lua_bytes is 0 once the sessions are
-   * closed and the environments freed. */
-  ludo__pstate_reclaim_all(env->rt);
   ludo__env_destroy(env);
   return 0;
 }

@@ -445,6 +445,10 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
 void ludo__env_destroy(ludo_env_t *env) {
   ludo_runtime_t *rt = env->rt;
   ludo_env_t **pp;
+  /* States of closed sessions the loop has not freed yet go too: no
+   * close is pending here, and lua_bytes is 0 once the sessions are
+   * closed and the environments freed. */
+  ludo__pstate_reclaim_all(rt);
   for (pp = &rt->envs; *pp; pp = &(*pp)->next) {
     if (*pp == env) {
       *pp = env->next;

@@ -45,8 +45,8 @@ static int setup(ludo_runtime_t *rt) {
       ludo__registry_add(r, "ludo.null", ludo__json_open_null, NULL))
     return LUDO_ENOMEM;
   if (ludo__schema_compile(&rt->core.heap, reset_schema,
-                           sizeof reset_schema - 1, NULL, &rt->reset_schema, err,
-                           sizeof err) != 0)
+                           sizeof reset_schema - 1, NULL, &rt->reset_schema,
+                           err, sizeof err) != 0)
     return LUDO_ENOMEM;
   return 0;
 }

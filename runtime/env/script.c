@@ -371,12 +371,9 @@ void ludo__script_error(const ludo_script_t *sc, ludo_error_t *e) {
 static void script_cancel(ludo_script_t *sc) {
   ludo__core_unpost(&sc->rt->core, &sc->task); /* held deliveries too */
   if (sc->phase == LUDO__PH_START) { /* the call never began */
-    static const char msg[] = "ECANCELED: the call was cancelled";
-    ludo__buf_reset(&sc->err);
-    if (ludo__buf_add(&sc->err, msg, sizeof msg - 1))
-      ludo__buf_reset(&sc->err);
-    sc->err_code = sc->status = LUDO_ECANCELED;
-    snprintf(sc->err_fn, sizeof sc->err_fn, "%s", sc->fn);
+    set_failure(sc, LUDO_ECANCELED, sc->fn,
+                "ECANCELED: the call was cancelled");
+    sc->status = LUDO_ECANCELED;
     sc->phase = LUDO__PH_DELIVER;
   } else if (sc->ps != NULL && sc->ps->sched.in_call) {
     ludo__sched_cancel(&sc->ps->sched); /* script_done posts... */
