@@ -2,7 +2,8 @@
  * (scripts/patches/lua-5.4.4-shared-protos.patch; each function is
  * documented at its definition in lapi.c and lstate.c there), the
  * table library's loop check and the stop check before calls from C
- * (lua-5.4.4-loop-limits.patch).
+ * (lua-5.4.4-loop-limits.patch), the emergency collection's check
+ * (lua-5.4.4-emergency-gc.patch).
  *
  * The programs link that Lua statically. libludo.so links the system's
  * liblua5.4, which lacks these functions: the references are weak, so
@@ -34,6 +35,12 @@ LUA_API void lua_clonefunction(lua_State *L, const void *shared)
 /* Sets the function the table library's loops (insert, remove, concat,
  * sort) call every 1,024 steps; it may raise. Process-wide. */
 LUA_API void lua_setloopcheck(void (*f)(lua_State *L)) __attribute__((weak));
+
+/* Sets the function asked before each emergency collection (a refused
+ * allocation); when it returns 0 the allocation fails at once.
+ * Process-wide (lua-5.4.4-emergency-gc.patch). */
+LUA_API void lua_setemergencycheck(int (*f)(lua_State *L))
+    __attribute__((weak));
 
 /* The currentline a count hook of 1 sees when the patched Lua fires it
  * before a call made from C (lua_call, metamethods): the hook may raise

@@ -16,7 +16,9 @@
  * call check_budget every 1,024 steps through ludo's patched Lua
  * (lua_setloopcheck, scripts/patches/lua-5.4.4-loop-limits.patch): their
  * length comes from __len, so a table that is not there keeps them going
- * with raw accesses or C metamethods and no Lua instruction. */
+ * with raw accesses or C metamethods and no Lua instruction. An
+ * allocation the cap refuses runs an emergency collection only while the
+ * call is not stopped (lua_setemergencycheck, may_collect below). */
 #include "script/guards.h"
 
 #include <lauxlib.h>
@@ -117,8 +119,14 @@ static void replace(lua_State *L, const char *lib, const char *name,
 
 static pthread_once_t loopcheck_once = PTHREAD_ONCE_INIT;
 
+/* May a refused allocation of L's running call run an emergency
+ * collection? Not once the call is stopped: it would only spend time the
+ * call no longer has (see lua-5.4.4-emergency-gc.patch). */
+static int may_collect(lua_State *L) { return !ludo__state_over(L); }
+
 static void set_loopcheck(void) {
   if (lua_setloopcheck != NULL) lua_setloopcheck(check_budget);
+  if (lua_setemergencycheck != NULL) lua_setemergencycheck(may_collect);
 }
 
 void ludo__guards_install(lua_State *L) {

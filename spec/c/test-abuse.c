@@ -456,3 +456,61 @@ TEST_IMPL(abuse_failed_call_no_collect) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* A C call whose allocations the cap refuses one after another, each
+ * refusal followed by an emergency collection that frees just enough for
+ * the retry (table.concat converting numbers at the cap): the collections
+ * stop once the call is stopped (its budget, or its refusals), so the
+ * call ends near its budget. It ran one collection per piece, in C, for
+ * 10-20 s past a 2 s budget (lua-5.4.4-emergency-gc.patch). */
+TEST_IMPL(abuse_emergency_collections) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  double t0;
+  int rc;
+  test_options(&o);
+  o.cpu_budget_ms = 1000;
+  o.memory_cap = 16u << 20;
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, "spec/fixtures/c/gcthrash", NULL));
+  t0 = test_now();
+  rc = step(s, "thrash");
+  if (rc != LUDO_ENOMEM) ASSERT_ERR(rc, LUDO_ETIMEOUT);
+  ASSERT_DBL_LT(test_now() - t0, 5.0);
+  ASSERT_OK(step(s, "ok"));
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
+static int tm_done, tm_status;
+static char tm_out[256];
+
+static void tm_cb(ludo_session_t *s, int status, const char *data,
+                  size_t len, void *ud) {
+  (void)s, (void)ud;
+  tm_done++;
+  tm_status = status;
+  snprintf(tm_out, sizeof tm_out, "%.*s", (int)len, data ? data : "");
+}
+
+/* Metamethods called near the end of the stack while polls of 1 ms slice
+ * the call: the stop check before each such call runs the hook, which may
+ * grow (move) the stack, and the call must then use its function's new
+ * place (lua-5.4.4-loop-limits.patch, 3). It wrote the metamethod's result
+ * into the freed stack: a wrong sum, a crash, or ASan's report. */
+TEST_IMPL(abuse_metamethods_at_slice_ends) {
+  ludo_runtime_t *rt = abuse_rt_budget(60000);
+  ludo_session_t *s = test_open(test_env_load(rt, ABUSE, NULL));
+  static const char action[] = "{\"mode\":\"tm_slices\"}";
+  double t0 = test_now();
+  tm_done = 0;
+  ASSERT_OK(ludo_session_step_async(s, action, strlen(action), tm_cb, NULL));
+  while (tm_done == 0 && test_now() - t0 < 120)
+    ASSERT_GE(ludo_runtime_poll(rt, 1000), 0);
+  ASSERT_EQ(tm_done, 1);
+  ASSERT_OK(tm_status);
+  ASSERT_STR_CONTAINS(tm_out, "\"sum\":3200000");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

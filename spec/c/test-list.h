@@ -76,6 +76,8 @@
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
   X(abuse_failed_call_no_collect)                                            \
+  X(abuse_emergency_collections)                                             \
+  X(abuse_metamethods_at_slice_ends)                                         \
   /* test-embedder.c */                                                     \
   X(embedder_batch_async_twice)                                              \
   X(embedder_batch_close_in_callback)                                        \
