@@ -283,11 +283,24 @@ static int dec_key(void *ud, const char *s, size_t n) {
   return 0;
 }
 
+/* Makes room for n more slots on L's stack, else raises ENOMEM: the
+ * nesting is bounded (LUDO__JSON_MAXDEPTH), so the stack cannot grow only
+ * when the state's memory is at its cap, or when the caller's Lua used
+ * the stack's own limit (1,000,000 slots, itself memory). It raised a
+ * plain "stack overflow", which a decode reported as EPARSE: bad JSON,
+ * for what was a full session. [-0, +0, v] */
+static void need_stack(lua_State *L, int n) {
+  if (lua_checkstack(L, n)) return;
+  lua_pushliteral(L, "no room to grow the Lua stack for the JSON nesting "
+                     "(the session's memory limit, or Lua's stack limit)");
+  raise_code(L, LUDO_ENOMEM);
+}
+
 /* Opens a container: its values gather above the current top.
  * [-0, +0, m] */
 static int dec_begin(dec_t *d, int is_obj) {
   frame_t *f = &d->fr[d->depth++];
-  luaL_checkstack(d->L, 2 * DEC_BATCH + 4, "JSON nesting");
+  need_stack(d->L, 2 * DEC_BATCH + 4);
   f->base = lua_gettop(d->L) + 1;
   f->has_table = 0;
   f->is_obj = is_obj;
@@ -791,7 +804,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
     lua_pop(L, 2);
   }
   /* Count keys by kind. */
-  luaL_checkstack(L, 4, "JSON nesting");
+  need_stack(L, 4);
   lua_pushnil(L);
   while (lua_next(L, t)) {
     lua_pop(L, 1);

@@ -514,3 +514,29 @@ TEST_IMPL(abuse_metamethods_at_slice_ends) {
   ludo_session_close(s);
   test_rt_free(rt);
 }
+
+/* A session left at its memory cap (a failed call's data kept in an
+ * upvalue) whose next action needs the decoder's stack to grow (the call
+ * runs on a fresh thread): ENOMEM, not EPARSE, which said the JSON was
+ * bad. */
+TEST_IMPL(abuse_decode_at_cap) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  static const char nested[] =
+      "{\"mode\":\"ok\",\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]"
+      "]]]]]]]]]]]]]]]]]}";
+  const char *out;
+  size_t len;
+  test_options(&o);
+  o.cpu_budget_ms = 5000;
+  o.memory_cap = 4u << 20;
+  rt = test_rt_new(&o);
+  s = test_open(test_env_load(rt, "spec/fixtures/c/gcthrash", NULL));
+  ASSERT_ERR(step(s, "hog_fail"), LUDO_ENOMEM);
+  ASSERT_ERR(ludo_session_step(s, nested, strlen(nested), &out, &len),
+             LUDO_ENOMEM);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "memory limit");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

@@ -78,6 +78,7 @@
   X(abuse_failed_call_no_collect)                                            \
   X(abuse_emergency_collections)                                             \
   X(abuse_metamethods_at_slice_ends)                                         \
+  X(abuse_decode_at_cap)                                                     \
   /* test-embedder.c */                                                     \
   X(embedder_batch_async_twice)                                              \
   X(embedder_batch_close_in_callback)                                        \
