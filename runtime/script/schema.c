@@ -72,11 +72,12 @@ struct ludo__schema_s {
  * tree (compile and free). A block allocated while a heap is current comes
  * from that heap with a header naming the heap and the size, so the stats
  * count it and the free is accounted; any other block (no heap current:
- * the host's own jansson use, json_dumps for messages) is plain malloc
- * memory without a header, so a host may still free() what json_dumps
- * gives it. A tree is always freed with a heap current, and jansson frees
- * nothing of a tree outside those calls (it is never modified after
- * compiling), so the two kinds never mix. */
+ * the host's own jansson use, json_dumps for messages) goes to the
+ * functions jansson had before (malloc and free, or a host's own set
+ * with json_set_alloc_funcs before its first runtime), without a header,
+ * so a host's blocks keep their allocator. A tree is always freed with a
+ * heap current, and jansson frees nothing of a tree outside those calls
+ * (it is never modified after compiling), so the two kinds never mix. */
 
 typedef union {
   struct {
@@ -88,6 +89,10 @@ typedef union {
 
 static _Thread_local ludo__alloc_t *jheap;
 static pthread_once_t jalloc_once = PTHREAD_ONCE_INIT;
+/* The functions jansson had when ludo installed its own: every block
+ * allocated with no heap current goes to them. */
+static json_malloc_t host_malloc = malloc;
+static json_free_t host_free = free;
 
 /* While a compile parses its text: the bytes its tree holds, and the bound
  * on them (0: none); jlimit_hit says the bound refused a block. */
@@ -97,7 +102,7 @@ static _Thread_local int jlimit_hit;
 static void *jmalloc(size_t n) {
   ludo__alloc_t *heap = jheap;
   jhdr_t *h;
-  if (heap == NULL) return malloc(n);
+  if (heap == NULL) return host_malloc(n);
   if (n > (size_t)-1 - sizeof *h) return NULL;
   if (jlimit != 0 && sizeof *h + n > jlimit - jused) {
     jlimit_hit = 1;
@@ -115,7 +120,7 @@ static void jfree(void *p) {
   jhdr_t *h;
   if (p == NULL) return;
   if (jheap == NULL) {
-    free(p);
+    host_free(p);
     return;
   }
   h = (jhdr_t *)p - 1;
@@ -124,6 +129,7 @@ static void jfree(void *p) {
 }
 
 static void jalloc_install(void) {
+  json_get_alloc_funcs(&host_malloc, &host_free);
   json_set_alloc_funcs(jmalloc, jfree);
 }
 
@@ -894,7 +900,7 @@ static int equals_json(lua_State *L, int idx, json_t *j) {
 }
 
 /* Writes the JSON text of j (cut to n bytes). jansson allocates the text
- * with no heap current, so it is malloc memory. */
+ * with no heap current: jfree gives it back where it came from. */
 static void json_text(json_t *j, char *out, size_t n) {
   char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
   snprintf(out, n, "%s", s ? s : "?");

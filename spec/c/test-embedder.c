@@ -11,6 +11,7 @@
  * asan). Fixture: spec/fixtures/c/embedder. */
 #include "helpers.h"
 
+#include <jansson.h>
 #include <lauxlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -717,4 +718,41 @@ TEST_IMPL(embedder_open_callback_held_in_blocking) {
   ASSERT_NOT_NULL(opened_s);
   ASSERT_OK(ludo_session_step(opened_s, A("{\"mode\":\"ok\"}"), NULL, NULL));
   test_rt_free(rt);
+}
+
+/* ---- jansson's allocator stays the host's ----------------------------- */
+
+static size_t hj_allocs, hj_frees;
+
+static void *hj_malloc(size_t n) {
+  hj_allocs++;
+  return malloc(n);
+}
+
+static void hj_free(void *p) {
+  if (p != NULL) hj_frees++;
+  free(p);
+}
+
+/* A host that gave jansson its own allocator before its first runtime
+ * keeps it for its own values, made before or after ludo compiled a
+ * schema (ludo routes only its schemas' trees to the session heap). The
+ * compile replaced jansson's functions with ones that sent every other
+ * block to malloc and free: a host's arena block reached free(). */
+TEST_IMPL(embedder_jansson_allocator_kept) {
+  ludo_runtime_t *rt;
+  json_t *before, *after;
+  size_t made;
+  json_set_alloc_funcs(hj_malloc, hj_free);
+  before = json_pack("{s:[i,i]}", "a", 1, 2);
+  rt = test_rt_new(NULL);
+  ASSERT_PTR_NE(test_env_load(rt, "examples/echo", NULL), NULL);
+  test_rt_free(rt);
+  made = hj_allocs;
+  after = json_pack("{s:s}", "b", "text");
+  ASSERT_GT(hj_allocs, made);
+  json_decref(before);
+  json_decref(after);
+  ASSERT_EQ(hj_frees, hj_allocs);
+  json_set_alloc_funcs(malloc, free);
 }

@@ -100,6 +100,7 @@
   X(embedder_run_waits_for_owed_callbacks)                                   \
   X(embedder_close_async_callbacks_held_in_blocking)                         \
   X(embedder_open_callback_held_in_blocking)                                 \
+  X(embedder_jansson_allocator_kept)                                         \
   /* test-wire.c */                                                         \
   X(wire_nested_metadata)                                                   \
   /* test-tools.c */                                                        \
