@@ -323,9 +323,9 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
                             : json_string_value(json_object_get(rf, "env"));
   const char *out = f->out ? f->out
                            : json_string_value(json_object_get(rf, "out"));
-  if (env == NULL) {
+  if (env == NULL) { /* a run-file error: exit status 1, as the others */
     ludo__cli_error("the run file names no env");
-    return LUDO__CLI_USAGE;
+    return 1;
   }
   if (env_arg != NULL)
     snprintf(cfg->env, sizeof cfg->env, "%s", env);
@@ -346,10 +346,11 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   cfg->concurrency = num_or(rf, "concurrency", f->concurrency,
                             default_concurrency());
   cfg->workers = num_or(rf, "workers", f->workers, 1);
-  if (cfg->workers < 1 || cfg->workers > 256) {
+  if (cfg->workers < 1 || cfg->workers > 256) { /* ludo.eval.runfile
+                                                    refuses it first */
     ludo__cli_error("the run file's workers must be 1 to 256 (got %lld)",
                     cfg->workers);
-    return LUDO__CLI_USAGE;
+    return 1;
   }
   /* A worker process of a run (eval_workers.c): not a flag, so that no
    * user gives it by mistake. */

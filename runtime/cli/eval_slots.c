@@ -43,8 +43,10 @@ static int policy_open(eval_run_t *r, eval_slot_t *sl) {
   policy_spec(cfg, r->info, r->info_len, &args);
   rc = ludo_script_call(sl->policy, "init", args.p, args.len, &o, &n);
   ludo__cli_buf_free(&args);
-  if (rc != 0) {
-    ludo__cli_error("policy: %s", ludo_script_errmsg(sl->policy));
+  if (rc != 0) { /* the message's first line: the traceback below it is
+                    ludo.eval.policy's own */
+    const char *m = ludo_script_errmsg(sl->policy);
+    ludo__cli_error("policy: %.*s", (int)strcspn(m, "\n"), m);
     return -1;
   }
   if (cfg->success_kind == EVAL_SUCCESS_FN &&

@@ -51,9 +51,37 @@ local function error_text(e)
   return ok and text or "(a " .. type(e) .. ")"
 end
 
+-- The text of an error raised by a library: without the "file:line: "
+-- of our own code that called it (where it was raised says nothing to
+-- the run file's author).
+local function bare(e)
+  e = tostring(e)
+  return e:match("^[^\n:]+:%d+: (.*)$") or e
+end
+
+-- The run file's llm options as a client; raises a one-line error naming
+-- policy.llm when they are wrong (an unknown option, a key variable that
+-- is not set).
+local function llm_client(options)
+  local ok, client = pcall(require("ludo.llm").client, options)
+  if not ok then error("policy.llm: " .. bare(client), 0) end
+  return client
+end
+
+-- The messages prompt() returned, checked: anything but a table would
+-- fail inside the client, with an error naming this module.
+local function checked_messages(messages)
+  if type(messages) ~= "table" then
+    error(("policy.prompt must return a list of messages ({{role = " ..
+      "\"user\", content = \"...\"}}), but it returned %s"):format(
+      messages == nil and "nil" or "a " .. type(messages)), 0)
+  end
+  return messages
+end
+
 local function llm_policy(info)
   local p = runfile.policy
-  local client = require("ludo.llm").client(p.llm)
+  local client = llm_client(p.llm)
   local history
   local function note(ctx)
     local last = history[#history]
@@ -70,7 +98,8 @@ local function llm_policy(info)
     end,
     act = function(result, ctx)
       note(ctx)
-      local messages = p.prompt(result.observation, history, info)
+      local messages = checked_messages(p.prompt(result.observation,
+        history, info))
       local text, why = client:chat(messages)
       if text == nil then error(why, 0) end
       local entry = { observation = result.observation, text = text }

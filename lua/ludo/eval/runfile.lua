@@ -16,8 +16,32 @@ local FIELDS = {
 local LLM_SECRETS = { api_key = true, key = true, token = true,
   authorization = true }
 
+-- The fields of an LLM policy's table: anything else is a mistake (a
+-- typo, or a client option such as temperature put outside `llm`), which
+-- would otherwise be dropped without a word.
+local POLICY_FIELDS = { llm = true, prompt = true, parse = true }
+
 local function fail(fmt, ...)
   error("run file: " .. fmt:format(...), 0)
+end
+
+-- The keys of `t` that `known` lacks, sorted: an error names the same
+-- one in every run (pairs() has no order).
+local function unknown_keys(t, known)
+  local out = {}
+  for k in pairs(t) do
+    if not known[k] then out[#out + 1] = tostring(k) end
+  end
+  table.sort(out)
+  return out
+end
+
+-- The names of `known`, sorted and comma-separated, for a message.
+local function names(known)
+  local out = {}
+  for k in pairs(known) do out[#out + 1] = k end
+  table.sort(out)
+  return table.concat(out, ", ")
 end
 
 -- The largest whole number a field takes: exact in JSON (a seed is kept
@@ -43,6 +67,18 @@ local function whole(t, k, min)
       got(v))
   end
   return v
+end
+
+-- Worker processes: at most 256, as --workers takes (a run-file error,
+-- not a usage error).
+local MAX_WORKERS = 256
+
+local function workers_of(t)
+  local n = whole(t, "workers", 1)
+  if n ~= nil and n > MAX_WORKERS then
+    fail("workers must be 1 to %d (got %d)", MAX_WORKERS, n)
+  end
+  return n
 end
 
 local function ids_of(list, what)
@@ -77,10 +113,9 @@ local function tasks_of(t)
     fail("tasks must be a list of task ids or a table {split = \"name\"" ..
       "[, count = N][, ids = {...}]}")
   end
-  for k in pairs(t) do
-    if k ~= "split" and k ~= "count" and k ~= "ids" then
-      fail("tasks.%s is not a field (split, count, ids)", tostring(k))
-    end
+  local extra = unknown_keys(t, { split = true, count = true, ids = true })
+  if #extra > 0 then
+    fail("tasks.%s is not a field (split, count, ids)", extra[1])
   end
   local out = { split = t.split, count = whole(t, "count", 1) }
   if t.ids ~= nil then out.ids = ids_of(t.ids, "tasks.ids") end
@@ -88,6 +123,11 @@ local function tasks_of(t)
 end
 
 local function llm_of(p)
+  local extra = unknown_keys(p, POLICY_FIELDS)
+  if #extra > 0 then
+    fail("policy.%s is not a field of an LLM policy (%s; client options " ..
+      "such as temperature go in policy.llm)", extra[1], names(POLICY_FIELDS))
+  end
   if type(p.llm) ~= "table" then fail("policy.llm must be a table of " ..
     "client options (ludo.llm)") end
   if type(p.prompt) ~= "function" then
@@ -148,10 +188,16 @@ function M.load(name)
   if type(t) ~= "table" then
     fail("%s returns a %s, not a table", name, type(t))
   end
-  for k in pairs(t) do
-    if not FIELDS[k] then
-      fail("%s is not a field of a run file", tostring(k))
-    end
+  -- An environment's module named in place of a run file would fail on
+  -- its first field that a run file lacks, which says nothing useful.
+  if type(t.step) == "function" and type(t.reset) == "function" then
+    fail("this file is an environment's module (it returns reset and " ..
+      "step), not a run file: pass its folder (ludo eval DIR --policy " ..
+      "...), or a run file whose env names it")
+  end
+  local extra = unknown_keys(t, FIELDS)
+  if #extra > 0 then
+    fail("%s is not a field of a run file", extra[1])
   end
   if t.env ~= nil and type(t.env) ~= "string" then
     fail("env must be an environment's path or a ws:// URL")
@@ -173,7 +219,7 @@ function M.load(name)
     episodes = whole(t, "episodes", 1),
     repeats = whole(t, "repeats", 1), pass_k = pass_k_of(t.pass_k),
     policy = policy_of(t.policy), concurrency = whole(t, "concurrency", 1),
-    workers = whole(t, "workers", 1),
+    workers = workers_of(t),
     max_steps = whole(t, "max_steps", 1), seed = whole(t, "seed", 0),
     out = t.out, success = success_of(t.success),
   }
