@@ -48,6 +48,12 @@ enum { EVAL_SUCCESS_DEFAULT, EVAL_SUCCESS_THRESHOLD, EVAL_SUCCESS_FN };
  * Returns 0, or -1 when the path cannot be read (or is too big: more than
  * 10,000 files or 256 MiB). */
 int eval_digest(const char *path, char out[EVAL_DIGEST_LEN]);
+/* The digest of the Lua files under `dir` (every *.lua file, hidden
+ * entries, folders that cannot be read and eval output folders left
+ * out): a policy's code, the modules its require can load from its
+ * folder. Returns 0, or -1 when `dir` cannot be read or is too big (more
+ * than 10,000 Lua files, 256 MiB or 200,000 entries). */
+int eval_digest_lua(const char *dir, char out[EVAL_DIGEST_LEN]);
 
 /* The run as resolved: flags over the run file over the defaults. */
 typedef struct eval_cfg_s {
@@ -55,7 +61,10 @@ typedef struct eval_cfg_s {
                               exists) or a ws:// URL */
   int remote;
   char env_digest[EVAL_DIGEST_LEN];    /* "" for a URL or unreadable */
-  char policy_digest[EVAL_DIGEST_LEN]; /* a Lua policy file's; "" else */
+  char policy_digest[EVAL_DIGEST_LEN]; /* the Lua files of the policy's
+                                          folder (a Lua policy's, or the
+                                          run file's for an LLM policy);
+                                          "" for the random policy */
   char runfile_dir[4096];  /* the run file's folder, "" without one */
   char runfile_mod[256];   /* its module name */
   char policy_dir[4096];   /* a Lua policy's folder and module name, */

@@ -243,15 +243,28 @@ static void canonical(char *path, size_t n) {
   snprintf(path, n, "%s", real);
 }
 
+/* run.json's code.policy: the Lua files of the folder of the file that
+ * defines the policy (`file`, in `dir`), what its require can load: an
+ * edit of a module it requires is another run, as one of the file is.
+ * Returns 0, or -1 after saying why it cannot be taken. */
+static int policy_code(eval_cfg_t *cfg, const char *file, const char *dir) {
+  if (eval_digest_lua(dir, cfg->policy_digest) == 0) return 0;
+  ludo__cli_error("policy %s: cannot read the Lua files of its folder %s "
+                  "(unreadable, or more than 10,000 Lua files or 200,000 "
+                  "entries), which run.json's code must describe: put the "
+                  "policy in a folder of its own", file, dir);
+  return -1;
+}
+
 static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   json_t *p = json_object_get(rf, "policy");
   const char *kind = json_string_value(json_object_get(p, "kind"));
   const char *file = f->policy;
   char path[4096];
   if (file == NULL && kind != NULL && strcmp(kind, "llm") == 0) {
-    cfg->policy_llm = 1;
+    cfg->policy_llm = 1; /* prompt and parse are the run file's code */
     cfg->policy_desc = json_deep_copy(p);
-    return 0;
+    return policy_code(cfg, "(the run file's)", cfg->runfile_dir);
   }
   if (file == NULL && kind != NULL && strcmp(kind, "lua") == 0)
     file = json_string_value(json_object_get(p, "file"));
@@ -264,14 +277,14 @@ static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   else
     resolve(cfg, file, path, sizeof path);
   canonical(path, sizeof path);
-  if (eval_digest(path, cfg->policy_digest) != 0) cfg->policy_digest[0] = 0;
   if (split_module(path, cfg->policy_dir, sizeof cfg->policy_dir,
                    cfg->policy_mod, sizeof cfg->policy_mod) != 0) {
     ludo__cli_error("policy %s: not a Lua file name", file);
     return -1;
   }
   cfg->policy_desc = json_pack("{ssss}", "kind", "lua", "file", path);
-  return 0;
+  if (access(path, R_OK) != 0) return 0; /* loading it says why */
+  return policy_code(cfg, file, cfg->policy_dir);
 }
 
 static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {

@@ -529,8 +529,12 @@ static int resume_read(const eval_cfg_t *cfg, json_t *run, eval_plan_t *plan,
   json_decref(old);
   if (diff.len > 0) {
     ludo__cli_error("--resume: %s/run.json is another run (it differs in: "
-                    "%s); resume with the same run file and flags, or use "
-                    "another --out", cfg->out, diff.p);
+                    "%s)%s; resume with the same run file and flags, or use "
+                    "another --out", cfg->out, diff.p,
+                    strstr(diff.p, "code") != NULL
+                        ? " (code: the environment's files or the policy's "
+                          "Lua files were edited since)"
+                        : "");
     ludo__cli_buf_free(&diff);
     return -1;
   }

@@ -771,6 +771,83 @@ def run_json_names_code_by_absolute_path_and_digest():
 
 
 @test
+def an_edit_of_a_module_the_policy_requires_is_another_run():
+    """code.policy covers the Lua files of the policy's folder (what its
+    require loads), not the policy file alone; an output folder inside it
+    or an empty folder made there is no edit."""
+    root = out("req-code")
+    os.makedirs(os.path.join(root, "lib"))
+    write("req-code/helper.lua", "return {x = 1}\n")
+    write("req-code/lib/more.lua", "return 2\n")
+    pol = write("req-code/p.lua", "local h = require('helper')\n"
+                "local m = require('lib.more')\n"
+                "return function() return {x = h.x + m} end\n")
+    d = os.path.join(root, "out")  # inside the policy's folder
+    args = ["eval", "examples/echo", "--policy", pol, "--episodes", "4",
+            "--max-steps", "2", "--out", d, "--quiet"]
+    run_ok(*args)
+    os.makedirs(os.path.join(root, "empty", "sub"))
+    run_ok(*args, "--resume")
+    for name in ("helper.lua", "lib/more.lua"):
+        path = os.path.join(root, name)
+        text = open(path).read()
+        with open(path, "a") as f:
+            f.write("-- edited\n")
+        r = ludo(*args, "--resume")
+        assert r.returncode == 1 and "differs in: code" in r.stderr, \
+            (name, r.stderr)
+        assert "policy's Lua files were edited" in r.stderr, r.stderr
+        with open(path, "w") as f:
+            f.write(text)
+    run_ok(*args, "--resume")
+    # a shard run after the edit does not merge with one from before
+    s0, s1 = out("req-code-s0"), out("req-code-s1")
+    run_ok(*args[:-3], "--out", s0, "--shard", "0/2")
+    with open(os.path.join(root, "helper.lua"), "a") as f:
+        f.write("-- edited\n")
+    run_ok(*args[:-3], "--out", s1, "--shard", "1/2")
+    r = ludo("eval", "merge", s0, s1, "--out", out("req-code-m"))
+    assert r.returncode == 1 and "differs in code" in r.stderr, r.stderr
+
+
+LLM_EDIT_RUN = """
+return {
+  env = %(env)s, episodes = 2, max_steps = 1, concurrency = 1,
+  policy = {
+    llm = { base_url = "http://127.0.0.1:1/v1", model = "m", retries = 0 },
+    prompt = function(observation)
+      return { { role = "user", content = "q" } }
+    end,
+    parse = function(text) return { text = text } end,
+  },
+}
+"""
+
+
+@test
+def an_edit_of_an_llm_policy_in_the_run_file_is_another_run():
+    """An LLM policy's prompt and parse are the run file's code: run.json's
+    code.policy is the digest of its folder's Lua files."""
+    os.makedirs(out("llm-edit"), exist_ok=True)
+    rf = write("llm-edit/run.lua", LLM_EDIT_RUN % {
+        "env": json.dumps(os.path.join(ROOT, "examples/echo"))})
+    d = out("llm-edit-out")
+    run_ok("eval", rf, "--out", d)  # the episodes fail (ELLM): no server
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["code"]["policy"].startswith("fnv1a64:"), run["code"]
+    run_ok("eval", rf, "--out", d, "--resume")
+    text = open(rf).read()
+    with open(rf, "w") as f:
+        f.write(text.replace("{ text = text }", "{ text = text .. '!' }"))
+    r = ludo("eval", rf, "--out", d, "--resume")
+    assert r.returncode == 1 and "differs in: code" in r.stderr, r.stderr
+    write("llm-edit/run.lua", text)
+    write("llm-edit/helpers.lua", "return {}\n")  # a module it may require
+    r = ludo("eval", rf, "--out", d, "--resume")
+    assert r.returncode == 1 and "differs in: code" in r.stderr, r.stderr
+
+
+@test
 def episodes_flag_and_run_file_tasks_conflict():
     r = ludo("eval", FIX + "/arith_run.lua", "--episodes", "5", "--out",
              out("ep-tasks"))
