@@ -246,6 +246,20 @@ static int interrupted_status(const eval_t *e) {
   return e->interrupted || eval_interrupted ? EXIT_INTERRUPTED : 0;
 }
 
+/* Episodes a server outage lost (ECONNECT, EDISCONNECTED) have no final
+ * record: the run is not complete, whatever else went well. Says so and
+ * returns EVAL_EXIT_LOST, or 0 when none was lost. */
+static int lost_status(const eval_t *e) {
+  long long n = e->r.progress.lost;
+  if (n == 0) return 0;
+  fprintf(stderr, "ludo eval: %lld episode%s lost by the transport "
+          "(ECONNECT, EDISCONNECTED: the server went away or could not be "
+          "reached); they are not counted as attempts: when the server is "
+          "back, run again with --resume to run them\n", n,
+          n == 1 ? " was" : "s were");
+  return EVAL_EXIT_LOST;
+}
+
 /* A worker process (eval_workers.c): its share of the episodes, no
  * summary or report (the parent writes them). */
 static int run_worker(eval_t *e) {
@@ -281,7 +295,9 @@ static int run(eval_t *e, int argc, char **argv) {
     return 1;
   }
   if (report(e, eval_now() - t0, started_at) != 0 || e->r.failed) return 1;
-  return rc != 0 ? rc : interrupted_status(e);
+  if (rc != 0 || interrupted_status(e) != 0)
+    return rc != 0 ? rc : interrupted_status(e);
+  return lost_status(e);
 }
 
 static void teardown(eval_t *e) {
@@ -339,5 +355,6 @@ const ludo__cli_cmd_t ludo__cli_cmd_eval = {
     "ECANCELED, run again by --resume), writes the summary and the report\n"
     "of what finished, and exits 130; a second Ctrl-C exits at once.\n"
     "Exit status: 0 when every episode has a record, 1 when the run could\n"
-    "not be set up or written, 2 for a usage error, 130 when interrupted.\n",
+    "not be set up or written, 2 for a usage error, 75 when a server\n"
+    "outage lost episodes (--resume runs them), 130 when interrupted.\n",
     cmd_eval};

@@ -156,6 +156,11 @@ typedef struct eval_out_s {
  * 1 without asking for a --resume that has nothing to run. */
 #define EVAL_EXIT_TRAJECTORIES 3
 
+/* The exit status of a run that lost episodes to a server outage
+ * (ECONNECT, EDISCONNECTED): EX_TEMPFAIL of sysexits.h, "try again":
+ * --resume runs them. */
+#define EVAL_EXIT_LOST 75
+
 /* Creates `dir` and takes DIR/.lock (flock LOCK_EX | LOCK_NB) into *fd:
  * held until the fd is closed. Returns 0, or -1 after saying why (another
  * process holds it). */
@@ -285,6 +290,9 @@ typedef struct eval_progress_s {
   double started, last_plain;
   long long total, done, errors, skipped;
   long long cancelled;     /* stopped by Ctrl-C: neither done nor errors */
+  long long lost;          /* lost by the transport (ECONNECT,
+                              EDISCONNECTED): neither, and the run ends
+                              asking for --resume */
   double reward_sum;
   long long reward_n;
   int drawn;               /* a terminal line is on screen */
@@ -295,10 +303,11 @@ void eval_progress_start(eval_progress_t *p, uv_loop_t *loop, int quiet,
 /* Counts the plan's episodes done before this run (--resume) in the
  * mean reward and the errors. */
 void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan);
-/* One episode ended (error: it failed; cancelled: by Ctrl-C, which is
- * not an error, and --resume runs it again). */
+/* One episode ended (error: it failed; cancelled: by Ctrl-C, lost: by
+ * the transport, neither of which is an error, and --resume runs them
+ * again). */
 void eval_progress_episode(eval_progress_t *p, double reward, int error,
-                           int cancelled);
+                           int cancelled, int lost);
 /* Stops the timer and ends the line. */
 void eval_progress_stop(eval_progress_t *p);
 

@@ -23,7 +23,9 @@ static void write_record(eval_slot_t *sl, json_t *rec) {
    * when the loop hears of the signal. */
   if (eval_interrupted && !r->stopping) eval_slots_cancel(r);
   eval_progress_episode(&r->progress, sl->reward, sl->err_class[0] != '\0',
-                        strcmp(sl->err_class, "ECANCELED") == 0);
+                        strcmp(sl->err_class, "ECANCELED") == 0,
+                        eval_class_rerun(sl->err_class) &&
+                            strcmp(sl->err_class, "ECANCELED") != 0);
   json_decref(rec);
   r->finished++;
   sl->ep = NULL;

@@ -5,7 +5,8 @@
  * over every finished record of the run (a resume's earlier ones too);
  * after Ctrl-C the episodes it cancelled (ECANCELED), which are not
  * errors (summary.json counts them apart too, and --resume runs them
- * again): "cancelled 16". */
+ * again): "cancelled 16"; so are the episodes a server outage lost
+ * (ECONNECT, EDISCONNECTED): "lost 5". */
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +26,14 @@ static void eta_text(char *buf, size_t n, double s) {
     snprintf(buf, n, "%.0fs", s);
 }
 
+/* Appends "  NAME N" to the line for episodes counted apart (neither
+ * done nor errors), when there are any. */
+static void apart(char *buf, size_t n, const char *name, long long count) {
+  size_t at = strlen(buf);
+  if (count > 0 && at < n)
+    snprintf(buf + at, n - at, "  %s %lld", name, count);
+}
+
 /* The line, without its end. */
 static void line(const eval_progress_t *p, char *buf, size_t n) {
   double el = eval_now() - p->started;
@@ -37,16 +46,11 @@ static void line(const eval_progress_t *p, char *buf, size_t n) {
     snprintf(mean, sizeof mean, "%.4g", p->reward_sum / (double)p->reward_n);
   else
     snprintf(mean, sizeof mean, "-");
-  if (p->cancelled > 0)
-    snprintf(buf, n,
-             "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
-             "errors %lld  cancelled %lld",
-             p->done, p->total, rate, eta, mean, p->errors, p->cancelled);
-  else
-    snprintf(buf, n,
-             "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  "
-             "errors %lld",
-             p->done, p->total, rate, eta, mean, p->errors);
+  snprintf(buf, n,
+           "%lld/%lld episodes  %.1f/s  ETA %s  mean reward %s  errors %lld",
+           p->done, p->total, rate, eta, mean, p->errors);
+  apart(buf, n, "cancelled", p->cancelled);
+  apart(buf, n, "lost", p->lost);
 }
 
 static void draw(eval_progress_t *p) {
@@ -98,9 +102,10 @@ void eval_progress_prior(eval_progress_t *p, const eval_plan_t *plan) {
 }
 
 void eval_progress_episode(eval_progress_t *p, double reward, int error,
-                           int cancelled) {
-  if (cancelled) {
-    p->cancelled++;
+                           int cancelled, int lost) {
+  if (cancelled || lost) {
+    if (cancelled) p->cancelled++;
+    else p->lost++;
     return;
   }
   p->done++;

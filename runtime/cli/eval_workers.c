@@ -79,7 +79,8 @@ void eval_workers_signal(void) {
 /* ---- the parent ------------------------------------------------------- */
 
 static const char *on_record(void *ud, const eval_line_t *l) {
-  eval_progress_episode(ud, l->reward, l->error, l->cancelled);
+  eval_progress_episode(ud, l->reward, l->error, l->cancelled,
+                        l->rerun && !l->cancelled);
   return NULL;
 }
 

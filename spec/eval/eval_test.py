@@ -629,6 +629,58 @@ def remote_run_against_ludo_serve():
         p.wait()
 
 
+def serve_echo(port="0"):
+    """`ludo serve examples/echo` on `port`; returns (process, port)."""
+    p = subprocess.Popen([LUDO, "serve", "examples/echo", "--port", port],
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    m = re.search(r"http://[^:]+:(\d+)", p.stderr.readline())
+    return p, m.group(1)
+
+
+@test
+def a_server_outage_loses_episodes_then_resume_runs_them():
+    """A server that dies mid-run: its episodes end ECONNECT or
+    EDISCONNECTED, which are not failed attempts (summary: episodes.lost,
+    not errors, not in the success rate); the run says to --resume and
+    exits 75; a resume once the server is back completes the run."""
+    p, port = serve_echo()
+    url = "ws://127.0.0.1:%s/ws" % port
+    d = out("outage")
+    args = ["eval", url, "--policy", SLOW, "--episodes", "40",
+            "--max-steps", "5", "--seed", "3", "--concurrency", "2",
+            "--out", d]
+    try:
+        run = subprocess.Popen([LUDO, *args], env=ENV, text=True,
+                               stderr=subprocess.PIPE)
+        wait_records(os.path.join(d, "results.jsonl"), 4)
+    finally:
+        p.kill()
+        p.wait()
+    err = run.communicate(timeout=120)[1]
+    assert run.returncode == 75, (run.returncode, err)
+    assert "lost by the transport" in err and "--resume" in err, err
+    s = json.load(open(os.path.join(d, "summary.json")))
+    lost = sum(1 for r in results(d)
+               if r["error"] and r["error"]["class"] in
+               ("ECONNECT", "EDISCONNECTED"))
+    assert lost > 0 and s["episodes"]["lost"] == lost, (lost, s)
+    assert "ECONNECT" not in s["errors"], s["errors"]
+    assert "EDISCONNECTED" not in s["errors"], s["errors"]
+    ep = s["episodes"]
+    assert s["success"]["n"] == ep["finished"] + ep["failed"], s
+    assert ep["missing"] == 40 - ep["finished"] - ep["failed"], ep
+    p, _ = serve_echo(port)  # back on the same port
+    try:
+        r = ludo(*args, "--resume", "--quiet")
+    finally:
+        p.terminate()
+        p.wait()
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert s["episodes"]["lost"] == 0, s["episodes"]
+    assert s["episodes"]["finished"] + s["episodes"]["failed"] == 40, s
+
+
 def write(name, text):
     path = os.path.join(TMP, name)
     with open(path, "w") as f:

@@ -207,7 +207,7 @@ describe("ludo.eval.summary", function()
     function()
       local s = decode(report.summary(run, results, {}))
       assert.are.same({ total = 8, recorded = 6, finished = 3, failed = 2,
-        cancelled = 1, missing = 3 }, s.episodes)
+        cancelled = 1, lost = 0, missing = 3 }, s.episodes)
       assert.are.same({ ETIMEOUT = 2 }, s.errors)
       -- steps of the finished and failed episodes: 1 3 5 4 0
       assert.are.equal(5, s.steps.n)
@@ -334,10 +334,56 @@ describe("ludo.eval.summary", function()
     end)
   end)
 
+  describe("episodes a server outage lost (ECONNECT, EDISCONNECTED)",
+    function()
+      local function lost(ep, cls)
+        return rec({ episode = ep, reward = 0.0, steps = 1, success = false,
+          llm = { calls = 1, failures = 1, prompt_tokens = 3,
+            completion_tokens = 0 },
+          error = { class = cls, message = cls .. ": gone" } })
+      end
+      local ok = rec({ episode = 0, reward = 1.0, steps = 2,
+        success = true })
+      local failed = rec({ episode = 1, reward = 0.0, steps = 1,
+        success = false, error = { class = "ESCRIPT", message = "x" } })
+      local all = { ok, failed, lost(2, "ECONNECT"),
+        lost(3, "EDISCONNECTED") }
+
+      it("are counted apart: not attempts, not errors, missing", function()
+        assert.are.equal("lost", summary.status(all[3]))
+        assert.are.equal("lost", summary.status(all[4]))
+        local s = decode(report.summary({ episodes_total = 4,
+          pass_k = { 1 } }, all, {}))
+        assert.are.same({ total = 4, recorded = 4, finished = 1,
+          failed = 1, cancelled = 0, lost = 2, missing = 2 }, s.episodes)
+        assert.are.same({ ESCRIPT = 1 }, s.errors)
+        assert.are.equal(2, s.success.n)
+        close(0.5, s.success.rate)
+        assert.are.equal(2, s.steps.n)
+        close(0.5, s.pass_at_k[1].value) -- 1 success in 2 attempts
+        assert.are.equal(2, s.llm.calls) -- their tokens were spent
+      end)
+
+      it("lose to a final record of the episode, in any order", function()
+        local again = rec({ episode = 2, reward = 1.0, steps = 2,
+          success = true })
+        local want = report.summary({}, { ok, failed, again }, {})
+        local a = decode(report.summary({}, { ok, failed, lost(2,
+          "ECONNECT"), again }, {}))
+        local b = decode(report.summary({}, { again, ok, lost(2,
+          "ECONNECT"), failed }, {}))
+        a.llm, b.llm = nil, nil
+        local w = decode(want)
+        w.llm = nil
+        assert.are.same(w, a)
+        assert.are.same(w, b)
+      end)
+    end)
+
   it("summarises no results", function()
     local s = decode(report.summary({}, {}, {}))
     assert.are.same({ total = 0, recorded = 0, finished = 0, failed = 0,
-      cancelled = 0, missing = 0 }, s.episodes)
+      cancelled = 0, lost = 0, missing = 0 }, s.episodes)
     assert.are.same({ n = 0 }, s.reward)
     assert.are.same({}, s.rubrics)
     assert.are.same({}, s.errors)

@@ -151,8 +151,10 @@ local function cards(s)
   local ep, rw, su = s.episodes, s.reward, s.success
   local out = { '<div class="cards">' }
   out[#out + 1] = card("episodes", num(ep.recorded),
-    format("%s finished, %s failed, %s cancelled of %s", num(ep.finished),
-      num(ep.failed), num(ep.cancelled), num(ep.total)))
+    format("%s finished, %s failed, %s cancelled%s of %s",
+      num(ep.finished), num(ep.failed), num(ep.cancelled),
+      (opt(ep.lost) or 0) > 0 and format(", %s lost (server outage)",
+        num(ep.lost)) or "", num(ep.total)))
   local ci = opt(rw.ci95)
   out[#out + 1] = card("mean reward", num(opt(rw.mean)),
     ci and format("95%% CI %s \u{2013} %s", num(ci[1]), num(ci[2]))
@@ -264,7 +266,7 @@ local function histograms(eps)
     if st == "finished" and opt(r.reward) ~= nil then
       rewards[#rewards + 1] = r.reward
     end
-    if st ~= "cancelled" and opt(r.steps) ~= nil then
+    if not summary.rerun(st) and opt(r.steps) ~= nil then
       steps[#steps + 1] = r.steps
     end
   end
@@ -345,7 +347,7 @@ local function reward_series(eps)
     line_label = "running mean" }), note
 end
 
--- Errors by class as bars (and the cancelled episodes).
+-- Errors by class as bars (and the cancelled and lost episodes).
 local function error_bars(s)
   local items = {}
   for _, cls in ipairs(keys(s.errors)) do
@@ -356,6 +358,12 @@ local function error_bars(s)
     items[#items + 1] = { label = "cancelled (ECANCELED)",
       value = s.episodes.cancelled,
       tip = format("cancelled: %d episodes", s.episodes.cancelled) }
+  end
+  local lost = opt(s.episodes.lost) or 0
+  if lost > 0 then
+    items[#items + 1] = { label = "lost (server outage)", value = lost,
+      tip = format("lost by the transport (ECONNECT, EDISCONNECTED): %d "
+        .. "episodes, to run again with --resume", lost) }
   end
   return svg.hbars({ id = "errors-chart", title = "Errors by class",
     items = items, xlabel = "episodes", label_width = 200, integer = true,
@@ -403,10 +411,10 @@ local function slowest_table(eps)
   return concat(out)
 end
 
--- Episodes with an error, then cancelled ones, then those finished
+-- Episodes with an error, then cancelled and lost ones, then those finished
 -- without success, each group by episode (`eps` is in episode order).
 local function failing_table(eps)
-  local groups = { failed = {}, cancelled = {}, finished = {} }
+  local groups = { failed = {}, cancelled = {}, lost = {}, finished = {} }
   for _, r in ipairs(eps) do
     local st = summary.status(r)
     if st ~= "finished" or opt(r.success) == false then
@@ -415,7 +423,7 @@ local function failing_table(eps)
     end
   end
   local list = groups.failed
-  for _, name in ipairs({ "cancelled", "finished" }) do
+  for _, name in ipairs({ "cancelled", "lost", "finished" }) do
     for _, r in ipairs(groups[name]) do list[#list + 1] = r end
   end
   local out = { '<table id="failing"><tr><th class="n">episode</th>'
@@ -430,7 +438,7 @@ local function failing_table(eps)
     out[#out + 1] = format('<tr><td class="n">%d</td>%s'
       .. '<td class="%s nw">%s</td>%s<td class="msg">%s</td>'
       .. '<td class="n">%s</td><td class="n">%s</td>%s</tr>', r.episode,
-      id_cell(r.task), st == "cancelled" and "warn" or "bad", cls,
+      id_cell(r.task), summary.rerun(st) and "warn" or "bad", cls,
       st == "finished" and "<td></td>" or id_cell(err.class, 24),
       esc(clip(opt(err.message) or "")),
       num(opt(r.steps)), num(opt(r.reward)), traj_cell(r))

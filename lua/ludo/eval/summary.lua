@@ -23,6 +23,13 @@ M.VERSION = 1
 -- other errors, and replaced by a later record of the same episode.
 M.CANCELED = "ECANCELED"
 
+-- The error classes of a transport that failed (the server went away, or
+-- could not be reached): a server outage, not the policy's doing. Such an
+-- episode is "lost": counted apart, as a cancelled one, and --resume runs
+-- it again (docs/eval.md); counting it as a failed attempt would lower
+-- the success rate for what the server did.
+M.LOST = { ECONNECT = true, EDISCONNECTED = true }
+
 -- Returns `v`, or nil when it is nil or ludo.null (JSON null). The
 -- sentinel is also known by its protected metatable, as a host that
 -- reloads ludo.null (busted between spec files) may hand in another one.
@@ -82,19 +89,29 @@ local function check_record(r, i)
   end
 end
 
--- "finished", "failed" or "cancelled": the standing of record `r`.
+-- "finished", "failed", "cancelled" or "lost": the standing of record
+-- `r`.
 function M.status(r)
   local err = opt(r.error)
   if err == nil then return "finished" end
   if err.class == M.CANCELED then return "cancelled" end
+  if M.LOST[err.class] then return "lost" end
   return "failed"
 end
 
+-- True for a standing whose episode is to run again (cancelled, lost):
+-- not an attempt, and a later final record replaces it.
+local function rerun(st) return st == "cancelled" or st == "lost" end
+M.rerun = rerun
+
+-- True for a standing that is an attempt (finished, failed).
+function M.attempt(r) return not rerun(M.status(r)) end
+
 -- Returns the records of `results` (an array, any order) checked, one
 -- per episode and sorted by episode. When an episode has several
--- records (a resumed run re-ran a cancelled episode), a record that is
--- not cancelled wins over a cancelled one, and between records of the
--- same standing the later one in `results` wins.
+-- records (a resumed run re-ran a cancelled or lost episode), a final
+-- record (finished, failed) wins over one to run again (cancelled, lost),
+-- and otherwise the later one in `results` wins.
 function M.episodes(results)
   if type(results) ~= "table" then
     error("ludo.eval.summary: results must be an array of records (got "
@@ -108,7 +125,7 @@ function M.episodes(results)
     if prev == nil then
       order[#order + 1] = r.episode
       by_ep[r.episode] = r
-    elseif M.status(r) ~= "cancelled" or M.status(prev) == "cancelled" then
+    elseif not rerun(M.status(r)) or rerun(M.status(prev)) then
       by_ep[r.episode] = r
     end
   end
@@ -166,7 +183,7 @@ end
 local function pass_at(eps, ks)
   local tasks, keys = {}, {}
   for _, r in ipairs(eps) do
-    if M.status(r) ~= "cancelled" then
+    if M.attempt(r) then
       local key = task_key(r)
       local t = tasks[key]
       if t == nil then
@@ -207,7 +224,7 @@ end
 
 -- Counts, steps, invalid actions, LLM usage and error classes.
 local function counts(eps)
-  local c = { finished = 0, failed = 0, cancelled = 0 }
+  local c = { finished = 0, failed = 0, cancelled = 0, lost = 0 }
   local errors = jsontext.object()
   local steps, successes, attempts = {}, 0, 0
   local invalid, invalid_eps, total_steps = 0, 0, 0
@@ -220,7 +237,7 @@ local function counts(eps)
       local cls = r.error.class
       errors[cls] = (errors[cls] or 0) + 1
     end
-    if st ~= "cancelled" then
+    if not rerun(st) then
       attempts = attempts + 1
       if opt(r.success) == true then successes = successes + 1 end
       local n = opt(r.steps)
@@ -306,6 +323,7 @@ function M.compute(run, results, timing)
     episodes = {
       total = total or #eps, recorded = #eps,
       finished = c.finished, failed = c.failed, cancelled = c.cancelled,
+      lost = c.lost,
       missing = math.max(0, (total or #eps) - c.finished - c.failed),
     },
     reward = reward,
