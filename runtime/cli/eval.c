@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,8 @@ typedef struct {
   uv_async_t wake;          /* a signal wakes the loop */
   int signals, interrupted;
   int traj_only;            /* failed only for trajectories not written */
+  long long offset0;        /* results.jsonl's size before this run wrote
+                               to it: its records are after (timing) */
 } eval_t;
 
 /* Ctrl-C: the first sets the flag and wakes the loop (which cancels the
@@ -210,14 +213,15 @@ static void run_loop(eval_t *e, long long already) {
 static int report(eval_t *e, double wall_s, const char *started_at) {
   ludo__cli_buf_t recs = {0};
   json_t *run = json_deep_copy(e->run_json);
+  eval_timing_t t = {wall_s, started_at, 0, 0};
   long long n;
   int rc = eval_results_text(e->cfg->out, &recs, &n);
   if (e->cfg->shard_count > 0)
     json_object_set_new(run, "episodes_total",
                         json_integer((json_int_t)e->plan.n));
+  if (rc == 0) rc = eval_timing_count(e->cfg->out, e->offset0, &t);
   if (rc == 0)
-    rc = eval_report_write(e->cfg->out, run, recs.p, recs.len, wall_s,
-                           started_at);
+    rc = eval_report_write(e->cfg->out, run, recs.p, recs.len, &t);
   json_decref(run);
   ludo__cli_buf_free(&recs);
   return rc;
@@ -270,6 +274,15 @@ static int run_worker(eval_t *e) {
   return interrupted_status(e);
 }
 
+/* The size of DIR/results.jsonl (0 when absent): where the records of
+ * this run will start (a resume's earlier ones are before). */
+static long long results_size(const char *dir) {
+  char path[4400];
+  struct stat sb;
+  snprintf(path, sizeof path, "%s/results.jsonl", dir);
+  return stat(path, &sb) == 0 ? (long long)sb.st_size : 0;
+}
+
 static int run(eval_t *e, int argc, char **argv) {
   long long already = 0, workers;
   char started_at[32];
@@ -282,6 +295,7 @@ static int run(eval_t *e, int argc, char **argv) {
   e->run_json = eval_run_json(e->cfg, e->plan.total);
   if (eval_out_open(&e->out, e->cfg, e->run_json, &e->plan, &already) != 0)
     return 1;
+  e->offset0 = results_size(e->cfg->out);
   workers = eval_workers_count(e->cfg, &e->plan);
   if (workers > 1) {
     eval_progress_start(&e->r.progress, &e->loop, e->cfg->quiet,

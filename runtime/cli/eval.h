@@ -213,6 +213,7 @@ typedef struct {
   int has_traj;            /* names its own trajectory file */
   int traj_bad;            /* names anything else: refused by
                               eval_record_check */
+  long long steps;         /* 0 when the record has none */
   double reward;
   const char *line;        /* the line, without its '\n' */
   size_t len;
@@ -417,12 +418,27 @@ void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why);
 
 /* ---- summary and report (eval_report.c) ------------------------------- */
 
+/* What summary.json's timing measures (docs/eval-report.md): the wall
+ * time of the process(es) that ran episodes into the folder last, and the
+ * attempts (finished or failed episodes) and their steps that they ran,
+ * so the throughput is theirs alone, whatever earlier processes (a
+ * resumed run's) wrote. */
+typedef struct {
+  double wall_s;
+  const char *started_at;  /* borrowed */
+  long long episodes, steps;
+} eval_timing_t;
+
+/* Counts the attempts and their steps in DIR/results.jsonl from byte
+ * `offset` on (the records this process's run wrote) into t. Returns 0
+ * or -1 after saying what was wrong. */
+int eval_timing_count(const char *dir, long long offset, eval_timing_t *t);
+
 /* Writes summary.json and report.html into `dir` from run.json's object
  * and the records (the text of a JSON array), with R's ludo.eval.report in a runtime of
  * its own. Returns 0 or -1 after saying what was wrong. */
 int eval_report_write(const char *dir, json_t *run, const char *results,
-                      size_t results_len, double wall_s,
-                      const char *started_at);
+                      size_t results_len, const eval_timing_t *timing);
 
 /* ---- worker processes (eval_workers.c) ------------------------------- */
 

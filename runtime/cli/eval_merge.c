@@ -318,13 +318,18 @@ static int write_results(const merge_args_t *m, json_t *all,
   return rc;
 }
 
-/* The merged timing: the longest shard's wall time, the earliest start
- * (from the shards' summary.json, when they have one). */
-static void shard_timing(const merge_args_t *m, double *wall, char *start,
-                         size_t n) {
+/* The merged timing (from the shards' summary.json, when they have
+ * one): the shards ran side by side (as an Indexed Job runs them), so the
+ * longest shard's wall time, the earliest start, and the episodes and
+ * steps their last processes ran, summed: the throughput of the shards
+ * together. */
+static void shard_timing(const merge_args_t *m, eval_timing_t *timing,
+                         char *start, size_t n) {
   int i;
-  *wall = 0;
+  timing->wall_s = 0;
+  timing->episodes = timing->steps = 0;
   snprintf(start, n, "%s", "");
+  timing->started_at = start;
   for (i = 0; i < m->ndirs; i++) {
     char path[4400];
     json_t *s, *t;
@@ -332,8 +337,11 @@ static void shard_timing(const merge_args_t *m, double *wall, char *start,
     snprintf(path, sizeof path, "%s/summary.json", m->dirs[i]);
     s = json_load_file(path, 0, NULL);
     t = json_object_get(s, "timing");
-    if (json_number_value(json_object_get(t, "wall_s")) > *wall)
-      *wall = json_number_value(json_object_get(t, "wall_s"));
+    if (json_number_value(json_object_get(t, "wall_s")) > timing->wall_s)
+      timing->wall_s = json_number_value(json_object_get(t, "wall_s"));
+    timing->episodes += json_integer_value(json_object_get(t,
+                                                           "episodes_run"));
+    timing->steps += json_integer_value(json_object_get(t, "steps_run"));
     at = json_string_value(json_object_get(t, "started_at"));
     if (at != NULL && (start[0] == '\0' || strcmp(at, start) < 0))
       snprintf(start, n, "%s", at);
@@ -346,7 +354,7 @@ static int merge(const merge_args_t *m) {
   long long total, ep;
   int *from = NULL, rc = 1, lock = -1;
   char *text, start[64];
-  double wall;
+  eval_timing_t timing;
   if (run == NULL) goto done;
   total = json_integer_value(json_object_get(run, "episodes_total"));
   from = malloc(((size_t)total + 1) * sizeof *from);
@@ -363,11 +371,11 @@ static int merge(const merge_args_t *m) {
   rc = eval_write_file(m->out, "run.json", text, strlen(text)) != 0 ||
        write_results(m, all, from) != 0;
   free(text);
-  shard_timing(m, &wall, start, sizeof start);
+  shard_timing(m, &timing, start, sizeof start);
   text = rc == 0 ? json_dumps(all, EVAL_JSON_LINE) : NULL;
   if (rc == 0 && (text == NULL || eval_report_write(m->out, run, text,
-                                                    strlen(text), wall,
-                                                    start) != 0))
+                                                    strlen(text),
+                                                    &timing) != 0))
     rc = 1;
   free(text);
   if (rc == 0)

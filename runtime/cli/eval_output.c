@@ -251,6 +251,8 @@ static int scan_fast(const char *p, size_t n, eval_line_t *l) {
   if (end == v || (*end != ',' && *end != '}')) return -1;
   v = after(p, n, "\"reward\":");
   l->reward = v ? strtod(v, NULL) : 0;
+  v = after(p, n, "\"steps\":");
+  l->steps = v ? strtoll(v, NULL, 10) : 0;
   l->error = after(p, n, "\"error\":null") == NULL;
   l->cancelled = l->error && after(p, n, "\"class\":\"ECANCELED\"");
   l->rerun = l->cancelled || (l->error &&
@@ -283,6 +285,7 @@ static int scan_slow(const char *p, size_t n, eval_line_t *l,
   seed = json_object_get(rec, "seed");
   l->seed = json_is_integer(seed) ? json_integer_value(seed) : -1;
   l->reward = json_number_value(json_object_get(rec, "reward"));
+  l->steps = json_integer_value(json_object_get(rec, "steps"));
   err = json_object_get(rec, "error");
   l->error = json_is_object(err);
   l->rerun = eval_class_rerun(json_string_value(json_object_get(err,

@@ -2,7 +2,8 @@
  * to ludo.eval.report (summary(run, results, timing) and html(run,
  * summary_text, results), docs/eval-report.md) in a script of a runtime
  * of its own, with room for a large run: a memory cap of 4 GiB, a CPU
- * budget of 10 minutes, inputs up to 1 GiB. */
+ * budget of 10 minutes, inputs up to 1 GiB. Also what the timing counts
+ * (eval_timing_count). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,9 +76,22 @@ static int write_both(ludo_script_t *sc, const char *dir, json_t *run,
   return rc;
 }
 
+static const char *count_attempt(void *ud, const eval_line_t *l) {
+  eval_timing_t *t = ud;
+  if (!l->rerun) { /* cancelled or lost episodes are not attempts */
+    t->episodes++;
+    t->steps += l->steps;
+  }
+  return NULL;
+}
+
+int eval_timing_count(const char *dir, long long offset, eval_timing_t *t) {
+  t->episodes = t->steps = 0;
+  return eval_results_follow(dir, &offset, count_attempt, t);
+}
+
 int eval_report_write(const char *dir, json_t *run, const char *results,
-                      size_t results_len, double wall_s,
-                      const char *started_at) {
+                      size_t results_len, const eval_timing_t *t) {
   ludo_options_t o;
   ludo_runtime_t *rt = NULL;
   ludo_script_t *sc = NULL;
@@ -97,7 +111,9 @@ int eval_report_write(const char *dir, json_t *run, const char *results,
   if (ludo_script_open(rt, "ludo.eval.report", NULL, &sc) != 0) {
     ludo__cli_error("report: %s", ludo_runtime_errmsg(rt));
   } else {
-    timing = json_pack("{sfss}", "wall_s", wall_s, "started_at", started_at);
+    timing = json_pack("{sfsssIsI}", "wall_s", t->wall_s, "started_at",
+                       t->started_at, "episodes", (json_int_t)t->episodes,
+                       "steps", (json_int_t)t->steps);
     rc = write_both(sc, dir, run, results, results_len, timing);
     json_decref(timing);
   }

@@ -210,6 +210,55 @@ def resume_after_kill_9_gives_the_same_summary():
     assert r.returncode == 0 and len(results(cut)) == 60, r.stderr
 
 
+def timing(d):
+    with open(os.path.join(d, "summary.json")) as f:
+        return json.load(f)["timing"]
+
+
+def close_to(want, got):
+    return abs(want - got) <= 1e-9 * max(1.0, abs(want))
+
+
+@test
+def throughput_after_resume_is_over_the_episodes_it_ran():
+    """summary.json's timing after --resume: episodes_run and steps_run
+    are the attempts the resuming process ran, and episodes_per_s divides
+    them (not every record of the folder) by its wall_s; a resume with
+    nothing left has no rate; merge sums the shards' and takes the
+    longest wall time."""
+    args = ["eval", "examples/echo", "--policy", SLOW, "--episodes", "40",
+            "--max-steps", "4", "--seed", "9", "--quiet"]
+    d = out("tp-resume")
+    p = subprocess.Popen([LUDO, *args, "--out", d, "--concurrency", "4"],
+                         env=ENV, stderr=subprocess.DEVNULL)
+    path = os.path.join(d, "results.jsonl")
+    wait_records(path, 8)
+    p.kill()
+    p.wait()
+    before = len(open(path).read().splitlines())
+    assert 8 <= before < 40, before
+    run_ok(*args, "--out", d, "--resume")
+    mine = results(d)[before:]
+    t = timing(d)
+    assert t["episodes_run"] == len(mine) == 40 - before, (t, before)
+    assert t["steps_run"] == sum(r["steps"] for r in mine), t
+    assert close_to(t["episodes_run"] / t["wall_s"], t["episodes_per_s"]), t
+    assert close_to(t["steps_run"] / t["wall_s"], t["steps_per_s"]), t
+    run_ok(*args, "--out", d, "--resume")  # nothing left to run
+    t = timing(d)
+    assert t["episodes_run"] == 0 and t["episodes_per_s"] is None, t
+    assert t["steps_per_s"] is None, t
+    shards = [out("tp-s%d" % i) for i in range(2)]
+    for i, sd in enumerate(shards):
+        run_ok(*args, "--out", sd, "--shard", "%d/2" % i)
+    m = out("tp-merged")
+    run_ok("eval", "merge", *shards, "--out", m)
+    t, ts = timing(m), [timing(sd) for sd in shards]
+    assert t["episodes_run"] == 40 == sum(x["episodes_run"] for x in ts), t
+    assert t["wall_s"] == max(x["wall_s"] for x in ts), (t, ts)
+    assert close_to(40 / t["wall_s"], t["episodes_per_s"]), t
+
+
 @test
 def resume_refuses_another_run():
     d = out("basic")

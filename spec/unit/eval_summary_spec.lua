@@ -239,6 +239,32 @@ describe("ludo.eval.summary", function()
     assert.is_truthy(a:find('^{.*,"timing":{.*},"version":1}\n$'))
   end)
 
+  it("measures the throughput over the episodes the process ran",
+    function()
+      -- a resume: 2 attempts of 3 steps ran in 2 s, the 5 attempts of the
+      -- records were written by this process and an earlier one
+      local s = decode(report.summary(run, results,
+        { wall_s = 2.0, episodes = 2, steps = 3 }))
+      assert.are.equal(2, s.timing.episodes_run)
+      assert.are.equal(3, s.timing.steps_run)
+      close(1.0, s.timing.episodes_per_s)
+      close(1.5, s.timing.steps_per_s)
+      -- nothing ran (a resume of a finished run): no rate
+      s = decode(report.summary(run, results,
+        { wall_s = 0.01, episodes = 0, steps = 0 }))
+      assert.are.equal(0, s.timing.episodes_run)
+      assert.is_nil(s.timing.episodes_per_s)
+      assert.is_nil(s.timing.steps_per_s)
+      -- without counts: every attempt of the records
+      s = decode(report.summary(run, results, { wall_s = 2.0 }))
+      assert.are.equal(5, s.timing.episodes_run)
+      assert.are.equal(13, s.timing.steps_run)
+      assert.has_error(function()
+        report.summary(run, results, { wall_s = 1.0, episodes = -1 })
+      end, "ludo.eval.summary: timing.episodes must be a whole number >= 0"
+        .. " (got -1)")
+    end)
+
   it("averages pass@k over tasks with enough attempts", function()
     local rs = {}
     local function add(task, ok)

@@ -174,8 +174,8 @@ local function cards(s)
     format("%s steps in all", num(s.steps.total)))
   local t = s.timing or {}
   out[#out + 1] = card("throughput", num(opt(t.episodes_per_s)) ..
-    " ep/s", format("%s steps/s, wall %s s", num(opt(t.steps_per_s)),
-      num(opt(t.wall_s))))
+    " ep/s", format("%s steps/s: %s episodes in %s s", num(opt(
+      t.steps_per_s)), num(opt(t.episodes_run)), num(opt(t.wall_s))))
   out[#out + 1] = "</div>"
   return concat(out)
 end
@@ -248,6 +248,8 @@ local function facts_table(s)
   local t = s.timing or {}
   row("started at", esc(opt(t.started_at) or "\u{2013}"))
   row("wall time", num(opt(t.wall_s)) .. " s")
+  row("episodes timed", format("%s (%s steps), the last run's: a resume's "
+    .. "own", num(opt(t.episodes_run)), num(opt(t.steps_run))))
   row("episodes/s", num(opt(t.episodes_per_s)))
   row("steps/s", num(opt(t.steps_per_s)))
   local ew = t.episode_wall_ms or {}

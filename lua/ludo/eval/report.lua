@@ -6,7 +6,8 @@
 --   html(run, summary_text, results) -> the text of report.html
 --
 -- `run` is run.json's object, `results` the result records of
--- results.jsonl in any order, `timing` = {wall_s, started_at}. Wrong input
+-- results.jsonl in any order, `timing` = {wall_s, started_at, episodes,
+-- steps} (the last process's wall time and what it ran). Wrong input
 -- raises an error naming the field ("ludo.eval.summary: results[3].episode
 -- must be an integer (got "x")").
 local summary = require("ludo.eval.summary")

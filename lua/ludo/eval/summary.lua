@@ -261,8 +261,24 @@ local function counts(eps)
     invalid_eps, llm
 end
 
--- Time-dependent figures: the run's wall time and throughput (from
--- `timing`), and the episodes' own wall and CPU times.
+-- A count of `timing` (`episodes`, `steps`): a whole number >= 0, or
+-- `default` when absent.
+local function timing_count(timing, k, default)
+  local v = opt(timing[k])
+  if v == nil then return default end
+  if mtype(v) ~= "integer" or v < 0 then
+    error(format("ludo.eval.summary: timing.%s must be a whole number >= 0"
+      .. " (got %s)", k, tostring(v)), 0)
+  end
+  return v
+end
+
+-- Time-dependent figures: the wall time of the process(es) that ran
+-- episodes last (from `timing`), the attempts and steps they ran
+-- (`timing.episodes`, `timing.steps`; absent: every attempt of the
+-- records, as when one process ran them all) and their throughput, which
+-- so never divides a resumed run's earlier episodes by this process's
+-- time; and the episodes' own wall and CPU times.
 local function timing_of(eps, timing, attempts, total_steps)
   timing = timing or {}
   local wall = opt(timing.wall_s)
@@ -270,6 +286,8 @@ local function timing_of(eps, timing, attempts, total_steps)
     error("ludo.eval.summary: timing.wall_s must be a number (got "
       .. tostring(wall) .. ")", 0)
   end
+  local ran = timing_count(timing, "episodes", attempts)
+  local ran_steps = timing_count(timing, "steps", total_steps)
   local started = opt(timing.started_at)
   local ms, cpu = {}, 0.0
   for _, r in ipairs(eps) do
@@ -277,16 +295,20 @@ local function timing_of(eps, timing, attempts, total_steps)
     if w ~= nil then ms[#ms + 1] = w end
     cpu = cpu + (opt(r.cpu_ms) or 0)
   end
+  -- No rate without time, nor without an episode run (a resume that
+  -- found nothing left measured its setup, not a throughput).
   local per_s = function(x)
-    if wall == nil or wall <= 0 then return null end
+    if wall == nil or wall <= 0 or ran == 0 then return null end
     return round(x / wall)
   end
   local ep = stats.describe(ms)
   return {
     wall_s = wall and round(wall) or null,
     started_at = started ~= nil and tostring(started) or null,
-    episodes_per_s = per_s(attempts),
-    steps_per_s = per_s(total_steps),
+    episodes_run = ran,
+    steps_run = ran_steps,
+    episodes_per_s = per_s(ran),
+    steps_per_s = per_s(ran_steps),
     cpu_ms_total = round(cpu),
     episode_wall_ms = {
       n = ep.n, mean = ep.mean or null, max = ep.max or null,
