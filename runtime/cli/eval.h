@@ -399,7 +399,8 @@ json_t *eval_record_new(eval_slot_t *sl);
  * invalid action (the model's text, or NULL, and why). */
 void eval_traj_open(eval_slot_t *sl);
 /* Closes it at the episode's end (writing line 1 if the reset never
- * answered). One that could not be opened or written is removed and
+ * answered, else for an episode that failed a last line saying why it
+ * ended). One that could not be opened or written is removed and
  * counted in the run (sl->traj_lost: the record says null). */
 void eval_traj_close(eval_slot_t *sl);
 /* Says how many trajectories the run lost and the first failure (a

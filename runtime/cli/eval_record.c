@@ -162,11 +162,26 @@ void eval_traj_open(eval_slot_t *sl) {
   if (sl->traj == NULL) traj_lost(sl, "open", path);
 }
 
+/* The last line of an episode that failed after its reset answered:
+ * why it ended, {"end": "error", "steps": N, "error": {class, message}}
+ * (the steps' lines alone do not say it: the failing call wrote none). */
+static void traj_end(eval_slot_t *sl) {
+  json_t *line = json_pack("{sssIso}", "end", "error", "steps",
+                           (json_int_t)sl->steps, "error", record_error(sl));
+  char *s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  if (s != NULL) fprintf(sl->traj, "%s\n", s);
+  free(s);
+  json_decref(line);
+}
+
 void eval_traj_close(eval_slot_t *sl) {
   char path[4400];
   int bad;
   if (sl->traj == NULL) return;
-  if (!sl->reset_written) eval_traj_reset_failed(sl);
+  if (!sl->reset_written)
+    eval_traj_reset_failed(sl); /* line 1 says the error */
+  else if (sl->err_class[0] != '\0')
+    traj_end(sl);
   errno = EIO; /* what ferror alone says */
   bad = ferror(sl->traj);
   bad = fclose(sl->traj) != 0 || bad;

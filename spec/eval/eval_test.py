@@ -518,6 +518,26 @@ def a_failing_policy_fails_its_episode_only():
 
 
 @test
+def a_failed_episode_s_trajectory_ends_saying_why():
+    d = out("raising-traj")
+    run_ok("eval", "examples/echo", "--policy", FIX + "/raising_policy.lua",
+           "--episodes", "2", "--out", d, "--quiet")
+    for rec in results(d):
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert [x.get("step") for x in lines[1:-1]] == [1, 2], lines
+        assert lines[-1] == {"end": "error", "steps": 2,
+                             "error": rec["error"]}, lines[-1]
+    d = out("fine-traj")  # a finished episode has no such line
+    run_ok("eval", "examples/echo", "--episodes", "2", "--max-steps", "2",
+           "--out", d, "--quiet")
+    for rec in results(d):
+        lines = [json.loads(x) for x in open(os.path.join(
+            d, rec["trajectory"]))]
+        assert all("end" not in x for x in lines), lines
+
+
+@test
 def ctrl_c_cancels_and_writes_the_summary():
     d = out("sigint")
     p = subprocess.Popen([LUDO, "eval", "examples/echo", "--policy", SLOW,
