@@ -67,7 +67,51 @@ static int parse(int argc, char **argv, merge_args_t *m) {
   return -1;
 }
 
-/* Every folder's run.json must be the first's, shard aside. */
+/* A folder's shard as "I/N", or "none (run without --shard)". */
+static void shard_text(json_t *run, char *buf, size_t n) {
+  json_t *sh = json_object_get(run, "shard");
+  if (!json_is_object(sh))
+    snprintf(buf, n, "none (run without --shard)");
+  else
+    snprintf(buf, n, "%lld/%lld",
+             (long long)json_integer_value(json_object_get(sh, "index")),
+             (long long)json_integer_value(json_object_get(sh, "count")));
+}
+
+/* Folder i's shard against the first's: both shards, of the same count
+ * (slices of one split), with other indices. Says what is wrong and
+ * returns -1, or 0. */
+static int check_shard(const merge_args_t *m, json_t *first, json_t *run,
+                       int i) {
+  json_t *a = json_object_get(first, "shard"), *b = json_object_get(run,
+                                                                    "shard");
+  char sa[64], sb[64];
+  shard_text(first, sa, sizeof sa);
+  shard_text(run, sb, sizeof sb);
+  if (!json_is_object(a) || !json_is_object(b)) {
+    ludo__cli_error("%s is not a shard (run without --shard): merge "
+                    "combines the folders of one run's --shard I/N",
+                    m->dirs[json_is_object(a) ? i : 0]);
+    return -1;
+  }
+  if (!json_equal(json_object_get(a, "count"),
+                  json_object_get(b, "count"))) {
+    ludo__cli_error("%s is shard %s and %s is shard %s: their shard counts "
+                    "differ, so they are not slices of one split (merge the "
+                    "folders of one --shard I/N)", m->dirs[0], sa,
+                    m->dirs[i], sb);
+    return -1;
+  }
+  if (json_equal(a, b)) {
+    ludo__cli_error("%s and %s are both shard %s: the same shard twice",
+                    m->dirs[0], m->dirs[i], sa);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every folder's run.json must be the first's, shard aside, and its
+ * shard of the same count. */
 static json_t *check_runs(const merge_args_t *m) {
   json_t *first = NULL;
   int i;
@@ -80,6 +124,10 @@ static json_t *check_runs(const merge_args_t *m) {
       continue;
     }
     eval_run_diff(first, run, 1, &diff);
+    if (diff.len == 0 && check_shard(m, first, run, i) != 0) {
+      json_decref(run);
+      goto bad;
+    }
     json_decref(run);
     if (diff.len > 0) {
       ludo__cli_error("%s is not a shard of the run in %s: run.json differs "

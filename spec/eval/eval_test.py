@@ -291,7 +291,8 @@ def shards_merge_into_the_unsharded_run():
     assert r.returncode == 1 and "are in none of the folders" in r.stderr
     r = ludo("eval", "merge", shards[0], shards[0], shards[1], shards[2],
              "--out", out("sh-y"))
-    assert r.returncode == 1 and "is in both" in r.stderr, r.stderr
+    assert r.returncode == 1 and "are both shard 0/3: the same shard " \
+        "twice" in r.stderr, r.stderr
     other = out("sh-other")
     run_ok("eval", "examples/echo", "--episodes", "25", "--seed", "8",
            "--max-steps", "3", "--quiet", "--shard", "1/3", "--out", other)
@@ -310,6 +311,21 @@ def echo_shards(name, n, episodes=9):
     for i, d in enumerate(shards):
         run_ok(*args, "--out", d, "--shard", "%d/%d" % (i, n))
     return shards
+
+
+@test
+def merge_says_the_shard_counts_differ():
+    two, three = echo_shards("cnt-two", 2), echo_shards("cnt-three", 3)
+    r = ludo("eval", "merge", two[0], three[1], "--out", out("cnt-m"))
+    assert r.returncode == 1, r.stderr
+    assert "is shard 0/2 and" in r.stderr and "is shard 1/3" in r.stderr \
+        and "shard counts differ" in r.stderr, r.stderr
+    assert "the same shard twice" not in r.stderr, r.stderr
+    whole = out("cnt-whole")
+    run_ok("eval", "examples/echo", "--episodes", "9", "--seed", "7",
+           "--max-steps", "2", "--quiet", "--out", whole)
+    r = ludo("eval", "merge", two[0], whole, "--out", out("cnt-m2"))
+    assert r.returncode == 1 and "is not a shard" in r.stderr, r.stderr
 
 
 def edit_record(d, line, **fields):
