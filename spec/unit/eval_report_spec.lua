@@ -264,6 +264,36 @@ describe("ludo.eval.svg", function()
     assert.is_true(t[1] <= -7 and t[#t] >= 12)
   end)
 
+  it("draws one visible bar for equal values, however large", function()
+    local stats = require("ludo.eval.stats")
+    for _, v in ipairs({ -1e300, 1e17, 3.0, 0.25 }) do
+      local edges, counts = stats.bins({ v, v, v })
+      local s = svg.histogram({ id = "h", edges = edges, counts = counts })
+      local bar = s:match('<rect class="bar"[^>]*>')
+      assert.is_truthy(bar, s)
+      assert.is_true(tonumber(attr(bar, "width")) >= 50, bar)
+      assert.are.equal(3, attr(bar, "data%-count"))
+    end
+  end)
+
+  it("writes huge tick labels short, within the chart's margin",
+    function()
+      assert.are.equal("-1.8e300", svg.tick_text(-1.8e300, 2e299))
+      assert.are.equal("2e-5", svg.tick_text(2e-5, 1e-5))
+      assert.are.equal("1.5e6", svg.tick_text(1.5e6, 5e5))
+      local s = svg.series({ id = "s", points = { { 0, -1e300 },
+        { 1, -1.7e300 }, { 2, -2e300 } } })
+      local n = 0
+      for x, text in s:gmatch('<text class="tick" x="([%d.]+)" y="[%d.]+" '
+        .. 'text%-anchor="end">([^<]*)</text>') do
+        -- 12 px text (~7 px a character) right-aligned at x: clear of
+        -- the rotated axis label (at x 14, ~13 px tall)
+        assert.is_true(tonumber(x) - 7 * #text >= 21, x .. " " .. text)
+        n = n + 1
+      end
+      assert.is_true(n >= 3, s)
+    end)
+
   it("escapes labels and titles", function()
     local s = svg.hbars({ id = "x", title = "<t>", items = { { label = "&",
       value = 1 } }, xlabel = '"' })

@@ -53,13 +53,25 @@ function M.ticks(lo, hi, target, integer)
   return out, step
 end
 
--- Formats tick value `v` with the decimals that step `step` needs.
+-- Formats tick value `v` with the decimals that step `step` needs; huge
+-- or tiny values in the short exponent form ("-1.8e300", "2e-5": no "+"
+-- nor leading zeros), so a label fits the chart's margin.
 local function tick_text(v, step)
   if abs(v) >= 1e6 or (step < 1e-4 and v ~= 0) then
-    return format("%.3g", v)
+    return (format("%.3g", v):gsub("e%+?(%-?)0*(%d)", "e%1%2"))
   end
   local d = max(0, -floor(log(step, 10) + 1e-9))
   return format("%." .. d .. "f", v)
+end
+M.tick_text = tick_text
+
+-- The left margin of a chart whose y labels are the ticks `yt` (step
+-- `ys`): room for the longest label (12 px text, ~7 px a character) and
+-- the rotated axis label, at least `min_left`.
+local function left_margin(yt, ys, min_left)
+  local longest = 0
+  for _, v in ipairs(yt) do longest = max(longest, #tick_text(v, ys)) end
+  return max(min_left, 30 + 7 * longest)
 end
 
 -- A linear map of [d0, d1] onto [r0, r1].
@@ -139,7 +151,9 @@ function M.histogram(o)
   local k = #o.counts
   local maxc = 0
   for i = 1, k do maxc = max(maxc, o.counts[i]) end
-  local L, R, T, B = 56, 16, 14, 42
+  local yt, ys = M.ticks(0, max(maxc, 1), 5, true)
+  local R, T, B = 16, 14, 42
+  local L = left_margin(yt, ys, 56)
   local xt, xs, sx
   if k > 0 then
     local lo, hi = o.edges[1], o.edges[k + 1]
@@ -158,7 +172,6 @@ function M.histogram(o)
   else
     sx = scale(0, 1, L, w - R)
   end
-  local yt, ys = M.ticks(0, max(maxc, 1), 5, true)
   local sy = scale(0, yt[#yt], h - B, T)
   local parts = frame({
     id = o.id, title = o.title, width = w, height = h, left = L, right = R,
@@ -169,6 +182,12 @@ function M.histogram(o)
   })
   for i = 1, k do
     local a, b = sx(o.edges[i]), sx(o.edges[i + 1])
+    if k == 1 and b - a < (w - R - L) / 5 then
+      -- one value (all equal): a bar wide enough to see, at the value,
+      -- even where its bin is narrower than a float tells apart (-1e300)
+      local mid, half = (a + b) / 2, (w - R - L) / 10
+      a, b = mid - half, mid + half
+    end
     local y = sy(o.counts[i])
     local range = o.integer
       and format("%s", H.num(floor(o.edges[i] + 0.5)))
@@ -252,7 +271,7 @@ end
 -- <path class="line"> (data-points, data-lines).
 function M.series(o)
   local w, h = o.width or 1120, o.height or 320
-  local L, R, T, B = 56, 16, 14, 42
+  local R, T, B = 16, 14, 42
   local pts, line = o.points, o.line or {}
   local xlo, xhi, ylo, yhi = math.huge, -math.huge, math.huge, -math.huge
   for _, set in ipairs({ pts, line }) do
@@ -264,6 +283,7 @@ function M.series(o)
   if xlo > xhi then xlo, xhi, ylo, yhi = 0, 1, 0, 1 end
   local xt, xs = M.ticks(xlo, xhi, 10, o.integer_x)
   local yt, ys = M.ticks(ylo, yhi, 5)
+  local L = left_margin(yt, ys, 56)
   local sx = scale(xt[1], xt[#xt], L + 6, w - R - 6)
   local sy = scale(yt[1], yt[#yt], h - B, T)
   local parts = frame({
