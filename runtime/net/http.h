@@ -10,8 +10,10 @@
  * step, say). Until then the request is the handler's to read.
  *
  * Pipelining. A client may send requests without waiting for responses.
- * Up to `max_pipelined` of them are handed to the handler at once; the
- * next ones are parsed as earlier ones are answered. Responses go out in
+ * Up to `max_pipelined` of them are handed to the handler at once (by
+ * default one: they are handled in order, one at a time, as RFC 9112
+ * 9.3.2 asks of requests that are not safe); the next ones are parsed as
+ * earlier ones are answered. Responses go out in
  * the order of the requests, whatever the order of the answers: an answer
  * to a later request waits, copied, until the earlier ones are written.
  *
@@ -58,7 +60,9 @@ typedef struct ludo__http_options_s {
   unsigned max_headers;       /* header fields: 100 (431) */
   size_t max_body_bytes;      /* decoded body: 16 MiB (413) */
   unsigned max_pipelined;     /* requests with the handler at once, per
-                                 connection: 16 */
+                                 connection: 1 (more only for a handler
+                                 whose requests may run in parallel:
+                                 all safe, RFC 9112 9.3.2) */
   uint32_t header_timeout_ms; /* from a request's first byte to the end of
                                  its headers: 10000 (408) */
   uint32_t body_timeout_ms;   /* longest wait between two reads of a

@@ -81,15 +81,19 @@ TEST_IMPL(http_request_fields) {
   MEM_FEED(&m, "GET http://example.com:80/a/b?c HTTP/1.1\r\nHost: e\r\n\r\n"
                "OPTIONS * HTTP/1.1\r\nHost: e\r\n\r\n"
                "GET http://example.com HTTP/1.1\r\nHost: e\r\n\r\n");
-  ASSERT_EQ(r.n, 4);
+  ASSERT_EQ(r.n, 2); /* one at a time */
   ASSERT_STR_EQ(r.path[1], "/a/b");
   ASSERT_STR_EQ(r.query[1], "c");
+  rec_answer(&r, 1);
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 3);
   ASSERT_STR_EQ(r.method[2], "OPTIONS");
   ASSERT_STR_EQ(r.path[2], "*");
   ASSERT_STR_EQ(r.query[2], "");
-  ASSERT_STR_EQ(r.path[3], "/");
-  rec_answer(&r, 1);
   rec_answer(&r, 2);
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 4);
+  ASSERT_STR_EQ(r.path[3], "/");
   rec_answer(&r, 3);
   ASSERT_EQ(m.close_req, 0);
   hang_up(&m);
@@ -285,6 +289,50 @@ TEST_IMPL(http_pipelining) {
   net_core_free(&core);
 }
 
+/* With the default options the handler holds one request of a connection
+ * at a time (RFC 9112 9.3.2: pipelined requests that are not safe are not
+ * processed in parallel): the next reaches it once the one before is
+ * answered, from the loop, and the responses go in order. */
+TEST_IMPL(http_pipelining_one_at_a_time) {
+  static const char three[] =
+      "POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+      "POST /step HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+      "GET /state HTTP/1.1\r\nHost: x\r\n\r\n";
+  ludo__core_t core;
+  mem_t m;
+  rec_t r;
+  const char *out, *a, *b, *c;
+  net_core_init(&core);
+  memset(&r, 0, sizeof r);
+  http_on(&m, &core, NULL, &r);
+  mem_feed(&m, three, sizeof three - 1);
+  ASSERT_EQ(r.n, 1); /* the others wait for its answer */
+  ASSERT_STR_EQ(r.path[0], "/step");
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 1);
+  rec_answer(&r, 0);
+  ASSERT_EQ(r.n, 1); /* never from inside the answer */
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 2);
+  ASSERT_STR_EQ(r.path[1], "/step");
+  rec_answer(&r, 1);
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 3);
+  ASSERT_STR_EQ(r.path[2], "/state");
+  rec_answer(&r, 2);
+  out = mem_take(&m, NULL);
+  a = strstr(out, "0:/step");
+  b = strstr(out, "1:/step");
+  c = strstr(out, "2:/state");
+  ASSERT_NOT_NULL(a);
+  ASSERT_NOT_NULL(b);
+  ASSERT_NOT_NULL(c);
+  ASSERT_TRUE(a < b && b < c);
+  hang_up(&m);
+  ASSERT_EQ(r.aborted, 0);
+  net_core_free(&core);
+}
+
 /* The output budget shared by connections (conn.h): a pipelining client
  * whose earlier response waits unsent, when its next one would take the
  * budget past its bound, loses the connection; one whose responses went
@@ -295,10 +343,13 @@ TEST_IMPL(http_output_budget) {
   static const ludo__http_header_t ct = {"Content-Type", "text/plain"};
   ludo__core_t core;
   ludo__net_budget_t b;
+  ludo__http_options_t o;
   mem_t m;
   rec_t r;
   char *big = malloc(100 << 10);
   int round;
+  ludo__http_options_init(&o);
+  o.max_pipelined = 2; /* both with the handler at once */
   ASSERT_NOT_NULL(big);
   memset(big, 'b', 100 << 10);
   atomic_init(&b.used, 0);
@@ -306,7 +357,7 @@ TEST_IMPL(http_output_budget) {
   net_core_init(&core);
   for (round = 0; round < 2; round++) { /* 0: the peer reads; 1: not */
     memset(&r, 0, sizeof r);
-    http_on(&m, &core, NULL, &r);
+    http_on(&m, &core, &o, &r);
     ludo__net_conn_set_budget(&m.conn, &b);
     mem_feed(&m, two, sizeof two - 1);
     ASSERT_EQ(r.n, 2);
@@ -452,6 +503,7 @@ TEST_IMPL(http_error_after_pipelined) {
   ASSERT_UINT_EQ(m.out_len, 0); /* the 400 waits for /ok */
   ASSERT_EQ(m.close_req, 0);
   rec_answer(&r, 0);
+  net_core_pump(&core); /* the next request is parsed: a 400 */
   out = mem_take(&m, NULL);
   ASSERT_TRUE(strstr(out, "0:/ok") != NULL);
   ASSERT_TRUE(strstr(out, "HTTP/1.1 400 Bad Request") > strstr(out, "0:/ok"));
@@ -669,9 +721,12 @@ TEST_IMPL(http_abort_pending) {
   ludo__core_t core;
   mem_t m;
   rec_t r;
+  ludo__http_options_t o;
+  ludo__http_options_init(&o);
+  o.max_pipelined = 2; /* both with the handler */
   net_core_init(&core);
   memset(&r, 0, sizeof r);
-  http_on(&m, &core, NULL, &r);
+  http_on(&m, &core, &o, &r);
   MEM_FEED(&m, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
                "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n");
   ASSERT_EQ(r.n, 2);

@@ -196,6 +196,7 @@
   X(http_response_bytes)                                                     \
   X(http_respond_checks)                                                     \
   X(http_pipelining)                                                         \
+  X(http_pipelining_one_at_a_time)                                           \
   X(http_output_budget)                                                      \
   X(http_keep_alive)                                                         \
   X(http_bad_requests)                                                       \

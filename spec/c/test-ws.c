@@ -99,6 +99,17 @@ static void conn_on(mem_t *m, ludo__core_t *core, wsrec_t *w) {
   ASSERT_OK(ludo__http_conn_new(core, &m->conn, NULL, &ws_handler, w, &hc));
 }
 
+/* The same where two requests may be with the handler at once, so an
+ * upgrade reaches it behind a request it holds. */
+static void conn_on2(mem_t *m, ludo__core_t *core, wsrec_t *w) {
+  ludo__http_conn_t *hc;
+  ludo__http_options_t o;
+  ludo__http_options_init(&o);
+  o.max_pipelined = 2;
+  mem_init(m, core, 0);
+  ASSERT_OK(ludo__http_conn_new(core, &m->conn, &o, &ws_handler, w, &hc));
+}
+
 static const char accepted[] =
     "HTTP/1.1 101 Switching Protocols\r\n"
     "Upgrade: websocket\r\n"
@@ -1052,7 +1063,7 @@ TEST_IMPL(ws_upgrade_pipelined) {
   const char *out, *resp, *sw;
   net_core_init(&core);
   memset(&w, 0, sizeof w);
-  conn_on(&m, &core, &w);
+  conn_on2(&m, &core, &w);
   n = (size_t)snprintf(script, sizeof script,
                        "GET /a HTTP/1.1\r\nHost: h\r\n\r\n%s", net_ws_upgrade);
   n += net_client_frame(script + n, 1, 1, "first", 5);
@@ -1097,7 +1108,7 @@ TEST_IMPL(ws_gone_before_switch) {
   for (pass = 0; pass < 2; pass++) {
     size_t n;
     memset(&w, 0, sizeof w);
-    conn_on(&m, &core, &w);
+    conn_on2(&m, &core, &w);
     n = (size_t)snprintf(script, sizeof script,
                          "GET /a HTTP/1.1\r\nHost: h\r\n\r\n%s",
                          net_ws_upgrade);
@@ -1128,7 +1139,7 @@ TEST_IMPL(ws_upgrade_input_bounded) {
   int i;
   net_core_init(&core);
   memset(&w, 0, sizeof w);
-  conn_on(&m, &core, &w);
+  conn_on2(&m, &core, &w);
   script = malloc(80 * 1024);
   n = (size_t)snprintf(script, 1024, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n%s",
                        net_ws_upgrade);

@@ -2380,6 +2380,58 @@ async def busy_or_attached_http_sessions_stay():
             check(c.stop() == 0, "exit status")
 
 
+# ---- reviews' finds: pipelining, shutdown, capacity, timeouts, ids ----------
+
+def raw_request(method, path, body=None, headers=None):
+    """The bytes of one HTTP/1.1 request with a JSON body."""
+    b = b"" if body is None else json.dumps(body).encode()
+    h = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {len(b)}\r\n{h}\r\n"
+            ).encode() + b
+
+
+def read_response(f):
+    """Status, JSON body and header fields (lowercased names) of the next
+    response on f, a socket's binary file."""
+    status = f.readline()
+    check(status.startswith(b"HTTP/1.1 "), status)
+    headers = {}
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        k, v = line.decode().split(":", 1)
+        headers[k.strip().lower()] = v.strip()
+    body = f.read(int(headers.get("content-length", "0")))
+    return int(status.split()[1]), json.loads(body) if body else None, \
+        headers
+
+
+@test
+def http_pipelined_requests_run_in_order():
+    # Three steps and a state pipelined on one connection, all on one
+    # session: handled one at a time, in order (RFC 9112 9.3.2), not side
+    # by side (a load review got 200, 409, 409, 409).
+    s = socket.create_connection(("127.0.0.1", S.port), timeout=10)
+    f = s.makefile("rb")
+    try:
+        s.sendall(raw_request("POST", "/reset", {}))
+        st, v, h = read_response(f)
+        check(st == 200, (st, v))
+        sid = {"X-Session-Id": h["x-session-id"]}
+        s.sendall(b"".join(raw_request("POST", "/step", {"action": {
+            "message": "m%d" % k}}, sid) for k in range(3)) +
+            raw_request("GET", "/state", None, sid))
+        got = [read_response(f) for _ in range(4)]
+        check([g[0] for g in got] == [200] * 4, got)
+        check([g[1]["observation"]["echoed_message"] for g in got[:3]] ==
+              ["m0", "m1", "m2"], got)
+        check(got[3][1]["step_count"] == 3, got[3])
+    finally:
+        s.close()
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
