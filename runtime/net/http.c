@@ -78,6 +78,7 @@ struct ludo__http_req_s {
   ludo__buf_t body;
   ludo__buf_t answer;      /* the response bytes, once answered */
   int close_after;         /* the connection ends after this response */
+  int close_asked;         /* ... because the handler asked it */
   ludo__http_switch_cb switch_fn; /* set by ludo__http_switch */
   void *switch_ud;
   void *data;              /* the handler's */
@@ -950,7 +951,7 @@ int ludo__http_respond(ludo__http_req_t *req, int status,
   if (req->state != RQ_WAITING) return LUDO_EINVAL;
   rc = ludo__response_check(status, h, n, len);
   if (rc != 0) return rc;
-  req->close_after = !req->keep_alive || req->upgrade;
+  req->close_after = !req->keep_alive || req->upgrade || req->close_asked;
   if (req->close_after)
     flags |= LUDO__RESPONSE_CLOSE;
   else if (req->version == 10)
@@ -963,6 +964,12 @@ int ludo__http_respond(ludo__http_req_t *req, int status,
   }
   answered(req);
   return 0;
+}
+
+void ludo__http_req_close_after(ludo__http_req_t *req) {
+  if (req == NULL || req->state != RQ_WAITING) return;
+  req->close_asked = 1;
+  req->hc->stop = 1; /* parse_in drops what waits in `in` */
 }
 
 int ludo__http_switch(ludo__http_req_t *req, const char *head, size_t len,

@@ -198,6 +198,11 @@ int ludo__http_respond(ludo__http_req_t *req, int status,
                        const ludo__http_header_t *h, size_t n,
                        const void *body, size_t len);
 
+/* Makes the connection of `req`, still unanswered, end after its response
+ * (which then carries "Connection: close"): nothing after it is parsed.
+ * For a server that is shutting down. */
+void ludo__http_req_close_after(ludo__http_req_t *req);
+
 /* For ws.c: what ludo__http_switch() calls once the switching response is
  * written. `nc` is the connection, now the caller's: it sets its protocol
  * on it. `rest`/`n` are the bytes the client sent after the request

@@ -20,6 +20,7 @@
                                  before they count against the server's
                                  input budget */
 #define SV_WRAP_KEEP 65536    /* scratch for /ws replies kept between uses */
+#define SV_SHUTTING_DOWN "the server is shutting down" /* 503's detail */
 #define SV_EVICTED_KEEP 64    /* ids of sessions closed to make room that
                                  a server remembers, to say so (reclaim.c) */
 

@@ -252,7 +252,11 @@ static void tools_call(ludo__serve_t *sv, sv_sess_t *bound,
   if (x == NULL) {
     char msg[200];
     sv_capacity_text(sv, msg, sizeof msg);
-    sv_rpc_error(sv, req, ws, rpc_ws, id, -32000, msg, NULL);
+    sv_rpc_error(sv, req, ws, rpc_ws, id, -32000,
+                 why == LUDO_EBUSY ? msg
+                 : why == LUDO_ECLOSED ? SV_SHUTTING_DOWN
+                                       : "the server cannot open a session",
+                 NULL);
     free(text);
     return;
   }
@@ -303,7 +307,9 @@ static void session_create(ludo__serve_t *sv, sv_sess_t *bound,
     char msg[200];
     sv_capacity_text(sv, msg, sizeof msg);
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32000,
-                 why == LUDO_EBUSY ? msg : "the server cannot open a session",
+                 why == LUDO_EBUSY ? msg
+                 : why == LUDO_ECLOSED ? SV_SHUTTING_DOWN
+                                       : "the server cannot open a session",
                  json_pack("{s:I,s:I}", "active_sessions",
                            (json_int_t)atomic_load(&sv->shared->open),
                            "max_sessions", (json_int_t)sv->o.max_sessions));

@@ -376,6 +376,17 @@ static void http_done(sv_sess_t *x, int status, const char *data,
   if (x->kind == SV_SESS_EPHEMERAL) sv_sess_close(x);
 }
 
+/* Answers a request whose call could not start (rc, a LUDO_E* code): a
+ * server shutting down says so (503), as for a request after the stop. */
+static void refuse_start(ludo__serve_t *sv, ludo__http_req_t *req, int rc) {
+  if (rc == LUDO_ECLOSED && sv->closing) {
+    ludo__http_req_close_after(req);
+    sv_respond_detail(sv, req, 503, SV_SHUTTING_DOWN);
+  } else {
+    sv_respond_detail(sv, req, 500, "the call could not start");
+  }
+}
+
 /* Runs the pending call of a session that just opened. */
 static void opened_then_call(sv_sess_t *x, int status, const char *data,
                              size_t len) {
@@ -392,7 +403,15 @@ static void opened_then_call(sv_sess_t *x, int status, const char *data,
   (void)data;
   (void)len;
   rc = sv_sess_call(x, x->call, x->pending, x->pending_len, http_done);
-  if (rc != 0) http_done(x, rc, "the call could not start", 24);
+  if (rc != 0) {
+    ludo__http_req_t *req = x->req;
+    x->req = NULL;
+    if (req) {
+      ludo__http_req_set_data(req, NULL);
+      refuse_start(x->sv, req, rc);
+    }
+    if (x->kind == SV_SESS_EPHEMERAL) sv_sess_close(x);
+  }
 }
 
 /* Starts call `kind` with `input` (taken) on the named session, or a new
@@ -420,7 +439,7 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
       if (rc != 0) {
         x->req = NULL;
         ludo__http_req_set_data(req, NULL);
-        sv_respond_detail(sv, req, 500, "the call could not start");
+        refuse_start(sv, req, rc);
       }
     }
     free(input);
@@ -430,8 +449,11 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
   if (x == NULL) {
     char msg[200];
     sv_capacity_text(sv, msg, sizeof msg);
-    sv_respond_detail(sv, req, why == LUDO_EBUSY ? 503 : 500,
-                      why == LUDO_EBUSY ? msg : "out of memory");
+    if (why == LUDO_ECLOSED)
+      refuse_start(sv, req, why);
+    else
+      sv_respond_detail(sv, req, why == LUDO_EBUSY ? 503 : 500,
+                        why == LUDO_EBUSY ? msg : "out of memory");
     free(input);
     return;
   }

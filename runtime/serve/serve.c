@@ -102,6 +102,8 @@ static void on_open(ludo_session_t *s, int status, void *ud) {
   sv_sess_t *x = ud;
   ludo__serve_t *sv = x->sv;
   sv_done_fn done = x->done;
+  int draining = sv->draining; /* read first: sess_free may free sv when
+                                  it is closing, never while it drains */
   x->opening = 0;
   if (status == 0) {
     x->s = s;
@@ -118,16 +120,15 @@ static void on_open(ludo_session_t *s, int status, void *ud) {
     if (s) ludo__session_close(s);
     x->s = NULL;
     sess_free(x);
-    return;
-  }
-  if (status != 0) {
+  } else if (status != 0) {
     const char *msg = "the environment could not open a session";
     x->dead = 1;
     if (done) done(x, status, msg, strlen(msg));
     sess_free(x);
-    return;
+  } else if (done) {
+    done(x, 0, "", 0);
   }
-  if (done) done(x, 0, "", 0);
+  if (draining) sv_drain_check(sv); /* it waited for this open */
 }
 
 sv_sess_t *sv_sess_open(ludo__serve_t *sv, int kind, sv_done_fn done,
@@ -212,7 +213,11 @@ int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
                  sv_done_fn done) {
   int rc;
   if (x->owner) return sv_proxy_call(x, kind, json, len, done);
-  if (x->dead || x->s == NULL || x->sv->closing) return LUDO_ECLOSED;
+  /* During the drain the calls of requests that came before the stop
+   * still start (a throwaway session that opened, a forwarded call); new
+   * requests are refused before they get here (on_request). */
+  if (x->dead || x->s == NULL || (x->sv->closing && !x->sv->draining))
+    return LUDO_ECLOSED;
   if (x->busy) return LUDO_EBUSY;
   x->busy = 1;
   x->call = kind;
@@ -394,6 +399,12 @@ static void on_request(void *ud, ludo__http_req_t *req) {
   if (sv->wm) atomic_fetch_add(&sv->wm->http_requests, 1);
   ludo__http_req_body(req, &len);
   atomic_fetch_add(&sv->shared->metrics.bytes_in, len);
+  if (sv->closing) { /* a request after the stop: the drain is for those
+                        before it */
+    ludo__http_req_close_after(req);
+    sv_respond_detail(sv, req, 503, SV_SHUTTING_DOWN);
+    return;
+  }
   if (strcmp(path, "/health") != 0 && !origin_ok(sv, req)) {
     sv_respond_detail(sv, req, 403, "Forbidden: requests from a page of "
                       "another site (Origin) are not accepted");
@@ -611,7 +622,8 @@ static int any_busy(const ludo__serve_t *sv) {
   const sv_sess_t *x;
   unsigned b;
   for (x = sv->sessions; x; x = x->next)
-    if (x->busy) return 1;
+    if (x->busy || (x->opening && !x->dead))
+      return 1; /* an open is followed by its request's call */
   for (b = 0; sv->nproxies > 0 && b < SV_PROXY_BUCKETS; b++)
     for (x = sv->proxies[b]; x; x = x->hnext)
       if (x->busy && !x->dead) return 1;

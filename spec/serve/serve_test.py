@@ -2432,6 +2432,63 @@ def http_pipelined_requests_run_in_order():
         s.close()
 
 
+@test
+async def graceful_shutdown_refuses_new_http_requests():
+    # SIGTERM while a WebSocket step holds the drain: an HTTP request sent
+    # before the stop finishes (a stateless step), and requests that come
+    # during the drain on connections opened before it get 503 "the server
+    # is shutting down" and Connection: close (a review found 500 "out of
+    # memory" and "the call could not start").
+    c = Server("spec/fixtures/serve/slow", "--workers", "1")
+    try:
+        sid = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+        later = [raw_request("POST", "/step", {"action": {"ms": 1}}),
+                 raw_request("POST", "/step", {"action": {"ms": 1}},
+                             {"X-Session-Id": sid}),
+                 raw_request("POST", "/reset", {}),
+                 raw_request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1,
+                                              "method": "tools/list"}),
+                 raw_request("GET", "/health")]
+        conns = []
+        for _ in later:
+            s = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+            conns.append((s, s.makefile("rb")))
+        early = socket.create_connection(("127.0.0.1", c.port), timeout=10)
+        ef = early.makefile("rb")
+        early.sendall(raw_request("POST", "/step", {"action": {"ms": 800}}))
+        async with c.ws() as ws:
+            await rpc(ws, {"type": "reset"})
+            await ws.send(json.dumps({"type": "step", "data": {"ms": 1500}}))
+            await asyncio.sleep(0.3)
+            c.p.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            for (s, f), req in zip(conns, later):
+                s.sendall(req)
+                st, v, h = read_response(f)
+                check(st == 503 and v == {"detail": "the server is shutting "
+                                          "down"} and
+                      h.get("connection") == "close", (req, st, v, h))
+                check(f.read() == b"", "the connection stays open")
+                s.close()
+            st, v, h = read_response(ef)
+            check(st == 200 and v["observation"]["slept"] == 800, (st, v))
+            early.close()
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            check(reply.get("type") == "observation", reply)
+            try:
+                await asyncio.wait_for(ws.recv(), 10)
+                check(False, "no close")
+            except websockets.ConnectionClosed as e:
+                check(e.code == 1001, e)
+        loop = asyncio.get_running_loop()
+        check(await loop.run_in_executor(None, c.p.wait, 20) == 0, "exit")
+    finally:
+        if c.p.poll() is None:
+            c.p.kill()
+            c.p.wait()
+        c.p.stderr.close()
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
