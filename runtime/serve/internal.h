@@ -85,6 +85,7 @@ struct sv_sess_s {
   /* reclaim.c: an HTTP session, idle and with no WebSocket, is on its
    * server's list of sessions that give way to a newcomer at capacity. */
   sv_sess_t *lnext, *lprev; /* that list, least recently used first */
+  uint64_t idle_us;         /* when it was listed (sv_now_us) */
   int listed;               /* on it */
   int slot_given;           /* its slot is no longer counted for it: it
                                went to a newcomer (reclaim.c), or back at

@@ -25,7 +25,17 @@
  * is). So a slot is counted once, a session with a call in flight or a
  * WebSocket is never listed, and nothing waits: until worker w pays, the
  * process holds one session more than the count says, for the time its
- * loop takes to get a message. */
+ * loop takes to get a message.
+ *
+ * Which worker gives way: the one whose least recently used listed
+ * session became idle first (oldest[w], shared, atomic, published by w
+ * as its list's head changes), its own or another's. So the session
+ * closed is the least recently used of the process, not of the worker
+ * that needs the slot (which may list only the session it has just
+ * made, not yet stepped). The choice is as exact as the published times
+ * are fresh: a worker that owes sessions still shows the time of its
+ * head until its loop pays, so a newcomer in that window may take the
+ * next of its sessions instead of an older one elsewhere. */
 #include "serve/internal.h"
 
 #include <stdio.h>
@@ -46,8 +56,16 @@ static int take_spare(ludo__serve_t *sv, unsigned w) {
   return 0;
 }
 
+/* Publishes when this server's least recently used listed session
+ * became idle, for the other workers' choice (sv_reclaim_slot). */
+static void publish(ludo__serve_t *sv) {
+  atomic_store(&sv->shared->oldest[self(sv)],
+               sv->lru_head ? sv->lru_head->idle_us : UINT64_MAX);
+}
+
 static void unlist(sv_sess_t *x) {
   ludo__serve_t *sv = x->sv;
+  int was_head = sv->lru_head == x;
   if (x->lprev) x->lprev->lnext = x->lnext;
   else sv->lru_head = x->lnext;
   if (x->lnext) x->lnext->lprev = x->lprev;
@@ -55,6 +73,7 @@ static void unlist(sv_sess_t *x) {
   x->lnext = x->lprev = NULL;
   x->listed = 0;
   sv->nlisted--;
+  if (was_head) publish(sv);
 }
 
 void sv_reclaim_note(sv_sess_t *x) {
@@ -64,11 +83,14 @@ void sv_reclaim_note(sv_sess_t *x) {
     return;
   x->lnext = NULL;
   x->lprev = sv->lru_tail;
+  x->idle_us = sv_now_us();
   if (sv->lru_tail) sv->lru_tail->lnext = x;
   else sv->lru_head = x;
   sv->lru_tail = x;
   x->listed = 1;
   sv->nlisted++;
+  if (sv->lru_head == x) publish(sv); /* before the spare: never a spare
+                                         without its time */
   atomic_fetch_add(&sv->shared->spare[self(sv)], 1);
 }
 
@@ -125,16 +147,43 @@ static void tell(ludo__serve_t *sv, unsigned w) {
   if (sv_group_post(sv->group, w, m) != 0) sv_fwd_free(m);
 }
 
-int sv_reclaim_slot(ludo__serve_t *sv) {
-  unsigned n = sv->group ? sv_group_size(sv->group) : 1, i;
-  if (take_spare(sv, self(sv))) { /* ours: closes now */
+/* Takes a spare of worker w for the caller: ours closes its least
+ * recently used now, another's when its loop gets the message. */
+static void take_from(ludo__serve_t *sv, unsigned w) {
+  if (w == self(sv))
     sv_reclaim_pay(sv);
-    return 1;
+  else
+    tell(sv, w);
+}
+
+int sv_reclaim_slot(ludo__serve_t *sv) {
+  unsigned n = sv->group ? sv_group_size(sv->group) : 1, i, tries;
+  /* The worker whose least recently used session has been idle longest
+   * gives way, so that a session is never closed while an older idle one
+   * lives on another worker: one just made by POST /reset, not yet used,
+   * is the last to go. A spare taken by another meanwhile: look again. */
+  for (tries = 0; tries < 16; tries++) {
+    unsigned best = n;
+    uint64_t t = UINT64_MAX;
+    for (i = 0; i < n; i++) {
+      uint64_t o;
+      if (atomic_load(&sv->shared->spare[i]) == 0) continue;
+      o = atomic_load(&sv->shared->oldest[i]);
+      if (best == n || o < t) {
+        best = i;
+        t = o;
+      }
+    }
+    if (best == n) return 0; /* none may give way */
+    if (take_spare(sv, best)) {
+      take_from(sv, best);
+      return 1;
+    }
   }
-  for (i = 1; i < n; i++) {
-    unsigned w = (sv->worker + i) % n;
+  for (i = 0; i < n; i++) { /* contended: any spare */
+    unsigned w = (self(sv) + i) % n;
     if (take_spare(sv, w)) {
-      tell(sv, w);
+      take_from(sv, w);
       return 1;
     }
   }

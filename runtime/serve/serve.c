@@ -19,7 +19,10 @@
 void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   unsigned i;
   atomic_init(&sh->open, 0);
-  for (i = 0; i < LUDO_SERVER_MAX_WORKERS; i++) atomic_init(&sh->spare[i], 0);
+  for (i = 0; i < LUDO_SERVER_MAX_WORKERS; i++) {
+    atomic_init(&sh->spare[i], 0);
+    atomic_init(&sh->oldest[i], UINT64_MAX);
+  }
   atomic_init(&sh->output.used, 0);
   atomic_init(&sh->output.max, DEFAULT_MAX_OUTPUT_BYTES);
   atomic_init(&sh->input.used, 0);

@@ -24,6 +24,10 @@ typedef struct ludo__serve_shared_s {
    * newcomer, less those given already (reclaim.c). Only the worker adds;
    * any worker takes one, never below 0. */
   atomic_uint spare[LUDO_SERVER_MAX_WORKERS];
+  /* By worker: when the least recently used of those became idle
+   * (sv_now_us), UINT64_MAX when it lists none; written by the worker,
+   * read by any (reclaim.c takes the oldest of all). */
+  _Atomic uint64_t oldest[LUDO_SERVER_MAX_WORKERS];
   ludo__net_budget_t output; /* unsent bytes of all connections
                                 (max_output_bytes) */
   ludo__net_budget_t input;  /* bytes of the WebSocket messages waiting

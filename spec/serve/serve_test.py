@@ -2489,6 +2489,34 @@ async def graceful_shutdown_refuses_new_http_requests():
         c.p.stderr.close()
 
 
+@test
+def workers_least_recently_used_gives_way():
+    # At capacity the least recently used idle HTTP session of the process
+    # gives way, not the newest of the worker that needs the slot: three
+    # old sessions on worker 0, one just made on worker 1, then another
+    # reset on worker 1: the one just made still steps (a load review saw
+    # it closed before its first step).
+    w = Server("examples/echo", "--workers", "2", "--max-sessions", "4")
+    try:
+        c0, c1 = conns_by_worker(w)
+        old = [c0.call("POST", "/reset", {})[2]["X-Session-Id"]
+               for _ in range(3)]
+        fresh = c1.call("POST", "/reset", {})[2]["X-Session-Id"]
+        st, v, h = c1.call("POST", "/reset", {})
+        check(st == 200 and h["X-Session-Id"][:3] == "w1-", (st, v))
+        st, v, _ = c1.call("POST", "/step", {"action": {"message": "x"}},
+                           {"X-Session-Id": fresh})
+        check(st == 200, (fresh, st, v))
+        wait_open(w, 4)
+        check(per_worker(w, "ludo_worker_sessions_open") == [2, 2],
+              per_worker(w, "ludo_worker_sessions_open"))
+        gone = [sid for sid in old if c0.call("GET", "/state", None, {
+            "X-Session-Id": sid})[0] == 404]
+        check(len(gone) == 1, gone)
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
