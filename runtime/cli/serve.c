@@ -69,8 +69,10 @@ static const ludo__cli_opt_t serve_opts[] = {
      "number of cores; 1 for an environment with\n"
      "concurrent = false)"},
     {OPT_SESSION_TIMEOUT, "--session-timeout", NULL, "S",
-     "close a session idle for S seconds, and its\n"
-     "WebSocket (default: never)"},
+     "close a session idle for S seconds, of every\n"
+     "kind, and its WebSocket (default: WebSocket\n"
+     "sessions never; those of POST /reset and\n"
+     "openenv/session/create after 300 s)"},
     {OPT_MODE, "--mode", NULL, "M",
      "simulation (default) or production (no /reset,\n"
      "/step, /state)"},
@@ -472,6 +474,9 @@ static void set_options(serve_t *s) {
   s->so.production = a->production;
   if (a->max_sessions) s->so.max_sessions = (unsigned)a->max_sessions;
   s->so.session_timeout_ms = (uint32_t)(a->timeout_s * 1000);
+  /* The flag names every session; without it, HTTP and MCP sessions,
+   * which have no socket to end them, keep the server's default. */
+  if (a->timeout_s) s->so.http_session_timeout_ms = s->so.session_timeout_ms;
   s->so.token = a->token;
   s->so.strict = a->strict;
   s->so.max_message_bytes = (size_t)a->max_msg_mb << 20;

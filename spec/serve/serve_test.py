@@ -2517,6 +2517,35 @@ def workers_least_recently_used_gives_way():
         check(w.stop() == 0, "exit status")
 
 
+@test
+def session_timeout_applies_to_http_and_mcp_sessions():
+    # --session-timeout names every session: those of POST /reset and of
+    # openenv/session/create close when idle too (they kept 300 s).
+    c = Server("examples/echo", "--session-timeout", "1")
+    try:
+        sid = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+        mcp = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                      "openenv/session/create"})[1]
+        mcp = mcp["result"]["session_id"]
+        for _ in range(200):
+            if open_sessions(c) == 0:
+                break
+            time.sleep(0.1)
+        st, v, _ = c.http("POST", "/step", {"action": {"message": "x"}},
+                          {"X-Session-Id": sid})
+        check(st == 404, (st, v))
+        v = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method":
+                                    "tools/call", "params": {
+                                        "name": "x", "session_id": mcp}})[1]
+        check(v["error"]["code"] == -32602 and
+              "Unknown" in v["error"]["message"], v)
+        help_text = subprocess.run([LUDO, "help", "serve"], text=True,
+                                   capture_output=True).stdout
+        check("of every" in help_text, help_text)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
