@@ -65,6 +65,8 @@
  * second block, each a malloc with its header and 32-byte minimum: a
  * 1-byte frame takes 64 bytes. */
 #define FRAME_OVERHEAD 64u
+/* The fewest fragments a message may have whatever max_message is. */
+#define MIN_FRAGMENTS 1024u
 
 enum { WS_PENDING, WS_OPEN, WS_CLOSING, WS_DONE, WS_CLOSED };
 
@@ -90,11 +92,18 @@ struct ludo__ws_s {
   int in_frame;                /* a frame begun has not ended */
   int frag;                    /* a fragmented message is incomplete */
   int bad_close;               /* a close frame with a 1-byte payload */
-  int too_big;                 /* a message's fragments cost too much */
+  int too_big;                 /* a message passed max_message, or its
+                                  fragments max_fragments: 1009 */
   int send_failed;             /* a send inside the receive failed */
   uint64_t fed;                /* bytes handed to wslay in this lending */
   uint64_t framed;             /* ... the frames begun take (with heads) */
-  uint64_t msg_cost;           /* the message being received (msg_charge) */
+  uint64_t msg_bytes;          /* the message being received: its payload
+                                  so far, frames under way included */
+  uint64_t msg_frames;         /* ... and its frames (head_scan) */
+  uint64_t skip;               /* payload bytes of the frame under way
+                                  not yet handed to wslay */
+  unsigned hd_have;            /* bytes of the next frame's head so far */
+  uint8_t hd[14];              /* ... and those bytes */
   const char *rd;              /* the bytes wslay reads now */
   size_t rdlen;
   uint64_t rx_ms;              /* when bytes came last (the loop's clock) */
@@ -268,11 +277,84 @@ static void arm(ludo__ws_t *ws) {
 
 /* ---- wslay's callbacks ------------------------------------------------ */
 
+/* The fragments a message may have: each costs wslay FRAME_OVERHEAD
+ * besides its payload, so a message holds at most max_message of payload
+ * and about as much again of overhead (64 KiB for a small max_message). */
+static uint64_t max_fragments(const ludo__ws_t *ws) {
+  uint64_t n = ws->o.max_message / FRAME_OVERHEAD;
+  return n < MIN_FRAGMENTS ? MIN_FRAGMENTS : n;
+}
+
+/* A data frame's head is complete (payload length n): the message it
+ * belongs to is refused (1009) as soon as its payload would pass
+ * max_message, however it is fragmented, or its fragments pass
+ * max_fragments. wslay itself looks at a length only once the first
+ * payload byte came, so a head declaring 2^62 bytes and then silence
+ * would hold the connection until the keepalive. Once refused, wslay
+ * gets no byte past that head (the messages before it are delivered)
+ * and feed() fails the connection. */
+static void msg_charge(ludo__ws_t *ws, int opcode, uint64_t n) {
+  if (opcode == WSLAY_CONTINUATION_FRAME) {
+    ws->msg_frames++;
+    ws->msg_bytes = n > UINT64_MAX - ws->msg_bytes ? UINT64_MAX
+                                                   : ws->msg_bytes + n;
+  } else {
+    ws->msg_frames = 1;
+    ws->msg_bytes = n;
+  }
+  if (ws->msg_bytes > ws->o.max_message ||
+      ws->msg_frames > max_fragments(ws))
+    ws->too_big = 1;
+}
+
+/* Follows the frames in the bytes about to be handed to wslay (p, n):
+ * the heads (RFC 6455 5.2: 2 bytes, 2 or 8 of extended length, 4 of
+ * mask) and the payloads between them, so that a data frame is charged
+ * as soon as its head is whole. Returns how many of the bytes wslay may
+ * have: all, or those up to the end of a head refused. What wslay
+ * refuses as malformed it refuses itself. */
+static size_t head_scan(ludo__ws_t *ws, const uint8_t *p, size_t n) {
+  size_t n0 = n;
+  while (n > 0 && !ws->too_big) {
+    unsigned need;
+    uint64_t len;
+    if (ws->skip > 0) {
+      size_t k = ws->skip < n ? (size_t)ws->skip : n;
+      ws->skip -= k;
+      p += k;
+      n -= k;
+      continue;
+    }
+    ws->hd[ws->hd_have++] = *p++;
+    n--;
+    if (ws->hd_have < 2) continue;
+    len = ws->hd[1] & 0x7f;
+    need = 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) +
+           ((ws->hd[1] & 0x80) ? 4 : 0);
+    if (ws->hd_have < need) continue;
+    if (len >= 126) {
+      unsigned i, k = len == 126 ? 2 : 8;
+      len = 0;
+      for (i = 0; i < k; i++) len = len << 8 | ws->hd[2 + i];
+    }
+    ws->hd_have = 0;
+    ws->skip = len;
+    if (!(ws->hd[0] & 0x8)) /* a data frame: text, binary, continuation */
+      msg_charge(ws, ws->hd[0] & 0xf, len);
+  }
+  return n0 - n;
+}
+
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
                        int flags, void *ud) {
   ludo__ws_t *ws = WS_OF(ud);
   size_t n = len < ws->rdlen ? len : ws->rdlen;
   (void)flags;
+  if (n == 0 || ws->too_big) {
+    wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+    return -1;
+  }
+  n = head_scan(ws, (const uint8_t *)ws->rd, n);
   if (n == 0) {
     wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
     return -1;
@@ -302,9 +384,8 @@ static void on_msg(wslay_event_context_ptr ctx,
   switch (arg->opcode) {
   case WSLAY_TEXT_FRAME:
   case WSLAY_BINARY_FRAME:
-    /* After our close frame the peer's messages are dropped, and so is a
-     * message refused by msg_charge (its last frame was the one). */
-    if (ws->state != WS_OPEN || ws->close_queued || ws->too_big) return;
+    /* After our close frame the peer's messages are dropped. */
+    if (ws->state != WS_OPEN || ws->close_queued) return;
     ws->core->in_callback++;
     ws->cb.message(ws->ud, ws, arg->opcode == WSLAY_BINARY_FRAME,
                    arg->msg ? (const char *)arg->msg : "", arg->msg_length);
@@ -346,25 +427,6 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
   return 0;
 }
 
-/* Counts a data frame against max_message. wslay bounds a message's
- * payload, but keeps a chunk per frame: a message of a million 1-byte
- * fragments would hold 64 MB for 1 MB of payload. Each fragment after
- * the first costs FRAME_OVERHEAD besides its payload (so a message in one
- * frame may still be max_message long); once the message costs more than
- * max_message, wslay reads no further (the frame under way ends) and
- * feed() fails the connection with 1009. */
-static void msg_charge(wslay_event_context_ptr ctx, ludo__ws_t *ws,
-                       int opcode, uint64_t n) {
-  if (opcode == WSLAY_CONTINUATION_FRAME)
-    ws->msg_cost += FRAME_OVERHEAD + n;
-  else
-    ws->msg_cost = n;
-  if (ws->msg_cost > ws->o.max_message && !ws->too_big) {
-    ws->too_big = 1;
-    wslay_event_shutdown_read(ctx);
-  }
-}
-
 /* A frame begins: the bytes it takes, its head included (2 bytes, 4 of
  * mask for a server, 2 or 8 of extended length), and whether a
  * fragmented message is left incomplete. */
@@ -376,10 +438,8 @@ static void on_frame_start(wslay_event_context_ptr ctx,
   ws->framed += 2 + (ws->client ? 0 : 4) + (n < 126 ? 0 : n <= 0xffff ? 2 : 8) +
                 n;
   ws->in_frame = 1;
-  if (!(a->opcode & 0x8)) { /* a data frame: text, binary, continuation */
+  if (!(a->opcode & 0x8)) /* a data frame: text, binary, continuation */
     ws->frag = !a->fin;
-    msg_charge(ctx, ws, a->opcode, n);
-  }
   /* A close body starts with a 2-byte code (RFC 6455 5.5.1); wslay takes
    * one byte as no code and would echo an empty close. */
   if (a->opcode == WSLAY_CONNECTION_CLOSE && n == 1) ws->bad_close = 1;
