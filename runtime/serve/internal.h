@@ -510,7 +510,11 @@ void sv_rpc_error(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
 int sv_unescape(const char *p, size_t n, int plus, char *out, size_t size);
 
 /* The value of `key` in the query string q (NULL: none), percent-decoded
- * into buf (sv_unescape); NULL when absent, too long or holding a NUL. */
+ * into buf (sv_unescape); NULL when absent. A value that does not decode
+ * (longer than buf, or holding a NUL) is given as sent, cut to fit: with
+ * buf of 64 bytes it then names no session (ids are shorter than 48 bytes
+ * and hold no '%'), so a request naming one is refused as for an unknown
+ * id, as the X-Session-Id header and the body's session_id are. */
 const char *sv_query_value(const char *q, const char *key, char *buf,
                            size_t n);
 

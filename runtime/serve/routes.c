@@ -65,10 +65,11 @@ const char *sv_query_value(const char *q, const char *key, char *buf,
   while (q && *q) {
     const char *amp = strchr(q, '&');
     size_t len = amp ? (size_t)(amp - q) : strlen(q);
-    if (len > klen && q[klen] == '=' && memcmp(q, key, klen) == 0)
-      return sv_unescape(q + klen + 1, len - klen - 1, 1, buf, n) == 0
-                 ? buf
-                 : NULL;
+    if (len > klen && q[klen] == '=' && memcmp(q, key, klen) == 0) {
+      if (sv_unescape(q + klen + 1, len - klen - 1, 1, buf, n) != 0)
+        snprintf(buf, n, "%.*s", (int)(len - klen - 1), q + klen + 1);
+      return buf;
+    }
     q = amp ? amp + 1 : NULL;
   }
   return NULL;

@@ -2546,6 +2546,23 @@ def session_timeout_applies_to_http_and_mcp_sessions():
         check(c.stop() == 0, "exit status")
 
 
+@test
+async def bad_session_id_in_the_query_is_unknown():
+    # A ?session_id= that does not decode (longer than any id, or with
+    # %00) names no session: 404 as the header and body forms answer, not
+    # a throwaway session's 200; /ws answers SESSION_ERROR.
+    for q in ("w1-" + "a" * 200, "abc%00def"):
+        st, v, _ = S.http("GET", "/state?session_id=" + q)
+        check(st == 404 and v["detail"].startswith("Unknown session_id"),
+              (q, st, v))
+        st, v, _ = S.http("GET", "/state", None, {"X-Session-Id": q})
+        check(st == 404, (q, st, v))
+        async with S.ws("/ws?session_id=" + q) as ws:
+            v = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            check(v["data"]["code"] == "SESSION_ERROR" and
+                  "Unknown session_id" in v["data"]["message"], v)
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
