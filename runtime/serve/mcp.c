@@ -5,6 +5,8 @@
  * notifications, ping) so MCP clients connect too (docs/protocol.md). */
 #include "serve/internal.h"
 
+#include "base/errors.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +148,13 @@ static void tool_done(sv_sess_t *x, int status, const char *data,
     } else {
       char msg[1024];
       tool_error_text(status, data, len, msg, sizeof msg);
+      /* The message is the tool's own text, which a tool may make look
+       * like any limit ("ETIMEOUT: ..."); ludo's code in data says what
+       * happened. */
       sv_rpc_error(sv, req, ws, rpc_ws, id,
                    status == LUDO_ENOENT || status == LUDO_ESCHEMA ? -32602
                                                                    : -32603,
-                   msg, NULL);
+                   msg, json_pack("{s:s}", "code", ludo__err_name(status)));
     }
   }
   if (id) json_decref(id);

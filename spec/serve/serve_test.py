@@ -2563,6 +2563,30 @@ async def bad_session_id_in_the_query_is_unknown():
                   "Unknown session_id" in v["data"]["message"], v)
 
 
+@test
+def mcp_tool_error_names_its_code():
+    # A tool's error message is its own text, which may look like a limit
+    # ("ETIMEOUT: ..."): error.data.code is ludo's code, ESCRIPT for what
+    # the tool raised, ETIMEOUT for a real CPU limit.
+    c = Server("spec/fixtures/serve/toolboom", "--cpu-budget", "300")
+    try:
+        def call(name):
+            return c.http("POST", "/mcp", {
+                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": name, "arguments": {}}})[1]["error"]
+        e = call("spoof")
+        check(e["code"] == -32603 and e["message"].startswith("ETIMEOUT") and
+              e["data"] == {"code": "ESCRIPT"}, e)
+        e = call("spin")
+        check(e["code"] == -32603 and e["data"] == {"code": "ETIMEOUT"}, e)
+        e = call("boom")
+        check(e["data"] == {"code": "ESCRIPT"}, e)
+        e = call("nope")
+        check(e["code"] == -32602 and e["data"] == {"code": "ENOENT"}, e)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
