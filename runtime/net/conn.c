@@ -113,6 +113,9 @@ void ludo__net_conn_close(ludo__net_conn_t *c, int abort) {
   if (abort) {
     c->closing = 2;
     ludo__buf_free(&c->out);
+    /* Nothing more will be sent: what it held stops counting now, not
+     * when the transport has closed (the blocks in flight go with it). */
+    recharge(c, 0);
     c->sink->close(c, 1);
     return;
   }

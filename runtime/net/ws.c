@@ -726,7 +726,16 @@ static void ws_timeout(void *p) {
     }
     arm(ws);
   } else if (ws->state == WS_CLOSING) {
-    done(ws); /* the peer did not answer our close frame in time */
+    /* The peer did not answer our close frame in time. With bytes still
+     * unsent it does not read them either (our close is behind them):
+     * lingering would hold them, counted against the server's output,
+     * for linger_ms more, so the connection ends now. */
+    if (ws->nc != NULL && ludo__net_conn_pending(ws->nc) > 0) {
+      ws->state = WS_DONE;
+      ludo__net_conn_close(ws->nc, 1);
+    } else {
+      done(ws);
+    }
   }
   leave(ws);
 }

@@ -227,6 +227,7 @@
   X(ws_keepalive)                                                            \
   X(ws_send_queue)                                                           \
   X(ws_output_budget)                                                        \
+  X(ws_close_timeout_releases_output)                                        \
   X(ws_send_paths)                                                           \
   X(ws_upgrade_pipelined)                                                    \
   X(ws_gone_before_switch)                                                   \

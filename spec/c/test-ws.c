@@ -791,10 +791,12 @@ TEST_IMPL(ws_close_from_server) {
   ASSERT_EQ(w.close_code, 4000);
   ASSERT_STR_EQ(w.close_reason, "done");
   mem_free(&m);
-  /* No answer: the close timeout ends it. */
+  /* No answer: the close timeout ends it, gracefully once the close
+   * frame went out (ws_close_timeout_releases_output: when it did not). */
   memset(&w, 0, sizeof w);
   ws_on(&m, &core, &w);
   ASSERT_OK(ludo__ws_close(w.ws, 1000, NULL));
+  mem_ack(&m);
   mem_fire(&m);
   ASSERT_EQ(m.close_req, 1);
   mem_finish(&m);
@@ -1048,6 +1050,42 @@ TEST_IMPL(ws_output_budget) {
   ASSERT_UINT_EQ(atomic_load(&b.used), 0);
   mem_free(&m1);
   mem_free(&m2);
+  free(big);
+  net_core_free(&core);
+}
+
+/* A peer that reads nothing: the server's close (1008, as ludo serve's
+ * for a client that does not read its replies) waits behind the unsent
+ * bytes; when the close handshake times out the connection ends at once,
+ * without lingering, and its bytes stop counting against the output
+ * budget then, not when the transport has closed (a load review saw the
+ * gauge high for 10 s after the clients had gone). */
+TEST_IMPL(ws_close_timeout_releases_output) {
+  ludo__core_t core;
+  ludo__net_budget_t b;
+  mem_t m;
+  wsrec_t w;
+  char *big = malloc(100 << 10);
+  ASSERT_NOT_NULL(big);
+  memset(big, 'b', 100 << 10);
+  atomic_init(&b.used, 0);
+  atomic_init(&b.max, (size_t)1 << 20);
+  net_core_init(&core);
+  memset(&w, 0, sizeof w);
+  ws_on(&m, &core, &w);
+  ludo__net_conn_set_budget(&m.conn, &b);
+  mem_ack(&m);
+  ASSERT_OK(ludo__ws_send(w.ws, 0, big, 100 << 10));
+  ASSERT_UINT_GT(atomic_load(&b.used), (size_t)100 << 10);
+  ASSERT_OK(ludo__ws_close(w.ws, 1008, "not read"));
+  ASSERT_EQ(m.close_req, 0);
+  mem_fire(&m); /* no close came back: the close timeout */
+  ASSERT_EQ(m.close_req, 2); /* aborted, no linger */
+  ASSERT_UINT_EQ(atomic_load(&b.used), 0);
+  mem_finish(&m);
+  ASSERT_EQ(w.closes, 1);
+  ASSERT_EQ(w.close_code, 1008);
+  mem_free(&m);
   free(big);
   net_core_free(&core);
 }
