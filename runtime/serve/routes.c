@@ -411,7 +411,7 @@ static void opened_then_call(sv_sess_t *x, int status, const char *data,
       ludo__http_req_set_data(req, NULL);
       refuse_start(x->sv, req, rc);
     }
-    if (x->kind == SV_SESS_EPHEMERAL) sv_sess_close(x);
+    sv_sess_close(x); /* made for this request, its id never sent */
   }
 }
 
