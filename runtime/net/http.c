@@ -134,6 +134,7 @@ void ludo__http_options_init(ludo__http_options_t *o) {
   o->linger_ms = DEFAULT_LINGER_MS;
   o->write_high_water = DEFAULT_WRITE_HIGH_WATER;
   o->max_connections = DEFAULT_MAX_CONNECTIONS;
+  o->output_budget = NULL;
 }
 
 void ludo__http_options_fill(ludo__http_options_t *o,
