@@ -522,11 +522,11 @@ TEST_IMPL(ws_tiny_fragments) {
   ludo__core_t core;
   mem_t m;
   wsrec_t w;
-  char *big = malloc(4096), script[512];
+  char *big = malloc(8192), script[512];
   size_t n = 0, max = (size_t)1 << 20;
   int i;
   ASSERT_NOT_NULL(big);
-  memset(big, 'a', 4096);
+  memset(big, 'a', 8192);
   net_core_init(&core);
   /* 255 fragments of 4 KiB and one of 4096 - 1000: accepted. */
   ws_on_max(&m, &core, &w, max);
