@@ -79,14 +79,20 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *opts);
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts);
 
-/* Closes every session and frees every script still open (pending calls
- * and opens complete with LUDO_ECANCELED), frees every environment and
- * then the runtime. Accepts NULL. Must not be called from inside a ludo
- * callback or host function, nor from a host handle's callback that a
- * blocking call runs on a borrowed loop: there it would free what is
- * running, so it does nothing but log an error. The callbacks it runs
- * start nothing: a call, open or script call made from them returns
- * LUDO_ECLOSED. On its own loop everything is released
+/* Closes every session and client and frees every script still open
+ * (pending calls and opens complete with LUDO_ECANCELED), frees every
+ * environment and then the runtime. Accepts NULL. Must not be called from
+ * inside a ludo callback or host function, nor from a host handle's
+ * callback that a blocking call runs on a borrowed loop: there it would
+ * free what is running, so it does nothing but log an error. Every
+ * callback owed (calls, opens, close callbacks) runs first, while every
+ * session, script, client and environment of the runtime is still alive;
+ * only then is anything freed. The callbacks it runs start nothing: a
+ * call, open, script open or call, ludo_env_load, ludo_env_prewarm,
+ * ludo_session_close_async or ludo_client_close_async made from them
+ * returns LUDO_ECLOSED (and runs no callback); ludo_session_close,
+ * ludo_script_free and ludo_env_free from them do nothing (the free
+ * releases those objects itself). On its own loop everything is released
  * before this returns. On a borrowed loop ludo closes only its own handles
  * (with close callbacks); the runtime's memory is released in the host's
  * next uv_run, after which uv_loop_close() on the host's loop returns 0
@@ -203,7 +209,8 @@ typedef int (*ludo_host_init_fn)(ludo_runtime_t *rt, char *err,
  * LUDO_EINVAL (also: a host module of `opts` without a name or function
  * list, named "ludo" or "ludo.*", or given twice: the rules of
  * ludo_runtime_add_module), LUDO_ETIMEOUT (the module's top level ran past
- * the CPU budget or wall limit) or LUDO_ENOMEM. */
+ * the CPU budget or wall limit), LUDO_ECLOSED (from a callback that
+ * ludo_runtime_free runs) or LUDO_ENOMEM. */
 LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
                               const ludo_env_options_t *opts,
                               ludo_env_t **out);
@@ -229,7 +236,9 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
 LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len);
 
 /* Makes sure `n` ready states wait in the environment's pool, building the
- * missing ones now. Returns 0 or a negative error code. */
+ * missing ones now. Returns 0, LUDO_EINVAL (env NULL), LUDO_ECLOSED (from
+ * a callback that ludo_runtime_free runs), or the codes of building a
+ * state: LUDO_ELOAD, LUDO_ETIMEOUT, LUDO_ENOMEM. */
 LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
 
 /* ---- sessions -------------------------------------------------------- */
@@ -265,10 +274,12 @@ LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
  * `cb` (may be NULL) runs. While a blocking call runs the loop, the
  * session's call in flight is cancelled at once and the teardown, with
  * its callbacks, waits until that call has returned (a blocking call
- * on `s` itself ends with LUDO_ECANCELED and closes it as it returns).
- * New calls on `s` return LUDO_ECLOSED at once.
- * Returns 0, LUDO_EINVAL or LUDO_ECLOSED (already closing; `cb` is then
- * never called). */
+ * on `s` itself, or a blocking batch holding `s`, ends with
+ * LUDO_ECANCELED for it; the teardown and `cb` then run from the loop,
+ * never inside that blocking call). New calls on `s` return LUDO_ECLOSED
+ * at once. Returns 0, LUDO_EINVAL or LUDO_ECLOSED (already closing, or
+ * called from a callback that ludo_runtime_free runs; `cb` is then never
+ * called). */
 LUDO_EXTERN int ludo_session_close_async(ludo_session_t *s, ludo_close_cb cb,
                                          void *ud);
 
@@ -280,8 +291,9 @@ LUDO_EXTERN const char *ludo_session_id(const ludo_session_t *s);
 LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s);
 
 /* Runs a full garbage collection in the session's Lua state (e.g. between
- * episodes, or before reading ludo_session_memory). Returns 0, LUDO_EBUSY
- * while a call is in flight. */
+ * episodes, or before reading ludo_session_memory). Returns 0, LUDO_EINVAL
+ * (s NULL), or LUDO_EBUSY while a call is queued or in flight (until its
+ * callback has run) or `s` waits for its turn in a blocking batch. */
 LUDO_EXTERN int ludo_session_collect(ludo_session_t *s);
 
 /* Host data slot: the library never touches it. With s NULL, set does
@@ -647,8 +659,13 @@ LUDO_EXTERN int ludo_client_info_async(ludo_client_t *c, ludo_client_cb cb,
 LUDO_EXTERN void ludo_client_close(ludo_client_t *c);
 
 /* The same, and `cb(ud)` runs from the loop once everything is released
- * (a call in flight meanwhile for ludo_runtime_run). Returns 0 or
- * LUDO_EINVAL (`c` NULL). */
+ * (a call in flight meanwhile for ludo_runtime_run; ludo_runtime_free
+ * runs it before it frees anything). Returns 0, or, in which case `cb`
+ * never runs: LUDO_EINVAL (`c` NULL), LUDO_ECLOSED (`c` is already
+ * closing, e.g. from its own callback that its close runs, or from a
+ * callback that ludo_runtime_free runs: the client is closed all the
+ * same), LUDO_ENOMEM (no memory to keep `cb`: the client is closed all
+ * the same). */
 LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
                                         void (*cb)(void *ud), void *ud);
 
@@ -675,8 +692,9 @@ LUDO_EXTERN void *ludo_client_get_data(const ludo_client_t *c);
  * module path and the embedded modules). Its top level runs under the CPU
  * budget. Stores the script in *out (caller frees with ludo_script_free).
  * Returns 0, LUDO_ELOAD (see ludo_runtime_errmsg), LUDO_ETIMEOUT,
- * LUDO_ENOMEM, LUDO_EINVAL or LUDO_EBUSY (from inside a host function or
- * callback). */
+ * LUDO_ENOMEM, LUDO_EINVAL, LUDO_EBUSY (from inside a host function or
+ * callback) or LUDO_ECLOSED (from a callback that ludo_runtime_free
+ * runs). */
 LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
                                  const char *dir, ludo_script_t **out);
 
@@ -687,7 +705,9 @@ LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
  * borrowed until the next call or ludo_script_free. Returns 0, or
  * LUDO_EINVAL (no such function, arguments not an array), LUDO_EPARSE,
  * LUDO_EVALUE (the result is not JSON), LUDO_ESCRIPT, LUDO_ETIMEOUT,
- * LUDO_ENOMEM, LUDO_EBUSY, LUDO_ECANCELED; the message is in
+ * LUDO_ENOMEM, LUDO_EBUSY, LUDO_ECANCELED, LUDO_ECLOSED (the script is
+ * being freed), LUDO_ETOOBIG (the input is over max_input_bytes; the
+ * message says by how much); the message is in
  * ludo_script_errmsg(), except after a free during the call (see
  * ludo_script_free): LUDO_ECANCELED, and the script is gone. */
 LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
@@ -745,8 +765,13 @@ LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);
 /* Blocking: runs every step (steps that wait overlap on the loop), then
  * calls `cb` once per session, in index order, with its status and result
  * (or error message), borrowed until `cb` returns. A session that cannot
- * step (busy, closed, twice in the batch) gets its code in `cb`; the rest
- * of the batch still runs. Returns 0 when `cb` ran for every index, or
+ * step (busy, closed, twice in the batch, input over max_input_bytes)
+ * gets its code (and its message) in `cb`; the rest of the batch still
+ * runs. Every session of the batch is held until the batch returns: one
+ * closed meanwhile (by a host function of an earlier entry, even before
+ * its own step started) gets LUDO_ECANCELED and is torn down as the
+ * batch returns; its callbacks (close_async's, or an async call's it
+ * still owed) run from the loop afterwards. Returns 0 when `cb` ran for every index, or
  * LUDO_EINVAL / LUDO_EBUSY (from inside a host function or callback) /
  * LUDO_ENOMEM, in which case `cb` never ran. */
 LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *sessions,

@@ -109,6 +109,10 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
   size_t i;
   if (rt == NULL || path == NULL || out == NULL) return LUDO_EINVAL;
   *out = NULL;
+  if (rt->freeing) { /* from a callback ludo_runtime_free runs */
+    ludo__runtime_seterr(rt, "ECLOSED: the runtime is being freed");
+    return LUDO_ECLOSED;
+  }
   rt->errmsg[0] = '\0';
   if (opts != NULL && opts->nmodules > 0) {
     if (opts->modules == NULL) return LUDO_EINVAL;
@@ -139,6 +143,7 @@ LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len) {
 
 LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n) {
   if (env == NULL) return LUDO_EINVAL;
+  if (env->rt->freeing) return LUDO_ECLOSED;
   return ludo__env_prewarm(env, n);
 }
 
@@ -173,7 +178,7 @@ LUDO_EXTERN size_t ludo_session_memory(const ludo_session_t *s) {
 
 LUDO_EXTERN int ludo_session_collect(ludo_session_t *s) {
   if (s == NULL || s->ps == NULL) return LUDO_EINVAL;
-  if (s->ps->sched.in_call || s->ps->sched.resuming) return LUDO_EBUSY;
+  if (ludo__session_busy(s)) return LUDO_EBUSY;
   lua_gc(s->ps->st.L, LUA_GCCOLLECT);
   return 0;
 }
@@ -194,7 +199,7 @@ LUDO_EXTERN ludo_session_t *ludo_session_from_lua(void *L) {
 LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on) {
   if (s == NULL) return LUDO_EINVAL;
   if (s->closing || s->close_requested) return LUDO_ECLOSED;
-  if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (ludo__session_busy(s)) return LUDO_EBUSY;
   s->strict = on != 0;
   return 0;
 }
@@ -314,6 +319,7 @@ LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
                                  const char *dir, ludo_script_t **out) {
   if (out != NULL) *out = NULL;
   if (rt == NULL || module == NULL || out == NULL) return LUDO_EINVAL;
+  if (rt->freeing) return LUDO_ECLOSED; /* a callback of the free */
   if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   rt->errmsg[0] = '\0';
   return ludo__script_open(rt, module, dir, out);
@@ -495,17 +501,26 @@ LUDO_EXTERN int ludo_client_connect_async(ludo_runtime_t *rt,
   return 0;
 }
 
+/* The runtime of a client the API made (on the runtime's core). */
+static ludo_runtime_t *client_rt(const ludo_client_t *c) {
+  return (ludo_runtime_t *)((char *)c->core - offsetof(ludo_runtime_t,
+                                                       core));
+}
+
 /* A blocking call of kind `kind`. */
 static int client_call(ludo_client_t *c, int kind, const char *json,
                        size_t len, const char **out, size_t *out_len) {
   if (c == NULL || out == NULL) return LUDO_EINVAL;
+  if (client_rt(c)->freeing) return LUDO_ECLOSED;
   return ludo__client_call(c, kind, json, len, NULL, NULL, out, out_len);
 }
 
-/* A non-blocking call of kind `kind`. */
+/* A non-blocking call of kind `kind`. From a callback ludo_runtime_free
+ * runs: LUDO_ECLOSED, as for sessions. */
 static int client_call_async(ludo_client_t *c, int kind, const char *json,
                              size_t len, ludo_client_cb cb, void *ud) {
   if (c == NULL || cb == NULL) return LUDO_EINVAL;
+  if (client_rt(c)->freeing) return LUDO_ECLOSED;
   return ludo__client_call(c, kind, json, len, cb, ud, NULL, NULL);
 }
 
@@ -579,39 +594,60 @@ LUDO_EXTERN void ludo_client_close(ludo_client_t *c) {
   if (c != NULL) ludo__client_close(c, NULL, NULL);
 }
 
-/* The host's close callback, counted as a call in flight. */
+/* The host's close callback, counted as a call in flight. It is also a
+ * closer of the core: ludo_runtime_free runs it early (the client's
+ * release comes last, after the sessions are gone), while every object
+ * the callback may touch is alive. */
 typedef struct {
-  ludo__alloc_t *heap;
+  ludo__closer_t closer;
+  ludo__core_t *core;
   unsigned *calls;
   void (*cb)(void *ud);
   void *ud;
+  int ran;
 } client_closing_t;
 
+static void client_close_notify(client_closing_t *w) {
+  ludo__core_remove_closer(w->core, &w->closer);
+  w->ran = 1;
+  (*w->calls)--;
+  w->core->in_callback++;
+  w->cb(w->ud);
+  w->core->in_callback--;
+}
+
+static void client_close_early(ludo__closer_t *cl) {
+  client_close_notify((client_closing_t *)cl);
+}
+
+/* The client is released. */
 static void client_closed(void *p) {
-  client_closing_t w = *(client_closing_t *)p;
-  ludo__free(w.heap, p, sizeof w);
-  (*w.calls)--;
-  w.cb(w.ud);
+  client_closing_t *w = p;
+  if (!w->ran) client_close_notify(w);
+  ludo__free(&w->core->heap, w, sizeof *w);
 }
 
 LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
                                         void (*cb)(void *ud), void *ud) {
   client_closing_t *w;
   if (c == NULL) return LUDO_EINVAL;
-  if (cb == NULL || c->closing) {
+  if (c->closing) return LUDO_ECLOSED;
+  if (cb == NULL || client_rt(c)->freeing) {
     ludo__client_close(c, NULL, NULL);
-    return 0;
+    return cb == NULL ? 0 : LUDO_ECLOSED;
   }
-  w = ludo__malloc(&c->core->heap, sizeof *w);
+  w = ludo__calloc(&c->core->heap, sizeof *w);
   if (w == NULL) {
     ludo__client_close(c, NULL, NULL); /* closes anyway, unannounced */
     return LUDO_ENOMEM;
   }
-  w->heap = &c->core->heap;
+  w->closer.fn = client_close_early;
+  w->core = c->core;
   w->calls = c->inflight;
   w->cb = cb;
   w->ud = ud;
   (*w->calls)++;
+  ludo__core_add_closer(w->core, &w->closer);
   ludo__client_close(c, client_closed, w);
   return 0;
 }

@@ -67,12 +67,16 @@ static void handle_closed(uv_handle_t *h) {
   ludo__core_handle_closed(h->data);
 }
 
-void ludo__core_close(ludo__core_t *c) {
+void ludo__core_run_closers(ludo__core_t *c) {
   while (c->closers) { /* each unregisters itself */
     ludo__closer_t *cl = c->closers;
     cl->fn(cl);
     if (c->closers == cl) ludo__core_remove_closer(c, cl);
   }
+}
+
+void ludo__core_close(ludo__core_t *c) {
+  ludo__core_run_closers(c);
   c->closing = 1;
   c->ready.head = c->ready.tail = c->later.head = c->later.tail = NULL;
   c->held.head = c->held.tail = NULL;

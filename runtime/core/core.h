@@ -150,6 +150,12 @@ static inline int ludo__core_may_block(const ludo__core_t *c) {
 void ludo__core_add_closer(ludo__core_t *c, ludo__closer_t *cl);
 void ludo__core_remove_closer(ludo__core_t *c, ludo__closer_t *cl);
 
+/* Calls every registered closer now (ludo__core_close does, first; the
+ * runtime's free does earlier, so the host callbacks closers run, a
+ * client's ECANCELED, see every object of the runtime still alive). A
+ * closer registered meanwhile is called too. */
+void ludo__core_run_closers(ludo__core_t *c);
+
 /* Runs ready work for at most `budget_ns` (0: what is ready now, without
  * a limit). Never blocks. */
 void ludo__core_poll(ludo__core_t *c, uint64_t budget_ns);

@@ -179,6 +179,15 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud);
 void ludo__session_close(ludo_session_t *s);
 /* Tears a session down now, whatever it is doing (runtime shutdown). */
 void ludo__session_destroy(ludo_session_t *s);
+/* ludo_runtime_free, before anything is freed: runs the callbacks `s`
+ * owes now (its non-blocking call's, ECANCELED or its outcome; a closing
+ * session's teardown with its close callback), the session staying open
+ * otherwise. */
+void ludo__session_cancel(ludo_session_t *s);
+/* 1 when a call of `s` is queued, running, waiting or owes its callback,
+ * or `s` waits for its turn in a blocking batch: a new call gets
+ * LUDO_EBUSY. */
+int ludo__session_busy(const ludo_session_t *s);
 /* Completes pending asynchronous opens with ECANCELED. */
 void ludo__session_cancel_opens(ludo_env_t *env);
 int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
@@ -238,7 +247,15 @@ void ludo__session_llm_usage(const ludo_session_t *s, ludo_llm_usage_t *out);
 void ludo__script_llm_usage(const ludo_script_t *sc, ludo_llm_usage_t *out);
 /* The parts of the session's last failure (session.c). */
 void ludo__session_error(const ludo_session_t *s, ludo_error_t *e);
+/* ludo_script_free: a no-op from a callback ludo_runtime_free runs (it
+ * frees the script itself afterwards). */
 void ludo__script_free(ludo_script_t *sc);
+/* Frees the script now (ludo_runtime_free). */
+void ludo__script_destroy(ludo_script_t *sc);
+/* ludo_runtime_free, before anything is freed: the non-blocking call in
+ * flight of every script of `rt` ends and its callback runs (ECANCELED,
+ * or its outcome). */
+void ludo__script_cancel_all(ludo_runtime_t *rt);
 
 /* The runtime (runtime.c). */
 int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts);

@@ -93,11 +93,30 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
   return 0;
 }
 
-void ludo__runtime_free(ludo_runtime_t *rt) {
+/* ludo_runtime_free, first: every callback owed runs now, with
+ * ECANCELED (or the outcome that had come), while every object of the
+ * runtime is still alive: opens, sessions' calls and close_asyncs,
+ * scripts' calls, clients' calls and close_asyncs (their closers). What
+ * the callbacks do finds its objects: calls, opens and loads return
+ * LUDO_ECLOSED (rt->freeing), closes and frees are left to what
+ * follows. */
+static void cancel_all(ludo_runtime_t *rt) {
   ludo_env_t *env;
-  rt->freeing = 1; /* callbacks run below (ECANCELED) start nothing new */
+  ludo_session_t *s, *next;
   for (env = rt->envs; env; env = env->next) ludo__session_cancel_opens(env);
-  while (rt->scripts) ludo__script_free(rt->scripts);
+  for (s = rt->sessions; s != NULL; s = next) {
+    next = s->next; /* a closing one goes now, with its callbacks */
+    ludo__session_cancel(s);
+  }
+  ludo__script_cancel_all(rt);
+  ludo__core_run_closers(&rt->core);
+}
+
+void ludo__runtime_free(ludo_runtime_t *rt) {
+  rt->freeing = 1; /* callbacks run below (ECANCELED) start nothing new */
+  cancel_all(rt);
+  /* Then the teardown, which owes no callback any more. */
+  while (rt->scripts) ludo__script_destroy(rt->scripts);
   while (rt->sessions) ludo__session_destroy(rt->sessions);
   ludo__pstate_reclaim_all(rt);
   while (rt->envs) ludo__env_destroy(rt->envs);

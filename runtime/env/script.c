@@ -255,7 +255,7 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
   sc->modules.global = &rt->core.cmods;
   if (dir != NULL) sc->modules.dir = ludo__strndup(heap, dir, strlen(dir));
   if (sc->name == NULL || (dir != NULL && sc->modules.dir == NULL)) {
-    ludo__script_free(sc);
+    ludo__script_destroy(sc);
     return LUDO_ENOMEM;
   }
   rc = ludo__pstate_new(rt, &sc->modules, sc->name, &sc->ps);
@@ -267,7 +267,7 @@ int ludo__script_open(ludo_runtime_t *rt, const char *module,
     rc = ludo__pstate_run(rt, sc->ps, script_init, sc, "ELOAD");
   }
   if (rc != 0) {
-    ludo__script_free(sc);
+    ludo__script_destroy(sc);
     return rc;
   }
   lua_pushcfunction(sc->ps->st.L, script_call);
@@ -319,7 +319,7 @@ int ludo__script_call(ludo_script_t *sc, const char *fn, const char *json,
   sc->held = 0;
   ludo__core_unblock(&rt->core);
   if (sc->free_owed) {
-    ludo__script_free(sc);
+    ludo__script_destroy(sc);
     return LUDO_ECANCELED;
   }
   if (sc->status != 0) return sc->status;
@@ -397,12 +397,25 @@ static void free_held(ludo_script_t *sc) {
   ludo__core_post(&sc->rt->core, &sc->nudge);
 }
 
+void ludo__script_cancel_all(ludo_runtime_t *rt) {
+  ludo_script_t *sc;
+  for (sc = rt->scripts; sc != NULL; sc = sc->next)
+    if (sc->async) script_cancel(sc);
+}
+
 void ludo__script_free(ludo_script_t *sc) {
-  ludo__alloc_t *heap = &sc->rt->core.heap;
+  /* From a callback ludo_runtime_free runs, or from one this script's
+   * own free runs: that free goes on. */
+  if (sc->rt->freeing || (sc->freeing && !sc->free_owed)) return;
   if (sc->held) {
     free_held(sc);
     return;
   }
+  ludo__script_destroy(sc);
+}
+
+void ludo__script_destroy(ludo_script_t *sc) {
+  ludo__alloc_t *heap = &sc->rt->core.heap;
   sc->freeing = 1;
   if (sc->linked) {
     if (sc->prev)

@@ -194,6 +194,7 @@ static void on_wake(ludo__sched_t *sc, void *ud) {
 
 static void teardown(ludo_session_t *s);
 static void close_after_blocking(ludo_session_t *s);
+static void close_when_released(ludo_session_t *s);
 
 /* After Lua of this session ran: a close asked from inside it happens
  * now, unless a blocking call or batch holds the session (that caller
@@ -383,20 +384,39 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
 
 /* ---- calls ----------------------------------------------------------- */
 
+int ludo__session_busy(const ludo_session_t *s) {
+  /* s->batch: an entry of a blocking batch, prepared and waiting for its
+   * turn to start (batch_blocking), is busy like a queued call. */
+  return s->ps->sched.in_call || s->ps->sched.resuming ||
+         s->phase != LUDO__PH_IDLE || s->batch != NULL;
+}
+
+/* Refuses a call of `kind` on an idle session with `code` and `msg`: the
+ * refusal is the session's last call (its status and message), so
+ * whoever reports it (a blocking batch's callback) reads this call's
+ * message, never a previous call's. Returns `code`. */
+static int refuse(ludo_session_t *s, int kind, int code, const char *msg,
+                  int n) {
+  set_err(s, kind, code, msg, n > 0 ? (size_t)n : 0);
+  s->status = code;
+  s->done = 1;
+  return code;
+}
+
 /* Checks that a call may start on `s` and prepares it. Non-blocking calls
- * copy their input. Returns 0 or a code (nothing changed then). */
+ * copy their input. Returns 0 or a code (nothing changed then, but for
+ * the message and status of a refusal of an idle session: refuse()). */
 static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
                    ludo_call_cb cb, void *ud, int blocking) {
   size_t max = s->env->rt->opts.max_input_bytes;
   if (s->closing || s->close_requested || s->env->rt->freeing)
     return LUDO_ECLOSED;
-  if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE) return LUDO_EBUSY;
+  if (ludo__session_busy(s)) return LUDO_EBUSY;
   if (kind == LUDO__CALL_TASKS && !s->env->has_tasks) {
     char msg[160];
     int n = snprintf(msg, sizeof msg, "ENOTSUP: environment %.100s has no "
                      "tasks", s->env->label ? s->env->label : s->env->name);
-    set_err(s, kind, LUDO_ENOTSUP, msg, (size_t)n);
-    return LUDO_ENOTSUP;
+    return refuse(s, kind, LUDO_ENOTSUP, msg, n);
   }
   if (json == NULL) len = 0;
   if (max != 0 && len > max) {
@@ -408,8 +428,7 @@ static int prepare(ludo_session_t *s, int kind, const char *json, size_t len,
                      : kind == LUDO__CALL_TASKS ? "tasks request"
                                                 : "action",
                      len, max);
-    set_err(s, kind, LUDO_ETOOBIG, msg, (size_t)n);
-    return LUDO_ETOOBIG;
+    return refuse(s, kind, LUDO_ETOOBIG, msg, n);
   }
   if (blocking) {
     s->input = json;
@@ -447,7 +466,7 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   s->held--;
   ludo__core_unblock(&rt->core);
   if (s->close_requested) {
-    teardown(s);
+    close_when_released(s);
     return LUDO_ECANCELED;
   }
   if (s->status != 0) return s->status;
@@ -487,22 +506,17 @@ static void report(ludo_session_t *s, size_t i, int status, ludo_batch_cb cb,
     cb(i, s, status, msg, strlen(msg), ud);
 }
 
-/* Runs a blocking batch: every valid step started, all awaited, then one
- * callback per entry in order. The sessions are held meanwhile: a close
- * from a host function or a callback is deferred to the end (so a later
- * entry, or the same session given twice, is never freed under us). So
- * are this runtime's sessions that could not start but are not closing
- * (busy, input too big): a callback may close them before their own
- * callback reads their message. Entries refused with EINVAL or ECLOSED
- * are never touched after the first loop. */
-static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
-                          const char *const *actions, const size_t *lens,
-                          size_t n, ludo_batch_cb cb, void *ud) {
+/* Holds every entry of a blocking batch before any starts (the first
+ * entry's Lua runs inside start(): a host function there may close a
+ * later entry, which must then be deferred, not torn down under us).
+ * rcs[i] gets what prepare said, rcs[n + i] 1 when ss[i] is held. A
+ * prepared entry is marked with the batch (s->batch): busy to other
+ * callers until the batch lets go, and told apart when given twice.
+ * Entries refused with EINVAL or ECLOSED are never touched after. */
+static void batch_hold(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                       const char *const *actions, const size_t *lens,
+                       size_t n, int *rcs) {
   size_t i;
-  /* rcs[i]: what prepare said; rcs[n + i]: 1 when ss[i] is held */
-  int *rcs = ludo__malloc(&rt->core.heap, 2 * n * sizeof *rcs);
-  if (rcs == NULL) return LUDO_ENOMEM;
-  ludo__core_block(&rt->core);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
     rcs[n + i] = 0;
@@ -514,19 +528,38 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
     if (rcs[i] == LUDO_ECLOSED) continue; /* its teardown is on its way */
     s->held++;
     rcs[n + i] = 1;
+    if (rcs[i] == 0) s->batch = (void *)rcs;
+  }
+}
+
+/* Starts the held entries; one closed before its turn (by an earlier
+ * entry's host function) ends with ECANCELED without running. */
+static void batch_start(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                        size_t n, int *rcs) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    ludo_session_t *s = ss[i];
     if (rcs[i] != 0) continue;
-    s->batch = (void *)rcs;
+    if (s->close_requested) {
+      fail_call(s, LUDO_ECANCELED, "ECANCELED: the session was closed");
+      rt->calls--; /* prepare counted it */
+      continue;
+    }
     start(s, 0);
   }
-  for (i = 0; i < n; i++)
-    while (rcs[i] == 0 && !ss[i]->done) ludo__core_run_once(&rt->core);
-  ludo__core_unblock(&rt->core);
+}
+
+/* Calls `cb` for every entry of a finished blocking batch, in order. */
+static void batch_report(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                         size_t n, const int *rcs, ludo_batch_cb cb,
+                         void *ud) {
+  size_t i;
   rt->core.in_callback++;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
     if (rcs[i] != 0) { /* not started: its code, and its own message */
       const char *msg = ludo__err_name(rcs[i]);
-      if (rcs[n + i])
+      if (rcs[n + i] && rcs[i] != LUDO_EBUSY)
         report(s, i, rcs[i], cb, ud); /* prepare's own message */
       else
         cb(i, s, rcs[i], msg, strlen(msg), ud);
@@ -537,11 +570,33 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
     }
   }
   rt->core.in_callback--;
+}
+
+/* Runs a blocking batch: every entry held, every valid step started, all
+ * awaited, then one callback per entry in order. A close from a host
+ * function or a callback is deferred to the end (so a later entry, or
+ * the same session given twice, is never freed under us). So are this
+ * runtime's sessions that could not start but are not closing (busy,
+ * input too big): a callback may close them before their own callback
+ * reads their message. */
+static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
+                          const char *const *actions, const size_t *lens,
+                          size_t n, ludo_batch_cb cb, void *ud) {
+  size_t i;
+  int *rcs = ludo__malloc(&rt->core.heap, 2 * n * sizeof *rcs);
+  if (rcs == NULL) return LUDO_ENOMEM;
+  ludo__core_block(&rt->core);
+  batch_hold(rt, ss, actions, lens, n, rcs);
+  batch_start(rt, ss, n, rcs);
+  for (i = 0; i < n; i++)
+    while (rcs[i] == 0 && !ss[i]->done) ludo__core_run_once(&rt->core);
+  ludo__core_unblock(&rt->core);
+  batch_report(rt, ss, n, rcs, cb, ud);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
     if (!rcs[n + i]) continue;
     if (rcs[i] == 0) s->batch = NULL;
-    if (--s->held == 0 && s->close_requested) teardown(s);
+    if (--s->held == 0 && s->close_requested) close_when_released(s);
   }
   ludo__free(&rt->core.heap, rcs, 2 * n * sizeof *rcs);
   return 0;
@@ -564,7 +619,7 @@ static int batch_async(ludo_runtime_t *rt, ludo_session_t *const *ss,
       rc = LUDO_EINVAL; /* another runtime's, or twice in the batch */
     else if (s->closing || s->close_requested)
       rc = LUDO_ECLOSED;
-    else if (s->ps->sched.in_call || s->phase != LUDO__PH_IDLE)
+    else if (ludo__session_busy(s))
       rc = LUDO_EBUSY;
     if (rc != 0) {
       while (i-- > 0)
@@ -633,13 +688,11 @@ static void run_module_close(ludo_session_t *s) {
 
 /* Ends the session for good: its pending completion is delivered, a call
  * in flight ends with ECANCELED, close() runs, and the state is freed. */
-static void teardown(ludo_session_t *s) {
+/* Ends the session's non-blocking call now, if one is queued, waiting or
+ * done and not yet delivered: its callback runs here, with ECANCELED (or
+ * its outcome, when that had come). */
+static void end_call(ludo_session_t *s) {
   ludo_runtime_t *rt = s->env->rt;
-  ludo_env_t *env = s->env;
-  ludo_close_cb ccb = s->close_cb;
-  void *cud = s->close_ud;
-  s->closing = 1;
-  s->close_requested = 0;
   ludo__core_unpost(&rt->core, &s->task); /* held deliveries too */
   if (s->phase == LUDO__PH_START) { /* the call never began */
     fail_call(s, LUDO_ECANCELED, "ECANCELED: the call was cancelled");
@@ -652,6 +705,18 @@ static void teardown(ludo_session_t *s) {
     ludo__core_unpost(&rt->core, &s->task);
     if (s->cb != NULL) deliver(s);     /* ...which happens now */
   }
+}
+
+static void teardown(ludo_session_t *s) {
+  ludo_runtime_t *rt = s->env->rt;
+  ludo_env_t *env = s->env;
+  ludo_close_cb ccb;
+  void *cud;
+  s->closing = 1;
+  s->close_requested = 0;
+  end_call(s);
+  ccb = s->close_cb; /* after the call's callback, which may not set it */
+  cud = s->close_ud;
   run_module_close(s);
   ludo__buf_free(&s->out); /* in the state's memory: before the state */
   ludo__pstate_retire(rt, s->ps);
@@ -703,10 +768,35 @@ static void close_after_blocking(ludo_session_t *s) {
   ludo__core_post_delivery(c, &s->task); /* session_task: teardown */
 }
 
+/* A blocking call or batch lets go of a session closed meanwhile: torn
+ * down now, unless the teardown owes host callbacks (an async call's, a
+ * close_async's): those never run inside the blocking call, so the
+ * teardown, with them, goes to the loop (the session is closing until
+ * then: new calls get ECLOSED). */
+static void close_when_released(ludo_session_t *s) {
+  if (s->held > 0) return;
+  if (s->cb == NULL && s->close_cb == NULL) {
+    teardown(s);
+    return;
+  }
+  s->close_requested = 0;
+  close_after_blocking(s);
+}
+
 void ludo__session_destroy(ludo_session_t *s) { teardown(s); }
 
+void ludo__session_cancel(ludo_session_t *s) {
+  if (s->closing) { /* a close_async, or a close after a blocking call */
+    teardown(s);
+    return;
+  }
+  end_call(s);
+}
+
 void ludo__session_close(ludo_session_t *s) {
-  if (s->closing) return;
+  /* From a callback ludo_runtime_free runs: it tears s down itself,
+   * once every callback owed has run. */
+  if (s->closing || s->env->rt->freeing) return;
   if (s->ps->sched.resuming) {
     defer_close(s);
     return;
@@ -727,7 +817,8 @@ void ludo__session_close(ludo_session_t *s) {
 
 int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
                               void *ud) {
-  if (s->closing || s->close_requested) return LUDO_ECLOSED;
+  if (s->closing || s->close_requested || s->env->rt->freeing)
+    return LUDO_ECLOSED;
   s->close_cb = cb;
   s->close_ud = ud;
   if (cb != NULL) s->env->rt->calls++;

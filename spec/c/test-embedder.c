@@ -24,10 +24,14 @@ static ludo_session_t *victim;   /* what the host function closes */
 static int victim_async;          /* ... with ludo_session_close_async */
 static ludo_close_cb victim_ccb;  /* ... and this close callback */
 static int close_self;            /* or it closes its own session */
+static int close_self_async;      /* ... with ludo_session_close_async */
 static ludo_script_t *script_victim; /* or it frees this script */
 
 static int close_victim(lua_State *L) {
-  if (close_self) {
+  if (close_self_async) {
+    ASSERT_OK(ludo_session_close_async(ludo_session_from_lua(L), victim_ccb,
+                                       NULL));
+  } else if (close_self) {
     ludo_session_close(ludo_session_from_lua(L));
   } else if (script_victim != NULL) {
     ludo_script_free(script_victim);
@@ -755,4 +759,223 @@ TEST_IMPL(embedder_jansson_allocator_kept) {
   json_decref(after);
   ASSERT_EQ(hj_frees, hj_allocs);
   json_set_alloc_funcs(malloc, free);
+static int in_blocking, closed_inside;
+
+static void note_closed_where(int status, void *ud) {
+  (void)ud;
+  ASSERT_EQ(status, 0);
+  if (in_blocking) closed_inside++;
+  nclosed++;
+}
+
+/* A blocking batch whose first entry's host function closes a later
+ * entry before that entry has started (its Lua ran inside the batch's
+ * start of entry 0): the close is deferred like any close of a held
+ * entry, the later entry reports ECANCELED without running, its close
+ * callback runs from the loop after the batch (it was torn down at once,
+ * and the batch then read and started the freed session). */
+TEST_IMPL(embedder_batch_close_later_entry) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *ss[2];
+  const char *acts[2] = {"{\"mode\":\"host\"}", "{\"mode\":\"ok\"}"};
+  size_t lens[2] = {strlen(acts[0]), strlen(acts[1])};
+  ludo_stats_t st;
+  int round;
+  for (round = 0; round < 2; round++) { /* close, then close_async */
+    ss[0] = test_open(env);
+    ss[1] = test_open(env);
+    victim = ss[1];
+    victim_async = round;
+    victim_ccb = note_closed_where;
+    nclosed = closed_inside = ncb = 0;
+    in_blocking = 1;
+    ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 2, count_cb, NULL));
+    in_blocking = 0;
+    ASSERT_NULL(victim);
+    ASSERT_EQ(ncb, 2);
+    ASSERT_EQ(statuses[0], 0);
+    ASSERT_EQ(statuses[1], LUDO_ECANCELED);
+    ASSERT_OK(ludo_runtime_run(rt));
+    ASSERT_EQ(nclosed, round);
+    ASSERT_EQ(closed_inside, 0);
+    ludo_runtime_stats(rt, &st);
+    ASSERT_UINT_EQ(st.sessions, 1);
+    ASSERT_UINT_EQ(st.calls, 0);
+    ludo_session_close(ss[0]);
+  }
+  victim_async = 0;
+  victim_ccb = NULL;
+  test_rt_free(rt);
+}
+
+/* A host function closes its own session with ludo_session_close_async
+ * during a blocking step, and during a blocking batch: the call ends with
+ * ECANCELED and the close callback runs from the loop afterwards, never
+ * inside the blocking call (the teardown as the call returned ran it). */
+TEST_IMPL(embedder_close_async_self_in_blocking) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = emb_env(rt);
+  ludo_session_t *s = test_open(env), *ss[1];
+  const char *acts[1] = {"{\"mode\":\"host\"}"};
+  size_t lens[1] = {strlen(acts[0])};
+  ludo_stats_t st;
+  close_self_async = 1;
+  victim_ccb = note_closed_where;
+  nclosed = closed_inside = 0;
+  in_blocking = 1;
+  ASSERT_ERR(ludo_session_step(s, A("{\"mode\":\"host\"}"), NULL, NULL),
+             LUDO_ECANCELED);
+  in_blocking = 0;
+  ASSERT_EQ(nclosed, 0);
+  ASSERT_ERR(ludo_session_step(s, A("{\"mode\":\"ok\"}"), NULL, NULL),
+             LUDO_ECLOSED);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(nclosed, 1);
+  ss[0] = test_open(env);
+  ncb = 0;
+  in_blocking = 1;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 1, count_cb, NULL));
+  in_blocking = 0;
+  ASSERT_EQ(ncb, 1);
+  ASSERT_EQ(statuses[0], LUDO_ECANCELED);
+  ASSERT_EQ(nclosed, 1);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(nclosed, 2);
+  ASSERT_EQ(closed_inside, 0);
+  close_self_async = 0;
+  victim_ccb = NULL;
+  ludo_runtime_stats(rt, &st);
+  ASSERT_UINT_EQ(st.sessions, 0);
+  ASSERT_UINT_EQ(st.calls, 0);
+  test_rt_free(rt);
+}
+
+/* What a callback ludo_runtime_free runs may touch: every object of the
+ * runtime is still alive then. */
+static struct {
+  ludo_session_t *s[2];
+  ludo_script_t *policy;
+  ludo_env_t *env;
+  int ncalls, nscript, rc_other, rc_load, rc_prewarm, rc_open, rc_script;
+  int rc_close_async;
+} fr;
+
+static void free_step_cb(ludo_session_t *s, int status, const char *data,
+                         size_t len, void *ud) {
+  ludo_env_t *env;
+  ludo_script_t *sc;
+  (void)data;
+  (void)len;
+  (void)ud;
+  ASSERT_EQ(status, LUDO_ECANCELED);
+  fr.ncalls++;
+  /* the other session, whichever went first */
+  fr.rc_other = ludo_session_step_async(s == fr.s[0] ? fr.s[1] : fr.s[0],
+                                        A("{\"mode\":\"ok\"}"),
+                                        free_step_cb, NULL);
+  fr.rc_close_async = ludo_session_close_async(s == fr.s[0] ? fr.s[1]
+                                                            : fr.s[0],
+                                               note_closed, NULL);
+  ludo_session_close(s == fr.s[0] ? fr.s[1] : fr.s[0]); /* left to free */
+  ludo_script_free(fr.policy); /* freed with the rest */
+  fr.rc_load = ludo_env_load(ludo_session_get_data(s), EMB, NULL, &env);
+  fr.rc_prewarm = ludo_env_prewarm(fr.env, 2);
+  fr.rc_script = ludo_script_open(ludo_session_get_data(s), "ludo.policy",
+                                  NULL, &sc);
+}
+
+static void free_script_cb(ludo_script_t *sc, int status, const char *data,
+                           size_t len, void *ud) {
+  (void)data;
+  (void)len;
+  (void)ud;
+  ASSERT_EQ(status, LUDO_ECANCELED);
+  fr.nscript++;
+  fr.rc_open = ludo_session_open_async(fr.env, note_opened, NULL);
+  ludo_session_close(fr.s[0]);
+  ludo_script_free(sc);
+}
+
+/* ludo_runtime_free with calls queued on two sessions and a script: each
+ * callback (ECANCELED) starts a call on the other session, closes it,
+ * frees the script, loads an environment, prewarms, opens: each is
+ * refused with ECLOSED or left to the free, and nothing it touches was
+ * freed yet (a step on a freed session, a double free of the script). */
+TEST_IMPL(embedder_free_callbacks_find_objects_alive) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  memset(&fr, 0, sizeof fr);
+  fr.env = emb_env(rt);
+  fr.s[0] = test_open(fr.env);
+  fr.s[1] = test_open(fr.env);
+  ludo_session_set_data(fr.s[0], rt);
+  ludo_session_set_data(fr.s[1], rt);
+  ASSERT_OK(ludo_script_open(rt, "ludo.policy", NULL, &fr.policy));
+  ASSERT_OK(ludo_session_step_async(fr.s[0], A("{\"mode\":\"ok\"}"),
+                                    free_step_cb, NULL));
+  ASSERT_OK(ludo_session_step_async(fr.s[1], A("{\"mode\":\"ok\"}"),
+                                    free_step_cb, NULL));
+  ASSERT_OK(ludo_script_call_async(fr.policy, "reset", "[1, {}]", 7,
+                                   free_script_cb, NULL));
+  nclosed = 0;
+  open_status = 1;
+  test_rt_free(rt); /* the harness's allocator checks for leaks */
+  ASSERT_EQ(fr.ncalls, 2);
+  ASSERT_EQ(fr.nscript, 1);
+  ASSERT_EQ(fr.rc_other, LUDO_ECLOSED);
+  ASSERT_EQ(fr.rc_close_async, LUDO_ECLOSED);
+  ASSERT_EQ(nclosed, 0);
+  ASSERT_EQ(fr.rc_load, LUDO_ECLOSED);
+  ASSERT_EQ(fr.rc_prewarm, LUDO_ECLOSED);
+  ASSERT_EQ(fr.rc_script, LUDO_ECLOSED);
+  ASSERT_EQ(fr.rc_open, LUDO_ECLOSED);
+  ASSERT_EQ(open_status, 1);
+}
+
+/* ludo_session_collect with a call queued (issued, not yet run): EBUSY,
+ * as the call counts in flight (it ran a full collection). */
+TEST_IMPL(embedder_collect_busy_while_queued) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(emb_env(rt));
+  int st = 1;
+  ASSERT_OK(ludo_session_collect(s));
+  ASSERT_OK(ludo_session_step_async(s, A("{\"mode\":\"ok\"}"), async_done,
+                                    &st));
+  ASSERT_ERR(ludo_session_collect(s), LUDO_EBUSY);
+  ASSERT_ERR(ludo_session_set_strict(s, 1), LUDO_EBUSY);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(st, 0);
+  ASSERT_OK(ludo_session_collect(s));
+  test_rt_free(rt);
+}
+
+static char batch_msg[256];
+
+static void msg_cb(size_t i, ludo_session_t *s, int status, const char *data,
+                   size_t len, void *ud) {
+  count_cb(i, s, status, data, len, ud);
+  snprintf(batch_msg, sizeof batch_msg, "%.*s", (int)len, data);
+}
+
+/* A blocking batch's entry over max_input_bytes gets its explanatory
+ * message, also after a successful call on the session (the batch gave
+ * bare "ETOOBIG": the stale state of the previous call hid it). */
+TEST_IMPL(embedder_batch_toobig_message) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *ss[1];
+  const char *acts[1] = {"{\"mode\":\"ok\",\"seconds\":0.0000000001}"};
+  size_t lens[1] = {strlen(acts[0])};
+  test_options(&o);
+  o.max_input_bytes = 20;
+  rt = test_rt_new(&o);
+  ss[0] = test_open(emb_env(rt));
+  ASSERT_OK(ludo_session_step(ss[0], A("{\"mode\":\"ok\"}"), NULL, NULL));
+  ncb = 0;
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 1, msg_cb, NULL));
+  ASSERT_EQ(ncb, 1);
+  ASSERT_EQ(statuses[0], LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(batch_msg, "max_input_bytes");
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(ss[0]), "max_input_bytes");
+  test_rt_free(rt);
 }

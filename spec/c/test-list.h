@@ -101,6 +101,11 @@
   X(embedder_close_async_callbacks_held_in_blocking)                         \
   X(embedder_open_callback_held_in_blocking)                                 \
   X(embedder_jansson_allocator_kept)                                         \
+  X(embedder_batch_close_later_entry)                                        \
+  X(embedder_close_async_self_in_blocking)                                   \
+  X(embedder_free_callbacks_find_objects_alive)                              \
+  X(embedder_collect_busy_while_queued)                                      \
+  X(embedder_batch_toobig_message)                                           \
   /* test-wire.c */                                                         \
   X(wire_nested_metadata)                                                   \
   /* test-tools.c */                                                        \
