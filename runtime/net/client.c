@@ -45,6 +45,13 @@ typedef struct ludo__client_wait_s {
 static void proceed(ludo_client_t *c);
 static void maybe_free(ludo_client_t *c);
 
+/* A call's name in messages: the protocol's requests, and ours. */
+static const char *op_name(int kind) {
+  if (kind == LUDO__CL_CONNECT) return "connect";
+  if (kind == LUDO__CL_INFO) return "info";
+  return ludo__clientproto_name(kind);
+}
+
 /* ---- lifetime --------------------------------------------------------- */
 
 static void enter(ludo_client_t *c) { c->depth++; }
@@ -74,6 +81,7 @@ static void client_free(ludo_client_t *c) {
   ludo__buf_free(&c->err);
   ludo__buf_free(&c->scratch);
   ludo__buf_free(&c->meta);
+  ludo__buf_free(&c->conn_msg);
   if (c->o.token)
     ludo__free(&core->heap, (char *)c->o.token, strlen(c->o.token) + 1);
   ludo__free(&core->heap, c, sizeof *c);
@@ -87,7 +95,7 @@ static void client_free(ludo_client_t *c) {
 /* Frees a closed client once nothing of it is on the loop. */
 static void maybe_free(ludo_client_t *c) {
   if (!c->closing || c->depth > 0 || c->timer_open || c->conn != CN_DOWN ||
-      c->fetch != NULL || c->deliver.queued)
+      c->fetch != NULL || c->deliver.queued || c->conn_deliver.queued)
     return;
   client_free(c);
 }
@@ -132,12 +140,68 @@ static void deliver_task(ludo__task_t *t) {
   leave(c);
 }
 
+/* Runs the callback of a connect a call took the place of, once its
+ * outcome is known. */
+static void conn_deliver(ludo_client_t *c) {
+  ludo_client_cb cb = c->conn_cb;
+  void *ud = c->conn_ud;
+  ludo__buf_t m = c->conn_msg;
+  ludo__core_unpost(c->core, &c->conn_deliver);
+  if (cb == NULL || c->conn_state != OP_DONE) return;
+  c->conn_cb = NULL;
+  c->conn_state = 0;
+  ludo__buf_init(&c->conn_msg, ludo__alloc_fn, &c->core->heap);
+  if (c->inflight) (*c->inflight)--;
+  enter(c);
+  c->core->in_callback++;
+  cb(c, c->conn_status, m.p ? m.p : "", m.len, ud);
+  c->core->in_callback--;
+  ludo__buf_free(&m);
+  leave(c);
+}
+
+static void conn_deliver_task(ludo__task_t *t) {
+  ludo_client_t *c = (ludo_client_t *)((char *)t -
+                                       offsetof(ludo_client_t, conn_deliver));
+  enter(c);
+  conn_deliver(c);
+  leave(c);
+}
+
+/* The connection that such a connect waited for is open (status 0, the
+ * message its URL) or could not be made: its callback is posted, ahead
+ * of the call's. */
+static void conn_outcome(ludo_client_t *c, int status, const char *msg,
+                         size_t len) {
+  if (c->conn_cb == NULL || c->conn_state == OP_DONE) return;
+  ludo__buf_reset(&c->conn_msg);
+  if (ludo__buf_add(&c->conn_msg, msg, len) != 0)
+    ludo__buf_reset(&c->conn_msg);
+  c->conn_status = status;
+  c->conn_state = OP_DONE;
+  ludo__core_post_delivery(c->core, &c->conn_deliver);
+}
+
+/* A call given while a non-blocking connect is connecting takes its
+ * place: the connect's callback waits for the connection apart. */
+static void take_connect_place(ludo_client_t *c) {
+  c->conn_cb = c->cb;
+  c->conn_ud = c->cb_ud;
+  c->conn_state = 0;
+  c->op = 0;
+  c->op_state = 0;
+  c->cb = NULL;
+  c->cb_ud = NULL;
+}
+
 /* Ends the call in flight with `status` and `data` (the result, or the
  * message): a blocking call's wait ends, a non-blocking one's callback is
- * posted. */
+ * posted. A call ending before it was sent ends a connect waiting with
+ * it the same way (the connection failed, or the client closed). */
 static void complete(ludo_client_t *c, int status, const char *data,
                      size_t len) {
   if (c->op == 0 || c->op_state == OP_DONE) return;
+  if (c->op_state == OP_QUEUED) conn_outcome(c, status, data, len);
   if (c->timer_open) uv_timer_stop(&c->timer);
   ludo__buf_reset(&c->res);
   if (ludo__buf_add(&c->res, data, len) != 0 && status == 0) {
@@ -204,7 +268,7 @@ static void connection_gone(ludo_client_t *c, const char *why) {
     else
       fail(c, LUDO_EDISCONNECTED, "EDISCONNECTED: %s during %s; the "
            "server's session and its episode are gone%s", why,
-           ludo__clientproto_name(c->op),
+           op_name(c->op),
            c->o.no_reconnect ? "" : ": a reset reconnects");
   }
 }
@@ -222,7 +286,7 @@ static void ws_message(void *ud, ludo__ws_t *ws, int binary,
   if (binary) {
     if (c->op != 0 && c->op_state == OP_SENT)
       fail(c, LUDO_EPROTO, "EPROTO: the server answered %s with a binary "
-           "frame", ludo__clientproto_name(c->op));
+           "frame", op_name(c->op));
     ludo__ws_close(c->ws, 1003, "binary frames are not spoken here");
     c->conn = CN_CLOSING;
   } else if (c->op != 0 && c->op_state == OP_SENT) {
@@ -269,7 +333,7 @@ static void ws_closed(void *ud, ludo__ws_t *ws, int code, const char *reason,
   if (code == 1009 && c->op != 0 && c->op_state == OP_SENT)
     fail(c, LUDO_ETOOBIG, "ETOOBIG: %s during %s: a message was too big "
          "for one side (a reply over max_message_bytes, %zu, or a request "
-         "over the server's limit)", why, ludo__clientproto_name(c->op),
+         "over the server's limit)", why, op_name(c->op),
          c->o.max_message_bytes);
   connection_gone(c, why);
   if (!c->closing) proceed(c);
@@ -344,6 +408,7 @@ static void hs_read(void *p, const char *data, size_t len) {
       c->ever_connected = 1;
       c->episode = 0;
       c->notice = 0;
+      conn_outcome(c, 0, c->url.ws, strlen(c->url.ws));
       proceed(c);
     }
   } else if (rc == LUDO_ETOOBIG && ludo__reply_status(&c->reply) != 0) {
@@ -448,7 +513,7 @@ static void on_timeout(uv_timer_t *t) {
   enter(c);
   if (c->op != 0 && c->op_state == OP_SENT) {
     snprintf(why, sizeof why, "no reply to %s within %u ms",
-             ludo__clientproto_name(c->op), (unsigned)c->o.timeout_ms);
+             op_name(c->op), (unsigned)c->o.timeout_ms);
     fail(c, LUDO_ENOREPLY, "ENOREPLY: %s from %s; the connection is dropped "
          "(a late reply could not be told from the next)", why, c->url.ws);
     if (c->ws) {
@@ -492,7 +557,7 @@ static void proceed(ludo_client_t *c) {
         fail(c, rc == LUDO_ENOMEM ? rc : LUDO_EDISCONNECTED,
              "%s: cannot send %s to %s (%s)",
              ludo__err_name(rc == LUDO_ENOMEM ? rc : LUDO_EDISCONNECTED),
-             ludo__clientproto_name(c->op), c->url.ws, ludo__strerror(rc));
+             op_name(c->op), c->url.ws, ludo__strerror(rc));
         return;
       }
       c->op_state = OP_SENT;
@@ -679,6 +744,8 @@ int ludo__client_new(ludo__core_t *core, unsigned *inflight, const char *url,
   ludo__buf_init(&c->scratch, ludo__alloc_fn, &core->heap);
   ludo__buf_init(&c->meta, ludo__alloc_fn, &core->heap);
   c->deliver.fn = deliver_task;
+  c->conn_deliver.fn = conn_deliver_task;
+  ludo__buf_init(&c->conn_msg, ludo__alloc_fn, &core->heap);
   uv_timer_init(core->loop, &c->timer);
   ludo__core_handle_opened(core);
   c->timer.data = c;
@@ -692,14 +759,18 @@ int ludo__client_new(ludo__core_t *core, unsigned *inflight, const char *url,
 /* Starts a call (see ludo__client_call). */
 static int start(ludo_client_t *c, int kind, const char *json, size_t len,
                  ludo_client_cb cb, void *ud) {
+  /* a call that can wait for a non-blocking connect's connection */
+  int takes = c->op == LUDO__CL_CONNECT && c->op_state == OP_QUEUED &&
+              c->cb != NULL && c->conn_cb == NULL &&
+              kind != LUDO__CL_CONNECT && kind != LUDO__CL_INFO;
   int rc;
   if (c->closing) {
     set_err(c, "ECLOSED: the client is closed");
     return LUDO_ECLOSED;
   }
-  if (c->op != 0) {
+  if (c->op != 0 && !takes) {
     set_err(c, "EBUSY: %s is still in flight on this client",
-            ludo__clientproto_name(c->op));
+            op_name(c->op));
     return LUDO_EBUSY;
   }
   ludo__buf_reset(&c->frame);
@@ -714,6 +785,7 @@ static int start(ludo_client_t *c, int kind, const char *json, size_t len,
     return LUDO_EDISCONNECTED;
   }
   if (kind == LUDO__CP_RESET) c->lost = 0; /* a new episode */
+  if (takes) take_connect_place(c);
   c->op = kind;
   c->op_state = OP_QUEUED;
   c->cb = cb;
@@ -777,12 +849,11 @@ void ludo__client_close(ludo_client_t *c, ludo__client_closed_cb cb,
     ludo__fetch_cancel(c->fetch);
     c->fetch = NULL;
   }
-  if (c->op != 0) {
-    if (c->op_state != OP_DONE)
-      fail(c, LUDO_ECANCELED, "ECANCELED: the client was closed during %s",
-           ludo__clientproto_name(c->op));
-    if (c->op_state == OP_DONE) deliver(c); /* the callback runs now */
-  }
+  if (c->op != 0 && c->op_state != OP_DONE)
+    fail(c, LUDO_ECANCELED, "ECANCELED: the client was closed during %s",
+         op_name(c->op));
+  conn_deliver(c); /* a connect a call waited with: its callback first */
+  if (c->op != 0 && c->op_state == OP_DONE) deliver(c); /* runs now */
   switch (c->conn) {
     case CN_DIAL:
       ludo__dial_cancel(c->dial);
@@ -822,7 +893,7 @@ void ludo__client_abandon(ludo_client_t *c) {
   c->cb_ud = NULL;
   if (c->op_state != OP_DONE) {
     fail(c, LUDO_ECANCELED, "ECANCELED: %s was given up",
-         ludo__clientproto_name(c->op));
+         op_name(c->op));
     if (c->ws && (c->conn == CN_OPEN)) {
       ludo__ws_close(c->ws, 1000, "the call was given up");
       c->conn = CN_CLOSING;

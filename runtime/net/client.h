@@ -6,10 +6,13 @@
  * (lclient.c) and `ludo client`.
  *
  * Calls. One at a time: a call made while another is in flight returns
- * LUDO_EBUSY. Each sends one request and takes the next frame from the
- * server as its reply (the server answers in order); `close` is the only
- * request without a reply. A call that needs the connection while there
- * is none connects first.
+ * LUDO_EBUSY, but for a non-blocking connect still connecting: the call
+ * takes its place and waits for the connection, and the connect's
+ * callback runs apart, with the connection's outcome, before the call's.
+ * Each sends one request and takes the next frame from the server as its
+ * reply (the server answers in order); `close` is the only request
+ * without a reply. A call that needs the connection while there is none
+ * connects first.
  *
  * The reconnect rule. The server's session, and the episode in it, live
  * as long as the WebSocket: when the connection goes (the server closed
@@ -105,6 +108,15 @@ struct ludo_client_s {
   uv_timer_t timer;          /* the reply's time limit */
   int timer_open;
   ludo__task_t deliver;      /* runs the callback */
+
+  /* A non-blocking connect a call took the place of (see Calls): its
+   * callback, then the connection's outcome, delivered by its task. */
+  ludo_client_cb conn_cb;    /* NULL when none */
+  void *conn_ud;
+  int conn_state;            /* 0 waiting, 1 outcome known (OP_*-like) */
+  int conn_status;
+  ludo__buf_t conn_msg;
+  ludo__task_t conn_deliver;
 
   /* Its end. */
   int closing;               /* closed: no more calls */

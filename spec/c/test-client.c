@@ -233,6 +233,8 @@ static void record(ludo_client_t *c, int status, const char *data,
 TEST_IMPL(client_async) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_client_t *c = NULL;
+  const char *out;
+  size_t olen;
   ludo_stats_t st;
   rec_t rec;
   srv_t s;
@@ -240,9 +242,10 @@ TEST_IMPL(client_async) {
   serve(&s, rt, "examples/echo", NULL, 0);
   ASSERT_OK(ludo_client_connect_async(rt, s.url, NULL, record, &rec, &c));
   ASSERT_NOT_NULL(c);
-  /* Calls may be queued behind nothing: one at a time. */
-  ASSERT_ERR(ludo_client_state_async(c, record, &rec), LUDO_EBUSY);
-  ASSERT_STR_CONTAINS(ludo_client_errmsg(c), "still in flight");
+  /* A blocking call while it connects: one at a time (the non-blocking
+   * ones wait for the connection: client_calls_wait_for_connect). */
+  ASSERT_ERR(ludo_client_info(c, &out, &olen), LUDO_EBUSY);
+  ASSERT_STR_CONTAINS(ludo_client_errmsg(c), "connect is still in flight");
   ASSERT_EQ(rec.calls, 0); /* never inside the call */
   ASSERT_OK(ludo_runtime_stats(rt, &st));
   ASSERT_EQ(st.calls, 1);  /* counted for ludo_runtime_run */
@@ -288,6 +291,79 @@ TEST_IMPL(client_async) {
     ASSERT_EQ(closed, 1);
   }
   unserve(&s);
+  test_rt_free(rt);
+}
+
+static int close_again_rc = 1, close_again_ran;
+
+static void set_ran(void *ud) { *(int *)ud = 1; }
+
+/* record(), then closes the client with ludo_client_close_async: from the
+ * callback a close runs, the client is already closing. */
+static void record_close_again(ludo_client_t *c, int status,
+                               const char *data, size_t len, void *ud) {
+  record(c, status, data, len, ud);
+  close_again_rc = ludo_client_close_async(c, set_ran, &close_again_ran);
+}
+
+/* Calls given to a client while ludo_client_connect_async connects wait
+ * for the connection (ludo.h): the connect's callback runs with its
+ * outcome, then the call's (the call got EBUSY "? is still in flight").
+ * When the connection cannot be made both fail with ECONNECT; a close
+ * meanwhile ends both, inside it, the connect's first. A close_async
+ * from a callback that a close runs returns ECLOSED and never calls
+ * back (it returned 0 and never called back). */
+TEST_IMPL(client_calls_wait_for_connect) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_client_t *c = NULL;
+  const char *out;
+  size_t olen;
+  ludo_stats_t st;
+  rec_t rec;
+  srv_t s;
+  char url[64];
+  memset(&rec, 0, sizeof rec);
+  serve(&s, rt, "examples/echo", NULL, 0);
+  snprintf(url, sizeof url, "%s", s.url);
+  ASSERT_OK(ludo_client_connect_async(rt, url, NULL, record, &rec, &c));
+  ASSERT_OK(ludo_client_reset_async(c, NULL, 0, record, &rec));
+  ASSERT_ERR(ludo_client_reset(c, NULL, 0, &out, &olen), LUDO_EBUSY);
+  ASSERT_STR_CONTAINS(ludo_client_errmsg(c), "reset is still in flight");
+  ASSERT_ERR(ludo_client_step_async(c, J("{}"), record, &rec), LUDO_EBUSY);
+  ASSERT_EQ(rec.calls, 0);
+  ASSERT_OK(ludo_runtime_stats(rt, &st));
+  ASSERT_EQ(st.calls, 2);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(rec.calls, 2);
+  ASSERT_OK(rec.status[0]);
+  ASSERT_STR_CONTAINS(rec.data[0], "ws://127.0.0.1:");
+  ASSERT_OK(rec.status[1]);
+  ASSERT_STR_CONTAINS(rec.data[1], "\"observation\"");
+  ludo_client_close(c);
+  /* a close while it connects, a call waiting */
+  ASSERT_OK(ludo_client_connect_async(rt, url, NULL, record, &rec, &c));
+  ASSERT_OK(ludo_client_step_async(c, J("{\"message\":\"x\"}"),
+                                   record_close_again, &rec));
+  ludo_client_close(c);
+  ASSERT_EQ(rec.calls, 4);
+  ASSERT_ERR(rec.status[2], LUDO_ECANCELED);
+  ASSERT_ERR(rec.status[3], LUDO_ECANCELED);
+  ASSERT_STR_CONTAINS(rec.data[3], "closed during step");
+  ASSERT_ERR(close_again_rc, LUDO_ECLOSED);
+  unserve(&s);
+  /* nobody listens there now: both fail */
+  ASSERT_OK(ludo_client_connect_async(rt, url, NULL, record, &rec, &c));
+  ASSERT_OK(ludo_client_reset_async(c, NULL, 0, record, &rec));
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(rec.calls, 6);
+  ASSERT_ERR(rec.status[4], LUDO_ECONNECT);
+  ASSERT_ERR(rec.status[5], LUDO_ECONNECT);
+  ASSERT_TRUE(strstr(rec.data[4], "?") == NULL);
+  ludo_client_close(c);
+  ASSERT_OK(ludo_runtime_run(rt));
+  ASSERT_EQ(close_again_ran, 0);
+  ASSERT_OK(ludo_runtime_stats(rt, &st));
+  ASSERT_EQ(st.calls, 0);
   test_rt_free(rt);
 }
 

@@ -267,6 +267,7 @@
   X(client_calls)                                                            \
   X(client_errors)                                                           \
   X(client_async)                                                            \
+  X(client_calls_wait_for_connect)                                           \
   X(client_close_in_flight)                                                  \
   X(client_reconnect)                                                        \
   X(client_session_ended)                                                    \
