@@ -759,6 +759,8 @@ TEST_IMPL(embedder_jansson_allocator_kept) {
   json_decref(after);
   ASSERT_EQ(hj_frees, hj_allocs);
   json_set_alloc_funcs(malloc, free);
+}
+
 static int in_blocking, closed_inside;
 
 static void note_closed_where(int status, void *ud) {
