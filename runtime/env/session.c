@@ -686,8 +686,6 @@ static void run_module_close(ludo_session_t *s) {
   sc->budget_ns = budget;
 }
 
-/* Ends the session for good: its pending completion is delivered, a call
- * in flight ends with ECANCELED, close() runs, and the state is freed. */
 /* Ends the session's non-blocking call now, if one is queued, waiting or
  * done and not yet delivered: its callback runs here, with ECANCELED (or
  * its outcome, when that had come). */
@@ -707,6 +705,8 @@ static void end_call(ludo_session_t *s) {
   }
 }
 
+/* Ends the session for good: its pending completion is delivered, a call
+ * in flight ends with ECANCELED, close() runs, and the state is freed. */
 static void teardown(ludo_session_t *s) {
   ludo_runtime_t *rt = s->env->rt;
   ludo_env_t *env = s->env;
