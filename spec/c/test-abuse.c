@@ -34,6 +34,15 @@ static ludo_runtime_t *abuse_rt_budget(unsigned budget_ms) {
 
 static ludo_runtime_t *abuse_rt(void) { return abuse_rt_budget(200); }
 
+/* The same, and a memory cap of `cap` bytes per session. */
+static ludo_runtime_t *abuse_rt_capped(unsigned budget_ms, size_t cap) {
+  ludo_options_t o;
+  test_options(&o);
+  o.cpu_budget_ms = budget_ms;
+  o.memory_cap = cap;
+  return test_rt_new(&o);
+}
+
 /* Runs `mode` on a fresh session, expects `code` or `other` within
  * `max_s` seconds, then checks that the session and a witness still
  * step. */
@@ -387,10 +396,7 @@ TEST_IMPL(abuse_regex_bounds) {
   ludo_session_t *s;
   double t0;
   int rc;
-  test_options(&o);
-  o.cpu_budget_ms = 300;
-  o.memory_cap = (size_t)256 << 20; /* the 50 MB subject fits */
-  rt = test_rt_new(&o);
+  rt = abuse_rt_capped(300, (size_t)256 << 20); /* the 50 MB subject fits */
   s = test_open(test_env_load(rt, ABUSE, NULL));
   t0 = test_now();
   ASSERT_ERR(step(s, "re_many_searches"), LUDO_ETIMEOUT);
@@ -464,15 +470,10 @@ TEST_IMPL(abuse_failed_call_no_collect) {
  * call ends near its budget. It ran one collection per piece, in C, for
  * 10-20 s past a 2 s budget (lua-5.4.4-emergency-gc.patch). */
 TEST_IMPL(abuse_emergency_collections) {
-  ludo_options_t o;
-  ludo_runtime_t *rt;
+  ludo_runtime_t *rt = abuse_rt_capped(1000, (size_t)16 << 20);
   ludo_session_t *s;
   double t0;
   int rc;
-  test_options(&o);
-  o.cpu_budget_ms = 1000;
-  o.memory_cap = 16u << 20;
-  rt = test_rt_new(&o);
   s = test_open(test_env_load(rt, "spec/fixtures/c/gcthrash", NULL));
   t0 = test_now();
   rc = step(s, "thrash");
@@ -520,18 +521,13 @@ TEST_IMPL(abuse_metamethods_at_slice_ends) {
  * runs on a fresh thread): ENOMEM, not EPARSE, which said the JSON was
  * bad. */
 TEST_IMPL(abuse_decode_at_cap) {
-  ludo_options_t o;
-  ludo_runtime_t *rt;
+  ludo_runtime_t *rt = abuse_rt_capped(5000, (size_t)4 << 20);
   ludo_session_t *s;
   static const char nested[] =
       "{\"mode\":\"ok\",\"x\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]"
       "]]]]]]]]]]]]]]]]]}";
   const char *out;
   size_t len;
-  test_options(&o);
-  o.cpu_budget_ms = 5000;
-  o.memory_cap = 4u << 20;
-  rt = test_rt_new(&o);
   s = test_open(test_env_load(rt, "spec/fixtures/c/gcthrash", NULL));
   ASSERT_ERR(step(s, "hog_fail"), LUDO_ENOMEM);
   ASSERT_ERR(ludo_session_step(s, nested, strlen(nested), &out, &len),
