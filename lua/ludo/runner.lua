@@ -159,8 +159,11 @@ local function reset(opts)
   else
     math.randomseed()
   end
-  episode_id = (eid ~= nil and eid ~= null) and eid or core.uuid()
-  step_count = 0
+  -- The old episode ends here; the new one has its id once everything
+  -- below succeeded: after a reset that failed, state() says there is no
+  -- episode (episode_id null) instead of naming one that never started.
+  local new_id = (eid ~= nil and eid ~= null) and eid or core.uuid()
+  episode_id, step_count = nil, 0
   if type(rubric) == "table" and rubric.reset then
     doing[1] = 2
     rubric:reset()
@@ -171,6 +174,7 @@ local function reset(opts)
     doing[1] = 1
     obs = observation(transform(obs), "the transform")
   end
+  episode_id = new_id
   return obs
 end
 

@@ -414,6 +414,23 @@ describe("environment API", function()
         s:close()
       end)
 
+    it("a reset that raises leaves no episode until one succeeds",
+      function()
+        local s = assert(env:open())
+        assert(s:reset('{"episode_id":"ep-1"}'))
+        assert(s:step('{"mode":"plain"}'))
+        local out, msg, code = s:reset('{"episode_id":"ep-2","fail":true}')
+        assert.is_nil(out)
+        assert.are.equal("ESCRIPT", code, msg)
+        assert.is_truthy(msg:find("this reset fails", 1, true), msg)
+        local st = decoded(s:state())
+        assert.are.equal(0, st.step_count)
+        assert.are.equal(json.null, st.episode_id)
+        assert(s:reset('{"episode_id":"ep-3"}'))
+        assert.are.equal("ep-3", decoded(s:state()).episode_id)
+        s:close()
+      end)
+
     it("reset without an episode_id makes a fresh UUID each time",
       function()
         local s = assert(env:open())
