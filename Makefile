@@ -78,7 +78,7 @@ CMODS    := json re host client
 HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   $(BUILD)/fixtures/hostlib-nosym.so
 
-.PHONY: all deps run test test-only asan bench bench-serve bench-llm install \
+.PHONY: all deps run test test-only asan bench bench-serve bench-llm bench-then install \
   uninstall \
   clean lint \
   examples \
@@ -253,6 +253,14 @@ fuzz-smoke:
 
 $(BUILD)/ludo-json-bench: bench/json_bench.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+$(BUILD)/ludo-echo-rate: bench/echo_rate.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
+# The echo step against the library the runtime-core issue measured it on
+# (bench/then_and_now.sh builds that commit in a temporary worktree).
+bench-then: all $(BUILD)/ludo-echo-rate
+	@BUILD=$(BUILD) bench/then_and_now.sh
 
 $(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
