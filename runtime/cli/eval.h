@@ -65,6 +65,8 @@ typedef struct eval_cfg_s {
                                           folder (a Lua policy's, or the
                                           run file's for an LLM policy);
                                           "" for the random policy */
+  char success_digest[EVAL_DIGEST_LEN]; /* a success function's code: the
+                                         Lua files of the run file's folder */
   char runfile_dir[4096];  /* the run file's folder, "" without one */
   char runfile_mod[256];   /* its module name */
   char policy_dir[4096];   /* a Lua policy's folder and module name, */

@@ -317,7 +317,10 @@ static long long default_concurrency(void) {
   return c > 256 ? 256 : c;
 }
 
-static void set_success(eval_cfg_t *cfg, json_t *rf) {
+/* The success rule; a function's code (the Lua files of the run file's
+ * folder, what it can call and require) is digested as a policy's is.
+ * Returns 0, or -1 after saying why the code cannot be read. */
+static int set_success(eval_cfg_t *cfg, json_t *rf) {
   json_t *s = json_object_get(rf, "success");
   const char *kind = json_string_value(json_object_get(s, "kind"));
   cfg->success_kind = EVAL_SUCCESS_DEFAULT;
@@ -327,7 +330,16 @@ static void set_success(eval_cfg_t *cfg, json_t *rf) {
         json_number_value(json_object_get(s, "threshold"));
   } else if (kind != NULL && strcmp(kind, "function") == 0) {
     cfg->success_kind = EVAL_SUCCESS_FN;
+    if (eval_digest_lua(cfg->runfile_dir, cfg->success_digest) != 0) {
+      ludo__cli_error("the run file's success function: cannot read the "
+                      "Lua files of its folder %s (unreadable, or more than "
+                      "10,000 Lua files or 200,000 entries), which run.json's "
+                      "code must describe: put the run file in a folder of "
+                      "its own", cfg->runfile_dir);
+      return -1;
+    }
   }
+  return 0;
 }
 
 static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
@@ -373,7 +385,7 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   cfg->pass_k = json_is_array(json_object_get(rf, "pass_k"))
                     ? json_incref(json_object_get(rf, "pass_k"))
                     : json_array();
-  set_success(cfg, rf);
+  if (set_success(cfg, rf) != 0) return 1;
   cfg->resume = f->resume;
   cfg->trajectories = !f->no_traj;
   cfg->quiet = f->quiet;
@@ -442,9 +454,10 @@ static json_t *success_json(const eval_cfg_t *cfg) {
   if (cfg->success_kind == EVAL_SUCCESS_THRESHOLD)
     return json_pack("{sssf}", "kind", "threshold", "threshold",
                      cfg->success_threshold);
-  return json_pack("{ss}", "kind", cfg->success_kind == EVAL_SUCCESS_FN
-                                       ? "function"
-                                       : "default");
+  if (cfg->success_kind == EVAL_SUCCESS_FN) /* an edit of it: another run */
+    return json_pack("{ssss}", "kind", "function", "code",
+                     cfg->success_digest);
+  return json_pack("{ss}", "kind", "default");
 }
 
 json_t *eval_run_json(const eval_cfg_t *cfg, long long episodes_total) {

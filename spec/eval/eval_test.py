@@ -984,6 +984,42 @@ def an_edit_of_an_llm_policy_in_the_run_file_is_another_run():
     assert r.returncode == 1 and "differs in: code" in r.stderr, r.stderr
 
 
+SUCCESS_EDIT_RUN = """
+return {
+  env = %(env)s, episodes = 2, max_steps = 2, concurrency = 1,
+  policy = %(policy)s,
+  success = function(result) return result.reward > 0 end,
+}
+"""
+
+
+@test
+def an_edit_of_a_success_function_is_another_run():
+    """A Lua policy's code is its own folder's, not the run file's: the
+    success function there has its own digest (run.json's success.code),
+    over the run file's folder's Lua files."""
+    os.makedirs(out("success-edit"), exist_ok=True)
+    rf = write("success-edit/run.lua", SUCCESS_EDIT_RUN % {
+        "env": json.dumps(os.path.join(ROOT, "examples/echo")),
+        "policy": json.dumps(os.path.join(ROOT, "examples/echo/policy.lua"))})
+    d = out("success-edit-out")
+    run_ok("eval", rf, "--out", d, "--quiet")
+    run = json.load(open(os.path.join(d, "run.json")))
+    assert run["success"]["kind"] == "function", run["success"]
+    assert run["success"]["code"].startswith("fnv1a64:"), run["success"]
+    run_ok("eval", rf, "--out", d, "--resume", "--quiet")
+    text = open(rf).read()
+    with open(rf, "w") as f:
+        f.write(text.replace("result.reward > 0", "result.reward > 1"))
+    r = ludo("eval", rf, "--out", d, "--resume", "--quiet")
+    assert r.returncode == 1 and "differs in: success" in r.stderr, r.stderr
+    write("success-edit/run.lua", text)
+    run_ok("eval", rf, "--out", d, "--resume", "--quiet")
+    write("success-edit/rules.lua", "return {}\n")  # it may require it
+    r = ludo("eval", rf, "--out", d, "--resume", "--quiet")
+    assert r.returncode == 1 and "differs in: success" in r.stderr, r.stderr
+
+
 @test
 def episodes_flag_and_run_file_tasks_conflict():
     r = ludo("eval", FIX + "/arith_run.lua", "--episodes", "5", "--out",
