@@ -784,7 +784,8 @@ static int start(ludo_client_t *c, int kind, const char *json, size_t len,
     set_err(c, "EDISCONNECTED: %s", c->lost_msg.p);
     return LUDO_EDISCONNECTED;
   }
-  if (kind == LUDO__CP_RESET) c->lost = 0; /* a new episode */
+  /* A reset does not clear c->lost here: only one that succeeds does
+   * (complete()), so step and state keep refusing after a failed one. */
   if (takes) take_connect_place(c);
   c->op = kind;
   c->op_state = OP_QUEUED;

@@ -426,8 +426,16 @@ TEST_IMPL(client_reconnect) {
   /* No server: the reset cannot connect; the rule still holds. */
   ASSERT_ERR(ludo_client_reset(c, NULL, 0, &out, &len), LUDO_ECONNECT);
   ASSERT_STR_CONTAINS(ludo_client_errmsg(c), "connection refused");
-  /* The server is back: a new connection, a new session, a new episode. */
+  /* A reset that failed started no episode: step and state still refuse,
+   * before and after the server is back (they would connect a session
+   * never reset). */
+  ASSERT_ERR(ludo_client_step(c, J("{\"message\":\"b\"}"), &out, &len),
+             LUDO_EDISCONNECTED);
   serve(&s, rt, "examples/echo", NULL, port);
+  ASSERT_ERR(ludo_client_state(c, &out, &len), LUDO_EDISCONNECTED);
+  ASSERT_ERR(ludo_client_step(c, J("{\"message\":\"b\"}"), &out, &len),
+             LUDO_EDISCONNECTED);
+  /* A reset: a new connection, a new session, a new episode. */
   r = RESET(c, "{\"episode_id\":\"second\"}");
   ASSERT_STR_EQ(JSTR(r, "observation/echoed_message"),
                 "Echo environment ready!");
