@@ -412,6 +412,7 @@ static int co_wrapped(lua_State *L) {
   if (!lua_toboolean(L, 1)) {
     lua_State *co = lua_tothread(L, lua_upvalueindex(2));
     ludo__state_t *st = ludo__state_of(L);
+    int memerr = lua_status(co) == LUA_ERRMEM;
     /* Close the dead coroutine's pending __close variables, as the
      * library's wrap does, unless the call was killed by its budget (they
      * would run with hooks off). */
@@ -421,7 +422,9 @@ static int co_wrapped(lua_State *L) {
       lua_resetthread(co);
       if (st != NULL) chain_pop(st);
     }
-    if (lua_type(L, 2) == LUA_TSTRING) {
+    /* A memory error keeps its message as is (the library's wrap does
+     * too): the session reports it as ENOMEM, not as a script's error. */
+    if (!memerr && lua_type(L, 2) == LUA_TSTRING) {
       luaL_where(L, 1);
       lua_insert(L, 2);
       lua_concat(L, 2);

@@ -442,6 +442,8 @@ TEST_IMPL(where_script_limits) {
        "instructions", SCRIPT ":4", LUDO_ETIMEOUT},
       {MEMORY, "alloc", "ENOMEM: the session's memory limit of 4194304 "
        "bytes was reached", SCRIPT ":7", LUDO_ENOMEM},
+      {MEMORY, "alloc_wrapped", "ENOMEM: the session's memory limit of "
+       "4194304 bytes was reached", SCRIPT ":7", LUDO_ENOMEM},
       {WALL, "sleep", "ETIMEOUT: the call exceeded its wall-clock limit of "
        "30 ms", NULL, LUDO_ETIMEOUT},
   };
