@@ -453,7 +453,9 @@ LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o);
  * too). It does not listen yet. Returns 0, LUDO_EINVAL (an environment
  * declared concurrent = false with max_sessions above 1 or in a group of
  * several servers; a worker index out of the group's range or taken
- * already; the message is in ludo_runtime_errmsg) or LUDO_ENOMEM. The
+ * already; a token that is empty or has a byte other than visible ASCII,
+ * which no client could send; the message is in ludo_runtime_errmsg) or
+ * LUDO_ENOMEM. The
  * environment must outlive the server. */
 LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
                                 const ludo_server_options_t *o,

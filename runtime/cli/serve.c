@@ -179,8 +179,9 @@ static int apply(void *ud, int id, const char *val) {
     case OPT_MAX_SESSIONS:
       return ludo__cli_number("--max-sessions", val, 1, 1000000, &a->max_sessions);
     case OPT_SESSION_TIMEOUT:
-      return ludo__cli_number("--session-timeout", val, 1, 86400 * 365,
-                       &a->timeout_s);
+      /* The server counts it in milliseconds in 32 bits: 49.7 days. */
+      return ludo__cli_number("--session-timeout", val, 1,
+                              UINT32_MAX / 1000, &a->timeout_s);
     case OPT_MODE:
       if (strcmp(val, "simulation") == 0) {
         a->production = 0;
@@ -296,8 +297,15 @@ static int worker_serve(worker_t *w) {
   so.group = s->group;
   so.worker = w->index;
   if ((rc = ludo_server_new(w->env, &so, &w->sv)) != 0) {
-    ludo__cli_error("%s", rc == LUDO_EINVAL ? ludo_runtime_errmsg(w->rt)
-                                            : ludo_strerror(rc));
+    const char *msg = rc == LUDO_EINVAL ? ludo_runtime_errmsg(w->rt)
+                                        : ludo_strerror(rc);
+    /* A refused token: say where it came from (an empty $LUDO_TOKEN
+     * refuses as an empty --token does). */
+    if (strncmp(msg, "the token ", 10) == 0)
+      ludo__cli_error("%s: %s", s->a->token_flag ? "--token" : "$LUDO_TOKEN",
+                      msg);
+    else
+      ludo__cli_error("%s", msg);
     return -1;
   }
   if (ludo_server_listen(w->sv, s->a->host, w->index ? s->port
@@ -608,8 +616,10 @@ static int serve_main(const serve_args_t *a) {
     ludo__cli_watch_stop(&s.watch);
   } else {
     status = 0;
-    fprintf(stderr, "ludo serve: %s on http://%s:%d (%s mode, %u "
-            "worker%s)\n", a->env_path, a->host, s.port,
+    /* An IPv6 address goes in brackets, so that the URL is one. */
+    fprintf(stderr, "ludo serve: %s on http://%s%s%s:%d (%s mode, %u "
+            "worker%s)\n", a->env_path, strchr(a->host, ':') ? "[" : "",
+            a->host, strchr(a->host, ':') ? "]" : "", s.port,
             a->production ? "production" : "simulation", s.nworkers,
             s.nworkers == 1 ? "" : "s");
     if (s.solo)

@@ -323,6 +323,35 @@ static void reaper_start(ludo__serve_t *sv) {
 
 /* ---- requests --------------------------------------------------------- */
 
+/* 1 (after saying why in err) when a token is set that no client could
+ * send: empty (auth would be on with no secret: an unset variable behind
+ * --token "$SECRET"), or with a byte that a header value cannot carry as
+ * sent (spaces and tabs at its ends are trimmed by every HTTP stack, a
+ * newline from a Secret's file ends the header): visible ASCII only. */
+static int bad_token(const char *token, char *err, size_t errlen) {
+  size_t i;
+  if (token == NULL) return 0;
+  if (token[0] == '\0') {
+    snprintf(err, errlen, "the token is empty: give a secret, or none to "
+             "serve without auth");
+    return 1;
+  }
+  for (i = 0; token[i] != '\0'; i++) {
+    unsigned char c = (unsigned char)token[i];
+    if (c <= 0x20 || c >= 0x7f) {
+      snprintf(err, errlen, "the token has %s at byte %zu: a client cannot "
+               "send it in \"Authorization: Bearer <token>\"; use visible "
+               "ASCII characters only (a trailing newline from a file? trim "
+               "it)", c == ' ' ? "a space" : c == '\t' ? "a tab"
+               : c == '\n' ? "a newline" : c == '\r' ? "a carriage return"
+               : c < 0x20 || c == 0x7f ? "a control character"
+               : "a non-ASCII byte", i + 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* 1 when the n bytes at `given` are the secret (sn bytes), in a time
  * that depends on the secret's length only. */
 static int same_secret(const char *given, size_t n, const char *secret,
@@ -363,6 +392,24 @@ static void host_part(const char *s, char *buf, size_t n) {
 static int loopback_name(const char *h) {
   return strcmp(h, "localhost") == 0 || strcmp(h, "127.0.0.1") == 0 ||
          strcmp(h, "[::1]") == 0;
+}
+
+/* 1 when the address listened on reaches loopback only: "localhost",
+ * 127.0.0.0/8, ::1, or 127/8 mapped into IPv6 (::ffff:127.0.0.1), in
+ * any of their spellings. */
+static int loopback_host(const char *host) {
+  static const unsigned char one[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                        0, 0, 0, 0, 0, 0, 0, 1};
+  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0xff, 0xff};
+  unsigned char a[16];
+  if (host == NULL) return 0;
+  if (strcmp(host, "localhost") == 0) return 1;
+  if (uv_inet_pton(AF_INET, host, a) == 0) return a[0] == 127;
+  if (uv_inet_pton(AF_INET6, host, a) == 0)
+    return memcmp(a, one, 16) == 0 ||
+           (memcmp(a, mapped, 12) == 0 && a[12] == 127);
+  return 0;
 }
 
 /* 1 when the request's host (Host, or X-Forwarded-Host from a proxy) is
@@ -483,6 +530,7 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   int rc;
   *out = NULL;
   err[0] = '\0';
+  if (o != NULL && bad_token(o->token, err, errlen)) return LUDO_EINVAL;
   sv = ludo__calloc(&core->heap, sizeof *sv);
   if (sv == NULL) return LUDO_ENOMEM;
   sv->rt = rt;
@@ -567,9 +615,7 @@ int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
     flags = LUDO__LISTEN_REUSEPORT;
   if (sv->group && sv_group_size(sv->group) > 1 && sv->worker == 0)
     flags |= LUDO__LISTEN_EXCLUSIVE;
-  sv->loopback = host != NULL && (strncmp(host, "127.", 4) == 0 ||
-                                  strcmp(host, "::1") == 0 ||
-                                  strcmp(host, "localhost") == 0);
+  sv->loopback = loopback_host(host);
   rc = ludo__server_listen(sv->http, host, port, flags);
   if (rc != 0)
     snprintf(sv->errmsg, sizeof sv->errmsg, "%s",

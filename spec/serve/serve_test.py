@@ -2148,6 +2148,85 @@ def token_from_the_environment_is_announced():
         check(c.stop() == 0, "exit status")
 
 
+def refused_at_start(args, env=None):
+    """Runs ludo serve with args; it must exit at once, non-zero: its
+    stderr."""
+    e = dict(os.environ)
+    e.pop("LUDO_TOKEN", None)
+    e.update(env or {})
+    p = subprocess.run([LUDO, "serve", "examples/echo", "--port", "0",
+                        *args], capture_output=True, text=True, timeout=20,
+                       env=e)
+    check(p.returncode != 0, (args, p.returncode, p.stderr))
+    return p.stderr
+
+
+@test
+def tokens_no_client_could_send_are_refused():
+    # an empty token (an unset variable behind --token "$SECRET") would
+    # serve with no auth; one with a space, tab or newline at an end can
+    # never be matched (HTTP stacks trim header values): both refused,
+    # naming where the token came from, never quoting it
+    for args, env, want in (
+            (["--token", ""], None, "--token: the token is empty"),
+            ([], {"LUDO_TOKEN": ""}, "$LUDO_TOKEN: the token is empty"),
+            (["--token", "s3cret\n"], None, "a newline at byte 7"),
+            (["--token", " s3cret"], None, "a space at byte 1"),
+            ([], {"LUDO_TOKEN": "s3cret\t"}, "a tab at byte 7"),
+            (["--token", "s3cr\u00e9t"], None, "a non-ASCII byte")):
+        err = refused_at_start(args, env)
+        check(want in err and "s3cr" not in err, (args, env, err))
+
+
+@test
+def session_timeout_beyond_its_range_is_refused():
+    # the server counts it in 32-bit milliseconds: 4294968 s would wrap
+    # to 704 ms and close every session at once
+    err = refused_at_start(["--session-timeout", "4294968"])
+    check("--session-timeout" in err and "4294967" in err, err)
+    c = Server("examples/echo", "--session-timeout", "4294967")
+    try:
+        async def go():
+            async with c.ws() as w:
+                await w.send(json.dumps({"type": "reset", "data": {}}))
+                r = json.loads(await w.recv())
+                check(r["type"] == "observation", r)
+                await asyncio.sleep(2.5)  # a wrapped timeout reaps by now
+                await w.send(json.dumps({"type": "state"}))
+                r = json.loads(await w.recv())
+                check(r["type"] == "state", r)
+        asyncio.run(go())
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+def ipv4_mapped_loopback_is_loopback():
+    # ::ffff:127.0.0.1 reaches loopback only: a rebound name (Origin and
+    # Host both evil) is refused as on 127.0.0.1; the start-up line's URL
+    # has the address in brackets
+    p = subprocess.Popen([LUDO, "serve", "examples/echo", "--port", "0",
+                          "--host", "::ffff:127.0.0.1"],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        m = re.search(r"http://\[::ffff:127\.0\.0\.1\]:(\d+) ", line)
+        check(m, line)
+        c = http.client.HTTPConnection("127.0.0.1", int(m.group(1)),
+                                       timeout=10)
+        c.request("POST", "/mcp", body=json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+            headers={"Origin": "http://evil.example", "Host": "evil.example"})
+        r = c.getresponse()
+        r.read()
+        c.close()
+        check(r.status == 403, r.status)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        check(p.wait(timeout=20) == 0, "exit status")
+        p.stderr.close()
+
+
 @test
 def mcp_tool_error_is_one_line():
     # a tool that raised: -32603 (OpenEnv's MCPToolClient looks for
