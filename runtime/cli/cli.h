@@ -18,9 +18,17 @@ const char *ludo__cli_root(void);
  * cannot be read. Static buffer. */
 const char *ludo__cli_exe_dir(void);
 
-/* Prints "ludo: <msg>" to stderr. */
+/* Prints "ludo: <msg>" to stderr, through ludo__cli_put_text (messages
+ * carry a session's error text). */
 void ludo__cli_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
+
+/* Writes text that may come from a session (an error's message) to a
+ * terminal or a log: control bytes other than tab as \xNN (no escape
+ * sequences), and each line after the first indented by 4 spaces, so that
+ * the text cannot pass for a line of ludo's own ("episode 9: ..."); a
+ * final newline is dropped. */
+void ludo__cli_put_text(FILE *f, const char *s);
 
 /* ---- commands and their options (opts.c) -----------------------------
  * Every command declares its options in one table: the parser reads argv

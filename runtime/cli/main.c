@@ -16,13 +16,35 @@
 #define LUDO_SOURCE_ROOT "."
 #endif
 
+void ludo__cli_put_text(FILE *f, const char *s) {
+  for (; *s != '\0'; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\n')
+      fputs(s[1] != '\0' ? "\n    " : "", f);
+    else if ((c < 0x20 && c != '\t') || c == 0x7f)
+      fprintf(f, "\\x%02x", c);
+    else
+      fputc(c, f);
+  }
+}
+
 void ludo__cli_error(const char *fmt, ...) {
+  char small[512], *text = small;
   va_list ap;
-  fputs("ludo: ", stderr);
+  int n;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  n = vsnprintf(small, sizeof small, fmt, ap);
   va_end(ap);
+  if (n >= (int)sizeof small && (text = malloc((size_t)n + 1)) != NULL) {
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  if (text == NULL) text = small; /* cut, but said */
+  fputs("ludo: ", stderr);
+  ludo__cli_put_text(stderr, text);
   fputc('\n', stderr);
+  if (text != small) free(text);
 }
 
 static int has_lua(const char *root) {

@@ -399,8 +399,9 @@ static void print_episode(const run_args_t *ra, int i, const target_t *t,
     ludo__cli_buf_free(&why);
     ludo__cli_buf_free(&sid);
   } else if (ep->err) {
-    printf("episode %d: FAILED after %lld steps: %s\n", i + 1, ep->steps,
-           ep->why);
+    printf("episode %d: FAILED after %lld steps: ", i + 1, ep->steps);
+    ludo__cli_put_text(stdout, ep->why);
+    putchar('\n');
   } else {
     printf("episode %d: %lld steps, total reward %.4g%s\n", i + 1,
            ep->steps, ep->total,

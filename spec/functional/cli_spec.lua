@@ -293,6 +293,19 @@ describe("ludo run --strict", function()
     assert.are.equal(0, (ludo("run", "examples/gridworld", "--seed", "2")))
   end)
 
+  it("an error's text cannot forge ludo's lines or send terminal escapes",
+    function()
+      local code, out, err = ludo("run", "spec/fixtures/cli/forger")
+      assert.are.equal(1, code)
+      for _, text in ipairs({ out, err }) do
+        assert.is_nil(text:find("\27", 1, true), text)
+        assert.is_nil(text:find("\nepisode 9", 1, true), text)
+      end
+      contains(err, "ludo: episode 1: step 1: ESCRIPT: x\n    episode 9: 1 "
+        .. "steps, total reward 100, done\\x1b[31mRED")
+      contains(out, "episode 1: FAILED after 0 steps: ESCRIPT: x\n")
+    end)
+
   it("a step returning nil fails its episode, naming the environment",
     function()
       for _, flag in ipairs({ "--strict", "--no-strict" }) do
