@@ -38,6 +38,7 @@ local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
+local action_decl, nulls
 -- The environment's tools: `tools_load` (nil without tools) binds them on
 -- first use, so a session that never calls one never loads their code.
 local tools, tools_load, tools_decl
@@ -124,6 +125,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
+  action_decl, nulls = mod.action, nil
   rubric, transform = mod.rubric, mod.transform
   tools_load, tools_decl = tools_loader, mod.tools
   tasks = load
@@ -180,6 +182,18 @@ end
 
 -- ---- calls -------------------------------------------------------------
 
+-- The action's optional fields given as null (as typed clients send an
+-- unset Optional field; the schema takes it) reach step as nil, as if
+-- left out: `nulls` is ludo.schema.nulls of the declaration, found at the
+-- first checked step (false: none).
+local null_to_nil
+
+local function load_nulls(decl)
+  local schema = require("ludo.schema")
+  null_to_nil = schema.drop_nulls
+  return schema.nulls(decl) or false
+end
+
 local function step(action)
   if action == nil then action = {} end
   if tools_load and type(action) == "table"
@@ -190,7 +204,11 @@ local function step(action)
     -- scores a tool's observation nor checks it against the schema
     return obs, false
   end
-  if check_action then checked(check_action, action) end
+  if check_action then
+    checked(check_action, action)
+    if nulls == nil then nulls = load_nulls(action_decl) end
+    if nulls then null_to_nil(action, nulls) end
+  end
   local obs = env_step(action)
   if type(obs) ~= "table" or obs == null then
     if obs == nil then

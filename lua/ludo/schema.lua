@@ -33,6 +33,9 @@ local TYPES = {
 local SCHEMA_KEYS = { "type", "properties", "anyOf", "oneOf", "allOf",
   "enum", "const", "$ref" }
 local TAG = setmetatable({}, { __name = "ludo.schema.expanded" })
+-- schema.object{...}'s note of where null stands for an absent field
+-- (M.nulls), or false.
+local NULLS = setmetatable({}, { __name = "ludo.schema.nulls" })
 
 local function is_list(t)
   local n = #t
@@ -63,13 +66,19 @@ local function expand_field(spec, where)
     end
     if spec:sub(-2) == "[]" then
       local item = expand_field(spec:sub(1, -3), where .. "[]")
-      return { type = "array", items = item }, optional
+      return { type = optional and { "array", "null" } or "array",
+        items = item }, optional
     end
     if spec == "any" then return {}, optional end
     if not TYPES[spec] then
       error(string.format("schema: %s: unknown type '%s' (use string, "
         .. "integer, number, boolean, object, array, null or any)",
         where, spec), 0)
+    end
+    -- An optional field takes null as well (typed clients send an unset
+    -- Optional field as null); the runner hands it to step as nil.
+    if optional and spec ~= "null" then
+      return { type = { spec, "null" } }, true
     end
     return { type = spec }, optional
   elseif ts == "table" then
@@ -113,6 +122,45 @@ function expand(decl, where)
 end
 M.expand = expand
 
+-- Where compact fields let null stand for an absent field: {names = the
+-- optional fields ("T?"), nested = {field = the same for a compact object
+-- field}}, or nil when there is none.
+local function nulls_of(fields)
+  local names, nested, any = {}, {}, false
+  for k, spec in pairs(fields) do
+    if type(spec) == "string" and spec:sub(-1) == "?" then
+      names[#names + 1], any = k, true
+    elseif type(spec) == "table" then
+      nested[k] = M.nulls(spec)
+      any = any or nested[k] ~= nil
+    end
+  end
+  return any and { names = names, nested = nested } or nil
+end
+
+-- The same for a declaration (compact, schema.object{...} or JSON Schema,
+-- which has none: its author says where null goes).
+function M.nulls(decl)
+  if type(decl) ~= "table" then return nil end
+  local noted = rawget(decl, NULLS)
+  if noted ~= nil then return noted or nil end
+  if is_json_schema(decl) or is_list(decl) then return nil end
+  return nulls_of(decl)
+end
+
+-- Removes the nulls that M.nulls' `n` says stand for absent fields from
+-- the checked value t (in place).
+function M.drop_nulls(t, n)
+  local names = n.names
+  for i = 1, #names do
+    if t[names[i]] == null then t[names[i]] = nil end
+  end
+  for k, sub in pairs(n.nested) do
+    local v = t[k]
+    if type(v) == "table" then M.drop_nulls(v, sub) end
+  end
+end
+
 -- Builds an object schema from compact fields, even ones named "type".
 function M.object(fields)
   local names = {}
@@ -130,6 +178,7 @@ function M.object(fields)
   local out = { type = "object", properties = props,
     additionalProperties = false }
   out[TAG] = true
+  out[NULLS] = nulls_of(plain) or false
   if #required > 0 then out.required = required end
   return out
 end
@@ -139,7 +188,7 @@ function M.clean(s)
   if type(s) ~= "table" then return s end
   local out = {}
   for k, v in pairs(s) do
-    if k ~= TAG then out[k] = M.clean(v) end
+    if k ~= TAG and k ~= NULLS then out[k] = M.clean(v) end
   end
   return setmetatable(out, getmetatable(s) ~= nil
     and getmetatable(s).__name == "ludo.json.array" and getmetatable(s)

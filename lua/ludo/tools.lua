@@ -15,6 +15,7 @@
 --   call(req): {"name","arguments"} -> MCP's CallToolResult (call 5).
 local null = require("ludo.null")
 local json = require("ludo.json")
+local schema = require("ludo.schema")
 
 local M = {}
 
@@ -24,9 +25,11 @@ local redact = require("ludo.core").redact
 
 function M.bind(tools, checks, list, raiser)
   local tool_checks, tools_json, raise = checks, list, raiser
-  local tool_runs = {}
+  local tool_nulls = {}
+  local tool_runs, tool_inputs = {}, {}
   for k, t in pairs(tools) do
-    tool_runs[type(k) == "string" and k or t.name] = t.run
+    local name = type(k) == "string" and k or t.name
+    tool_runs[name], tool_inputs[name] = t.run, t.input
   end
 
   -- Whether v encodes as a JSON object (a decoded array has the array
@@ -120,6 +123,12 @@ function M.bind(tools, checks, list, raiser)
     if args == nil then args = {} end
     local ok, err = check(args)
     if not ok then return false, "invalid_args", err end
+    local nulls = tool_nulls[name]
+    if nulls == nil then -- an optional argument given as null: nil
+      nulls = schema.nulls(tool_inputs[name]) or false
+      tool_nulls[name] = nulls
+    end
+    if nulls then schema.drop_nulls(args, nulls) end
     return true, tool_result(tool_runs[name](args), mcp)
   end
 

@@ -36,7 +36,7 @@ TEST_IMPL(tools_listed_in_info) {
   size_t len;
   const char *info = ludo_env_info(env, &len);
   json_t *root = JPARSE(info, len), *tools = JGET(root, "tools");
-  ASSERT_EQ(json_array_size(tools), 8);
+  ASSERT_EQ(json_array_size(tools), 9);
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "name"), "add");
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "description"),
                 "Adds two integers.");
@@ -60,7 +60,7 @@ TEST_IMPL(tools_step_actions) {
   json_t *r;
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   r = step_json(s, "{\"type\":\"list_tools\"}");
-  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 8);
+  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 9);
   ASSERT_TRUE(json_is_null(JGET(r, "reward")));
   ASSERT_TRUE(json_is_false(JGET(r, "done")));
   r = step_json(s, "{\"type\":\"call_tool\",\"tool_name\":\"add\","
@@ -193,6 +193,16 @@ TEST_IMPL(tools_call_api) {
   ASSERT_ERR(call_rc(s, "{\"name\":\"fail\"}"), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "the tool broke");
   ASSERT_ERR(call_rc(s, "{\"name\":"), LUDO_EPARSE);
+  /* an optional argument ("string?") takes null, which the tool sees as
+   * nil; any other type is still refused */
+  r = call_json(s, "{\"name\":\"greet\",\"arguments\":{\"who\":\"Ann\","
+                   "\"title\":null}}");
+  ASSERT_STR_EQ(JSTR(r, "data"), "(nil) Ann");
+  r = call_json(s, "{\"name\":\"greet\",\"arguments\":{\"who\":\"Ann\","
+                   "\"title\":\"Dr\"}}");
+  ASSERT_STR_EQ(JSTR(r, "data"), "Dr Ann");
+  ASSERT_ERR(call_rc(s, "{\"name\":\"greet\",\"arguments\":{\"who\":"
+                        "\"Ann\",\"title\":5}}"), LUDO_ESCHEMA);
   /* tool calls count no step */
   ASSERT_OK(ludo_session_state(s, &out, &len));
   ASSERT_EQ(JINT(JPARSE(out, len), "step_count"), 0);

@@ -151,7 +151,8 @@ describe("environment API", function()
 
     it("accepts a valid action and passes it to step", function()
       local out = decoded(s:step(json.encode(good)))
-      assert.are.same({ echoed = "a", level = 3 }, out.observation)
+      assert.are.same({ echoed = "a", level = 3, note = "(nil)",
+        z = "(nil)" }, out.observation)
     end)
 
     it("accepts OpenEnv's action metadata (an object) and passes it on",
@@ -167,7 +168,30 @@ describe("environment API", function()
     it("accepts optional fields and an integer for a number", function()
       local out = decoded(s:step(with({ note = "n", ratio = 2 })))
       assert.are.equal("a", out.observation.echoed)
+      assert.are.equal("n", out.observation.note)
     end)
+
+    it("takes null for an optional field, which step sees as nil (typed "
+      .. "clients send an unset Optional field as null)", function()
+        local base = '{"name":"a","count":1,"mode":"fast","tags":["x"],'
+          .. '"level":3,'
+        local out = decoded(s:step(base .. '"pos":{"x":1,"y":2,"z":null},'
+          .. '"note":null,"ratio":null}'))
+        assert.are.equal("(nil)", out.observation.note)
+        assert.are.equal("(nil)", out.observation.z)
+        out = decoded(s:step(base .. '"pos":{"x":1,"y":2,"z":7}}'))
+        assert.are.equal("(nil)", out.observation.note)
+        assert.are.equal(7, out.observation.z)
+        -- a required field still refuses null, and an optional one any
+        -- other type
+        local bad, msg = s:step(base .. '"pos":{"x":null,"y":2}}')
+        assert.is_nil(bad)
+        assert.are.equal("ESCHEMA: action.pos.x: expected number, got null",
+          msg)
+        bad, msg = s:step(base .. '"pos":{"x":1,"y":2},"note":5}')
+        assert.is_nil(bad)
+        assert.is_truthy(msg:find("^ESCHEMA: action.note: expected "), msg)
+      end)
 
     -- name, action text, the whole ESCHEMA message
     local bad = {
@@ -188,17 +212,14 @@ describe("environment API", function()
         y = 2 } }), "ESCHEMA: action.pos.x: expected number, got string" },
       { "nested required field missing", with({}, { pos = { x = 1 } }),
         "ESCHEMA: action.pos: missing required field 'y'" },
-      { "nested unknown field", with({}, { pos = { x = 1, y = 2, z = 3 } }),
-        "ESCHEMA: action.pos: unknown field 'z'" },
+      { "nested unknown field", with({}, { pos = { x = 1, y = 2, w = 3 } }),
+        "ESCHEMA: action.pos: unknown field 'w'" },
       { "array for an object", with({ pos = json.array() }),
         "ESCHEMA: action.pos: expected object, got array" },
       { "above maximum (JSON Schema field)", with({ level = 9 }),
         "ESCHEMA: action.level: must be <= 5, got 9" },
       { "below minimum (JSON Schema field)", with({ level = 0 }),
         "ESCHEMA: action.level: must be >= 1, got 0" },
-      { "null for an optional string", '{"name":"a","count":1,"mode":'
-        .. '"fast","tags":["x"],"pos":{"x":1,"y":2},"level":3,"note":null}',
-        "ESCHEMA: action.note: expected string, got null" },
       { "an array instead of an object", "[1]",
         "ESCHEMA: action: expected object, got array" },
       { "null instead of an object", "null",
@@ -543,9 +564,11 @@ describe("environment API", function()
       }, info.action)
       assert.are.same({
         type = "object", additionalProperties = false,
-        properties = { value = { type = "integer" }, r = { type = "integer" },
-          f = { type = "number" }, bonus = { type = "number" },
-          greeting = { type = "string" }, metadata = metadata,
+        properties = { value = { type = { "integer", "null" } },
+          r = { type = { "integer", "null" } },
+          f = { type = { "number", "null" } },
+          bonus = { type = { "number", "null" } },
+          greeting = { type = { "string", "null" } }, metadata = metadata,
           done = { type = "boolean",
             description = "Whether the episode has ended" },
           reward = { type = { "number", "null" },
@@ -570,14 +593,15 @@ describe("environment API", function()
           properties = {
             name = { type = "string" },
             count = { type = "integer" },
-            ratio = { type = "number" },
+            ratio = { type = { "number", "null" } },
             mode = { enum = { "fast", "slow" } },
             tags = { type = "array", items = { type = "string" } },
             pos = { type = "object", additionalProperties = false,
-              properties = { x = { type = "number" }, y = { type = "number" } },
+              properties = { x = { type = "number" }, y = { type = "number" },
+                z = { type = { "number", "null" } } },
               required = { "x", "y" } },
             level = { type = "integer", minimum = 1, maximum = 5 },
-            note = { type = "string" },
+            note = { type = { "string", "null" } },
             metadata = { type = "object", additionalProperties = true,
               description = "Additional metadata" },
           },
