@@ -13,11 +13,12 @@
 
 LUDO_EXTERN int luaopen_ludo_core(lua_State *L);
 
-/* What reset accepts (extra keys pass through to the environment). */
+/* What reset accepts (extra keys pass through to the environment): OpenEnv's
+ * ResetRequest, whatever the transport (HTTP, WebSocket, C API). */
 static const char reset_schema[] =
     "{\"type\":\"object\",\"properties\":{"
-    "\"seed\":{\"type\":[\"integer\",\"null\"]},"
-    "\"episode_id\":{\"type\":[\"string\",\"null\"]}}}";
+    "\"seed\":{\"type\":[\"integer\",\"null\"],\"minimum\":0},"
+    "\"episode_id\":{\"type\":[\"string\",\"null\"],\"maxLength\":255}}}";
 
 void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
   va_list ap;

@@ -490,6 +490,10 @@ describe("environment API", function()
           "ESCHEMA: reset.seed: expected integer or null, got number" },
         { '{"episode_id":3}',
           "ESCHEMA: reset.episode_id: expected string or null, got integer" },
+        -- OpenEnv's ResetRequest ranges, on every transport
+        { '{"seed":-1}', "ESCHEMA: reset.seed: must be >= 0, got -1" },
+        { '{"episode_id":"' .. ("\u{e9}"):rep(256) .. '"}',
+          "ESCHEMA: reset.episode_id: length must be <= 255, got 256" },
         { '"x"', "ESCHEMA: reset: expected object, got string" },
       }
       for _, c in ipairs(cases) do
@@ -498,6 +502,9 @@ describe("environment API", function()
         assert.are.equal("ESCHEMA", code)
         assert.are.equal(c[2], msg)
       end
+      -- 255 characters (510 bytes) are within the limit
+      assert(s:reset('{"seed":0,"episode_id":"' .. ("\u{e9}"):rep(255)
+        .. '"}'))
       assert(s:reset())
       s:close()
     end)
