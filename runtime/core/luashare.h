@@ -42,9 +42,12 @@ LUA_API void lua_setloopcheck(void (*f)(lua_State *L)) __attribute__((weak));
 LUA_API void lua_setemergencycheck(int (*f)(lua_State *L))
     __attribute__((weak));
 
-/* The currentline a count hook of 1 sees when the patched Lua fires it
- * before a call made from C (lua_call, metamethods): the hook may raise
- * there but must not yield, no instruction being at a boundary. */
+/* The currentline a count hook sees when the patched Lua fires it outside
+ * an instruction's boundary: a count of 1 before a call made from C
+ * (lua_call, metamethods, any call of a C function), or any count when the
+ * work charged to it (calls of C functions, string comparisons) reached
+ * its count (lua-5.4.4-loop-limits.patch, 5). The hook may raise there but
+ * must not yield. */
 #define LUDO__STOPCHECK_LINE (-2)
 
 #endif

@@ -141,11 +141,15 @@ static void over_limits(ludo__state_t *st) {
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   ludo__state_t *st = ludo__state_of(L);
   if (st == NULL || !st->armed) return;
-  /* Before a call made from C (the patched Lua's stop check): only a
-   * stopped call's error, no counting, no yield. */
-  if (ar->currentline == LUDO__STOPCHECK_LINE && !st->killed) return;
+  /* Before a call made from C, or where C work (calls of C functions,
+   * string comparisons) was charged to the count hook (the patched Lua's
+   * stop check): a stopped call's error and, with the permanent hook, the
+   * counting; never a yield. */
+  if (ar->currentline == LUDO__STOPCHECK_LINE && !st->killed &&
+      !st->count_hook)
+    return;
   if (!st->killed && st->count_hook) {
-    st->instr += LUDO__HOOK_COUNT;
+    st->instr += (uint64_t)lua_gethookcount(L); /* instructions and charges */
     if (st->max_instr != 0 && st->instr > st->max_instr)
       st->killed = LUDO__KILL_BUDGET;
     if (!st->killed) over_limits(st);
@@ -166,7 +170,8 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
       push_killed(L, st);
     lua_error(L);
   }
-  if (st->yield_wanted) try_yield(L, st);
+  if (st->yield_wanted && ar->currentline != LUDO__STOPCHECK_LINE)
+    try_yield(L, st);
 }
 
 static int state_panic(lua_State *L) {

@@ -27,7 +27,8 @@ struct ludo__modules_s;
  * 5.4.4 overflows the C stack without a bound (docs/sandbox.md). */
 #define LUDO__CLOSE_NEST_MAX 4
 
-/* Instructions between two checks of the budget. */
+/* Instructions between two checks of the budget (the patched Lua charges
+ * C work to the same count: calls of C functions, string comparisons). */
 #define LUDO__HOOK_COUNT 1000
 
 /* Room for where a call was stopped: two "source:line" (LUA_IDSIZE each)

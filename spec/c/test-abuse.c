@@ -199,6 +199,77 @@ TEST_IMPL(abuse_calls_from_c_loops) {
   expect_bounded("gsub_hollow", LUDO_ETIMEOUT, 5.0);
 }
 
+/* A runtime with `budget_ms` of CPU per call (0: none), `max_instr`
+ * instructions (0: none; set, the count hook replaces the watchdog) and a
+ * cap of `cap` bytes (0: the default). */
+static ludo_runtime_t *abuse_rt_counted(unsigned budget_ms,
+                                        uint64_t max_instr, size_t cap) {
+  ludo_options_t o;
+  test_options(&o);
+  o.cpu_budget_ms = budget_ms;
+  o.max_instructions = max_instr;
+  if (cap != 0) o.memory_cap = cap;
+  return test_rt_new(&o);
+}
+
+/* Runs `mode` on a fresh session of such a runtime and expects ETIMEOUT
+ * naming `limit`, then the session and a witness step again. No time is
+ * asserted: unbounded, each mode runs for many seconds or minutes and
+ * then succeeds (or the runner's timeout kills it). */
+static void expect_stopped(const char *mode, unsigned budget_ms,
+                           uint64_t max_instr, size_t cap,
+                           const char *limit) {
+  ludo_runtime_t *rt = abuse_rt_counted(budget_ms, max_instr, cap);
+  ludo_env_t *env = test_env_load(rt, ABUSE, NULL);
+  ludo_session_t *s = test_open(env), *witness = test_open(env);
+  ASSERT_ERR(step(s, mode), LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), limit);
+  ASSERT_OK(step(s, "ok"));
+  ASSERT_OK(step(witness, "ok"));
+  ludo_session_close(s);
+  ludo_session_close(witness);
+  test_rt_free(rt);
+}
+
+#define COUNTED ((uint64_t)1 << 50) /* count-hook mode, no real limit */
+
+/* C loops whose steps call C functions with no check of their own
+ * (print's and string.format's calls of __tostring, gsub's of __index,
+ * each `next` over a hollow table), with the count hook: nothing set its
+ * count to 1 there, so they ran for seconds past the budget and
+ * succeeded. Each call of a C function is now charged to the count hook
+ * (lua-5.4.4-loop-limits.patch, 5): the CPU budget stops them, and so
+ * does an instruction limit alone. The watchdog stops them too. */
+TEST_IMPL(abuse_calls_from_c_counted) {
+  static const char *const modes[] = {"print_hollow", "format_hollow",
+                                      "gsub_hollow"};
+  size_t i;
+  for (i = 0; i < sizeof modes / sizeof *modes; i++) {
+    expect_stopped(modes[i], 200, 0, 0, "CPU budget");
+    expect_stopped(modes[i], 200, COUNTED, 0, "CPU budget");
+  }
+  expect_stopped("print_hollow", 0, 50000, 0, "VM instructions");
+  expect_stopped("format_hollow", 0, 50000, 0, "VM instructions");
+}
+
+/* Comparisons of long strings in C loops (table.sort, math.max over two
+ * strings of 8 MiB of NULs, a strcoll per byte): no instruction runs and
+ * sort looked at the budget every 1,024 comparisons, math.max never; they
+ * ran for 20 s and more and succeeded. A comparison is now charged by its
+ * pieces and bytes (lua-5.4.4-loop-limits.patch, 5): the budget stops
+ * them with the watchdog or the count hook, and an instruction limit
+ * alone too. (A budget of 1 s: making the strings fits in it.) */
+TEST_IMPL(abuse_long_string_compares) {
+  static const char *const modes[] = {"sort_long_strings",
+                                      "max_long_strings"};
+  size_t i;
+  for (i = 0; i < sizeof modes / sizeof *modes; i++) {
+    expect_stopped(modes[i], 1000, 0, 0, "CPU budget");
+    expect_stopped(modes[i], 1000, COUNTED, 0, "CPU budget");
+    expect_stopped(modes[i], 0, 10000000, 0, "VM instructions");
+  }
+}
+
 /* Encoding many references to one hollow table writes little and walks
  * much: the encoder stops at the next table once the call was stopped
  * (it looked only every 64 KiB of output, and the call went on for

@@ -67,6 +67,8 @@
   X(abuse_c_loops)                                                           \
   X(abuse_table_loops)                                                       \
   X(abuse_calls_from_c_loops)                                                \
+  X(abuse_calls_from_c_counted)                                              \
+  X(abuse_long_string_compares)                                              \
   X(abuse_encode_hollow)                                                     \
   X(abuse_close_stopped_coroutine)                                           \
   X(abuse_pcall_tree)                                                        \
