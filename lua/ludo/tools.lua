@@ -71,17 +71,18 @@ function M.bind(tools, checks, list, raiser)
   -- MCP's CallToolResult of a tool's return value, in OpenEnv's field names
   -- (and MCP's own, when `mcp` is set): text content, and the structured
   -- content (the value itself when it is an object, else {result = value}).
+  -- The text of anything but a string is its JSON, as in `data`: NaN is
+  -- null in both (docs/json.md), never Lua's "-nan", and a float keeps
+  -- the digits %.14g would drop.
   local function tool_result(value, mcp)
     local content = json.array()
     if value == nil then value = null end
     if value ~= null then
       local text = value
-      if type(value) == "table" then
+      if type(value) ~= "string" then
         local err
         text, err = json.encode(value)
         if not text then raise("EVALUE", "the tool's result: " .. err, 0) end
-      elseif type(value) ~= "string" then
-        text = tostring(value)
       end
       -- MCP clients refuse null annotations; OpenEnv's clients show them.
       content[1] = mcp and { type = "text", text = text }

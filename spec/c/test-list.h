@@ -115,6 +115,7 @@
   X(tools_step_actions)                                                     \
   X(tools_step_errors)                                                      \
   X(tools_call_api)                                                         \
+  X(tools_result_text)                                                      \
   X(tools_call_async)                                                       \
   X(tools_declaration_errors)                                               \
   /* test-tasks.c */                                                         \

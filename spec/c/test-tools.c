@@ -221,6 +221,38 @@ TEST_IMPL(tools_call_api) {
   test_rt_free(rt);
 }
 
+/* A result's text content is the JSON of its value (data), whatever the
+ * value: NaN and the infinities are null there as in data (docs/json.md),
+ * not C's "-nan" or "inf", and a float keeps every digit. */
+TEST_IMPL(tools_result_text) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(test_env_load(rt, TOOLS, NULL));
+  static const char *const cases[][2] = {
+      {"nan", "null"},
+      {"inf", "null"},
+      {"ninf", "null"},
+      {"third", "0.30000000000000004"},
+      {"big", "1.1805916207174113e+21"},
+      {"int", "7"}};
+  size_t i;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char req[96];
+    json_t *r, *data;
+    snprintf(req, sizeof req,
+             "{\"name\":\"number\",\"arguments\":{\"x\":\"%s\"}}",
+             cases[i][0]);
+    r = call_json(s, req);
+    data = JGET(r, "data");
+    ASSERT_STR_EQ(JSTR(json_array_get(JGET(r, "content"), 0), "text"),
+                  cases[i][1]);
+    /* the same value as data (jansson writes reals its own way: read the
+     * text back rather than compare strings) */
+    ASSERT_TRUE(json_equal(JPARSE(cases[i][1], strlen(cases[i][1])), data));
+  }
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 static void on_call(ludo_session_t *s, int status, const char *data,
                     size_t len, void *ud) {
   json_t *r;
