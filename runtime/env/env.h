@@ -109,6 +109,10 @@ struct ludo_session_s {
   int strict;                  /* check observations (set_strict) */
   int nest_metadata;           /* results in OpenEnv's wire form: the
                                   metadata in the observation too */
+  uint64_t call_wall_ns;       /* the next call's wall-clock limit when
+                                  shorter than the runtime's (ludo serve's
+                                  timeout_s); 0: the runtime's. The call's
+                                  start takes it (session.c) */
   int closing;                 /* no new calls; teardown under way */
   int close_requested;         /* close asked from inside its own Lua */
   int phase;                   /* LUDO__PH_*: what `task` does next */

@@ -209,12 +209,23 @@ static void settle(ludo_session_t *s) {
     teardown(s);
 }
 
+/* The runtime's wall-clock limit of a call, in ns (0: none). */
+static uint64_t rt_wall_ns(const ludo_session_t *s) {
+  return (uint64_t)s->env->rt->opts.wall_limit_ms * 1000000u;
+}
+
 static void start(ludo_session_t *s, int sliceable) {
   ludo__sched_t *sc = &s->ps->sched;
   const char *json = s->input;
   size_t len = s->input_len;
+  uint64_t wall = rt_wall_ns(s);
   int rc;
   sc->sliceable = sliceable;
+  /* A limit set for this call alone, when it is the shorter one. */
+  if (s->call_wall_ns != 0 && (wall == 0 || s->call_wall_ns < wall))
+    wall = s->call_wall_ns;
+  s->call_wall_ns = 0;
+  sc->wall_ns = wall;
   rc = ludo__sched_start(sc, s->ps->dispatch_ref, s->kind, json, len,
                          on_done, s);
   if (rc != 0) { /* no call thread: fail the call */
@@ -677,6 +688,7 @@ static void run_module_close(ludo_session_t *s) {
   s->cb = NULL;
   rt->calls++;
   sc->sliceable = 0;
+  sc->wall_ns = rt_wall_ns(s); /* not a limit the last call had alone */
   if (ludo__sched_start(sc, s->ps->dispatch_ref, LUDO__CALL_CLOSE, NULL, 0,
                         on_done, s) == 0) {
     if (sc->in_call) ludo__sched_cancel(sc);

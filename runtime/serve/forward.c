@@ -161,12 +161,13 @@ int sv_close_named(ludo__serve_t *sv, const char *id, char **result,
 
 /* Sends a message to worker `to`. Returns 0, LUDO_ENOMEM, or LUDO_ECLOSED
  * (that worker takes no messages: it is stopping, or gone). */
-static int post(ludo__serve_t *sv, unsigned to, int op, uint64_t seq,
-                const char *id, int kind, int status, const char *data,
-                size_t len) {
+static int post_wall(ludo__serve_t *sv, unsigned to, int op, uint64_t seq,
+                     const char *id, int kind, int status, const char *data,
+                     size_t len, uint32_t wall_ms) {
   sv_fwd_t *m = sv_fwd_new(data, len);
   int rc;
   if (m == NULL) return LUDO_ENOMEM;
+  m->wall_ms = wall_ms;
   m->op = op;
   m->from = sv->worker;
   m->seq = seq;
@@ -176,6 +177,12 @@ static int post(ludo__serve_t *sv, unsigned to, int op, uint64_t seq,
   rc = sv_group_post(sv->group, to, m);
   if (rc != 0) sv_fwd_free(m);
   return rc;
+}
+
+static int post(ludo__serve_t *sv, unsigned to, int op, uint64_t seq,
+                const char *id, int kind, int status, const char *data,
+                size_t len) {
+  return post_wall(sv, to, op, seq, id, kind, status, data, len, 0);
 }
 
 /* Answers proxy `seq` of worker `to`. An asker that is gone, or out of
@@ -276,8 +283,8 @@ static void proxy_send(sv_sess_t *x, int kind, const char *data,
                        size_t len) {
   ludo__serve_t *sv = x->sv;
   char msg[200];
-  int rc = post(sv, x->owner - 1, x->fwd_op, x->seq, x->id, kind, 0, data,
-                len);
+  int rc = post_wall(sv, x->owner - 1, x->fwd_op, x->seq, x->id, kind, 0,
+                     data, len, x->wall_ms);
   if (rc == 0) {
     atomic_fetch_add(&sv->wm->forwarded, 1);
     return;
@@ -292,7 +299,8 @@ static void proxy_send(sv_sess_t *x, int kind, const char *data,
 }
 
 int sv_fwd_http(ludo__serve_t *sv, ludo__http_req_t *req, const char *id,
-                int kind, const char *json, size_t len, sv_done_fn done) {
+                int kind, const char *json, size_t len, uint32_t wall_ms,
+                sv_done_fn done) {
   int owner = owner_of(sv, id);
   sv_sess_t *x;
   if (owner < 0) return 0;
@@ -306,6 +314,7 @@ int sv_fwd_http(ludo__serve_t *sv, ludo__http_req_t *req, const char *id,
   x->done = done;
   x->busy = 1;
   x->t0_us = sv_now_us();
+  x->wall_ms = wall_ms;
   ludo__http_req_set_data(req, x);
   proxy_send(x, kind, json, len);
   return 1;
@@ -541,6 +550,7 @@ static void run_call(ludo__serve_t *sv, sv_sess_t *x, const sv_fwd_t *q,
   int rc;
   x->fwd_from = q->from + 1;
   x->fwd_seq = q->seq;
+  x->wall_ms = q->wall_ms;
   rc = sv_sess_call(x, kind, q->data, q->len, fwd_done);
   if (rc != 0) {
     x->fwd_from = 0;
@@ -574,6 +584,7 @@ static void wait_call(ludo__serve_t *sv, sv_ws_t *c, const sv_fwd_t *q) {
   m->from = q->from;
   m->seq = q->seq;
   m->kind = q->kind;
+  m->wall_ms = q->wall_ms;
   memcpy(m->id, q->id, sizeof m->id);
   c->waiting = m;
 }

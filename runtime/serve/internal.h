@@ -16,6 +16,7 @@
 #define SV_BUCKETS 1024       /* session id hash buckets */
 #define SV_PROXY_BUCKETS 64   /* proxy hash buckets (by number) */
 #define SV_WS_QUEUE_MAX 64    /* messages a client may send ahead */
+#define SV_MCP_BATCH_MAX 64   /* requests in a JSON-RPC batch */
 #define SV_WS_QUEUE_FREE ((size_t)64 << 10) /* queued bytes a client holds
                                  before they count against the server's
                                  input budget */
@@ -30,6 +31,7 @@ enum { SV_END_COUNT = 1, SV_END_BYTES, SV_END_BINARY };
 typedef struct sv_sess_s sv_sess_t;
 typedef struct sv_ws_s sv_ws_t;
 typedef struct sv_fwd_s sv_fwd_t;
+typedef struct sv_batch_s sv_batch_t; /* mcp.c */
 
 /* How a session came to be, which decides its idle timeout and who may
  * close it. */
@@ -66,6 +68,10 @@ struct sv_sess_s {
   int rpc_ws;               /* answer JSON-RPC on ws (1: raw, 2: in an
                                OpenEnv {"type":"mcp"} frame) */
   int route;                /* tasks.c: the Task API route it answers */
+  uint32_t wall_ms;         /* the wall-clock limit of its next call when
+                               shorter than the runtime's (timeout_s of
+                               POST /step), 0: none; sv_sess_call takes
+                               it */
   char *pending;            /* input of a call waiting for the open */
   size_t pending_len;
   char id[48];
@@ -98,6 +104,8 @@ struct sv_ws_s {
   int mcp;                  /* WS /mcp: raw JSON-RPC frames */
   sv_sess_t *sess;          /* its session (NULL before it opens) */
   int closing;              /* a close frame was sent */
+  sv_batch_t *batch;        /* WS /mcp: the JSON-RPC batch being answered
+                               (the messages after it wait), or NULL */
   /* Messages that came while the session was busy or opening. */
   struct sv_msg_s *head, *tail;
   unsigned queued;
@@ -160,6 +168,8 @@ struct sv_fwd_s {
                                JSON-RPC code the request was refused with
                                (text: data), or SV_FWD_DROPPED */
   int sess_kind;            /* an answer's: SV_SESS_* of the session */
+  uint32_t wall_ms;         /* an HTTP call's wall limit (wall_ms of the
+                               session record), 0: none */
   char id[48];              /* the session's id */
   size_t len;
   char data[];              /* input, result or text; NUL-terminated */
@@ -180,6 +190,7 @@ struct ludo__serve_s {
   sv_sess_t *buckets[SV_BUCKETS];
   unsigned nsessions;
   sv_ws_t *clients;
+  sv_batch_t *batches;      /* POST /mcp batches being answered (mcp.c) */
   uv_timer_t reaper;
   int reaper_on;
   int closing, http_closed, reaper_closed;
@@ -343,12 +354,14 @@ int sv_close_named(ludo__serve_t *sv, const char *id, char **result,
  * to the worker that owns the session (the answer comes from the loop),
  * or answered already (that worker is gone). */
 
-/* X-Session-Id: call `kind` with input json/len (copied); the answer goes
+/* X-Session-Id: call `kind` with input json/len (copied) and the wall
+ * limit wall_ms (sv_sess_t.wall_ms); the answer goes
  * through `done` (the caller's continuation, run on a proxy whose req,
  * kind, id, call and t0_us are set as on a session of ours), a refusal
  * as {"detail": text} with its status. */
 int sv_fwd_http(ludo__serve_t *sv, ludo__http_req_t *req, const char *id,
-                int kind, const char *json, size_t len, sv_done_fn done);
+                int kind, const char *json, size_t len, uint32_t wall_ms,
+                sv_done_fn done);
 
 /* tools/call with session_id: the call json/len (copied); the answer
  * through `done` on a proxy holding the request's context (req, ws,
@@ -481,13 +494,33 @@ int sv_wsmsg_scan(const char *text, size_t len, sv_wsmsg_t *m);
 json_t *sv_json_load(ludo__serve_t *sv, const char *text, size_t len,
                      json_error_t *err);
 
+/* When the JSON text `text`/`len` (borrowed) holds a number out of
+ * ludo's range (an integer beyond 64 bits, a real beyond the double
+ * range: valid JSON that docs/json.md refuses), the pydantic-style error
+ * entry naming it: {"type":"value_error","loc":[prefix, keys and indexes
+ * to the number],"msg","input":null} (prefix NULL: none). NULL for any
+ * other text (call it after sv_json_load refused the text). New
+ * reference. */
+json_t *sv_json_range_error(ludo__serve_t *sv, const char *text, size_t len,
+                            const char *prefix);
+
 /* ---- mcp.c: JSON-RPC ------------------------------------------------ */
 
 /* Handles the JSON-RPC text `data`/`len` for session x (NULL: none bound,
  * as POST /mcp), answering through `req` (HTTP) or `ws` (rpc_ws 1: raw
- * frame, 2: OpenEnv mcp frame). */
+ * frame, 2: OpenEnv mcp frame). A batch (an array, POST /mcp and WS /mcp
+ * only) runs its members one at a time; on WS /mcp, ws->batch is set
+ * until its array has gone. */
 void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len);
+
+/* Frees a WebSocket's batch (b may be NULL): the client is gone, and so
+ * is any reply still to come of the member that runs. */
+void sv_mcp_batch_free(sv_batch_t *b);
+
+/* The HTTP request `req` was aborted: frees the batch it carried, if
+ * any (the session call of the member that runs answers nobody). */
+void sv_mcp_abort(ludo__serve_t *sv, ludo__http_req_t *req);
 
 /* 1 when ludo speaks MCP protocol version v ("2025-06-18"). */
 int sv_mcp_version_known(const char *v);

@@ -2,11 +2,13 @@
  * frames: OpenEnv's methods (tools/list, tools/call,
  * openenv/session/create, openenv/session/close) with its error codes,
  * and MCP's own handshake (initialize with version negotiation,
- * notifications, ping) so MCP clients connect too (docs/protocol.md). */
+ * notifications, ping) so MCP clients connect too, and JSON-RPC batches
+ * on POST /mcp and WS /mcp (docs/protocol.md). */
 #include "serve/internal.h"
 
 #include "base/errors.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +26,49 @@ int sv_mcp_version_known(const char *v) {
 
 /* ---- replies ---------------------------------------------------------- */
 
+/* ---- batches ----------------------------------------------------------- */
+
+/* A JSON-RPC batch being answered: its members run one at a time, in
+ * order, each reply added to `out`; the array goes once the last member
+ * has its reply. One member at a time keeps a batch to what one request
+ * may do: a call of a session in flight at most, as for a request alone. */
+struct sv_batch_s {
+  ludo__serve_t *sv;
+  json_t *members;          /* the batch (a reference) */
+  size_t next;              /* the member to run next */
+  int running;              /* inside batch_run */
+  int waiting;              /* the member that ran last owes its reply */
+  int oom;                  /* a reply could not be added */
+  size_t replies;
+  ludo__buf_t out;          /* "[" and the replies so far */
+  ludo__http_req_t *req;    /* POST /mcp, or NULL */
+  sv_ws_t *ws;              /* WS /mcp (its `batch` is this), or NULL */
+  sv_batch_t *next_b, *prev_b; /* the server's POST /mcp batches */
+  ludo__task_t go_on;       /* runs the next members from the loop */
+};
+
+/* The batch whose member a reply for req / ws answers, or NULL. */
+static sv_batch_t *batch_of(ludo__serve_t *sv, ludo__http_req_t *req,
+                            sv_ws_t *ws, int rpc_ws) {
+  sv_batch_t *b;
+  if (ws != NULL) return rpc_ws == 1 ? ws->batch : NULL;
+  for (b = sv->batches; b && req; b = b->next_b)
+    if (b->req == req) return b;
+  return NULL;
+}
+
+static void batch_add(sv_batch_t *b, const char *body, size_t len);
+
+/* Sends a JSON-RPC reply (body NULL: it could not be made, out of
+ * memory), or adds it to the batch it belongs to. */
 static void send_rpc(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
                      int rpc_ws, const char *body, size_t len) {
-  if (req != NULL) {
+  sv_batch_t *b = batch_of(sv, req, ws, rpc_ws);
+  if (b != NULL) {
+    batch_add(b, body, len);
+  } else if (body == NULL) {
+    if (req) sv_respond_detail(sv, req, 500, "out of memory");
+  } else if (req != NULL) {
     sv_respond_json(sv, req, 200, body, len, NULL, 0);
   } else if (ws != NULL) {
     if (rpc_ws == 2) {
@@ -52,8 +94,8 @@ void sv_rpc_reply(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
                        idtext) == 0 &&
       ludo__buf_add(&b, result, len) == 0 && ludo__buf_addc(&b, '}') == 0)
     send_rpc(sv, req, ws, rpc_ws, b.p, b.len);
-  else if (req)
-    sv_respond_detail(sv, req, 500, "out of memory");
+  else
+    send_rpc(sv, req, ws, rpc_ws, NULL, 0);
   ludo__buf_free(&b);
   free(idtext);
 }
@@ -67,8 +109,7 @@ void sv_rpc_error(ludo__serve_t *sv, ludo__http_req_t *req, sv_ws_t *ws,
                         data ? data : json_null());
   char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
   ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_RPC);
-  if (text) send_rpc(sv, req, ws, rpc_ws, text, strlen(text));
-  else if (req) sv_respond_detail(sv, req, 500, "out of memory");
+  send_rpc(sv, req, ws, rpc_ws, text, text ? strlen(text) : 0);
   free(text);
   json_decref(v);
 }
@@ -78,7 +119,7 @@ static void reply_value(ludo__serve_t *sv, ludo__http_req_t *req,
                         sv_ws_t *ws, int rpc_ws, json_t *id, json_t *v) {
   char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
   if (text) sv_rpc_reply(sv, req, ws, rpc_ws, id, text, strlen(text));
-  else if (req) sv_respond_detail(sv, req, 500, "out of memory");
+  else send_rpc(sv, req, ws, rpc_ws, NULL, 0);
   free(text);
   json_decref(v);
 }
@@ -359,15 +400,22 @@ static void initialize(ludo__serve_t *sv, ludo__http_req_t *req,
                                                        "protocolVersion"));
   const char *version = versions[0];
   size_t i;
+  json_t *caps;
   for (i = 0; want && i < sizeof versions / sizeof *versions; i++)
     if (strcmp(want, versions[i]) == 0) version = versions[i];
+  /* MCP clients list the tools of a server that offers them: an
+   * environment without tools offers none (tools/list answers it as
+   * OpenEnv does, "Environment does not support MCP"). */
+  caps = json_is_array(json_object_get(sv->info, "tools"))
+             ? json_pack("{s:{s:b}}", "tools", "listChanged", 0)
+             : json_object();
   reply_value(
       sv, req, ws, rpc_ws, id,
-      json_pack("{s:s,s:{s:{s:b}},s:{s:O,s:O},s:O}", "protocolVersion",
-                version, "capabilities", "tools", "listChanged", 0,
-                "serverInfo", "name", json_object_get(sv->info, "name"),
-                "version", json_object_get(sv->info, "version"),
-                "instructions", json_object_get(sv->info, "description")));
+      json_pack("{s:s,s:o,s:{s:O,s:O},s:O}", "protocolVersion", version,
+                "capabilities", caps, "serverInfo", "name",
+                json_object_get(sv->info, "name"), "version",
+                json_object_get(sv->info, "version"), "instructions",
+                json_object_get(sv->info, "description")));
 }
 
 /* ---- the request ----------------------------------------------------- */
@@ -415,46 +463,26 @@ static int is_response(json_t *r) {
              (json_object_get(r, "error") != NULL);
 }
 
-void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
-                   sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
-  json_error_t err;
-  json_t *r = sv_json_load(sv, data, len, &err),
-         *id, *params, *empty = NULL;
+/* Handles the request object r (a message, or a member of a batch).
+ * Returns 1 when it has a reply (sent now, or when its call ends), 0 when
+ * none is due: a notification or a client's response. */
+static int handle_one(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
+                      sv_ws_t *ws, int rpc_ws, json_t *r) {
+  json_t *id, *params, *empty = NULL;
   const char *m;
-  if (r == NULL && strstr(err.text, "too big") != NULL) {
-    /* JSON, with an integer (an id, say) beyond 64 bits, which the
-     * server cannot echo exactly: not a parse error. */
-    sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32600, "Invalid request: an "
-                 "integer beyond 64 bits (ids are strings or integers of "
-                 "at most 64 bits here)", NULL);
-    return;
-  }
-  if (r == NULL) {
-    sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32700, "Parse error", NULL);
-    return;
-  }
   if (!json_is_object(r)) {
     sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32600, "Invalid request: a "
                  "request must be a JSON object", NULL);
-    json_decref(r);
-    return;
+    return 1;
   }
-  if (is_response(r)) { /* a client's answer: none asked here, none due */
-    if (req) ludo__http_respond(req, 202, NULL, 0, NULL, 0);
-    json_decref(r);
-    return;
-  }
-  if (check_request(sv, r, req, ws, rpc_ws) != 0) {
-    json_decref(r);
-    return;
-  }
+  if (is_response(r)) return 0; /* a client's answer: none asked here */
+  if (check_request(sv, r, req, ws, rpc_ws) != 0) return 1;
   m = json_string_value(json_object_get(r, "method"));
   id = json_object_get(r, "id");
+  if (id == NULL) return 0; /* a notification (MCP; JSON-RPC 2.0) */
   params = json_object_get(r, "params");
   if (params == NULL) params = empty = json_object();
-  if (id == NULL) { /* a notification: no reply (MCP; JSON-RPC 2.0) */
-    if (req) ludo__http_respond(req, 202, NULL, 0, NULL, 0);
-  } else if (strcmp(m, "tools/list") == 0) {
+  if (strcmp(m, "tools/list") == 0) {
     tools_list(sv, req, ws, rpc_ws, id);
   } else if (strcmp(m, "tools/call") == 0) {
     tools_call(sv, x, req, ws, rpc_ws, id, params);
@@ -472,5 +500,186 @@ void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32601, msg, NULL);
   }
   json_decref(empty);
+  return 1;
+}
+
+/* ---- batches (continued) ---------------------------------------------- */
+
+static void batch_free(sv_batch_t *b) {
+  ludo__serve_t *sv = b->sv;
+  if (b->ws != NULL) {
+    b->ws->batch = NULL;
+  } else {
+    if (b->prev_b) b->prev_b->next_b = b->next_b;
+    else sv->batches = b->next_b;
+    if (b->next_b) b->next_b->prev_b = b->prev_b;
+  }
+  ludo__core_unpost(sv->core, &b->go_on);
+  json_decref(b->members);
+  ludo__buf_free(&b->out);
+  ludo__free(&sv->core->heap, b, sizeof *b);
+}
+
+/* Every member has its reply: the array goes (202 and no body over HTTP,
+ * nothing over a WebSocket, when all were notifications). `later`: from
+ * a reply that came after the batch's message was handled, when the
+ * messages a WebSocket client sent since wait for it. */
+static void batch_end(sv_batch_t *b, int later) {
+  ludo__serve_t *sv = b->sv;
+  ludo__http_req_t *req = b->req;
+  sv_ws_t *ws = b->ws;
+  if (!b->oom && b->replies > 0 && ludo__buf_addc(&b->out, ']') != 0)
+    b->oom = 1;
+  if (req != NULL) {
+    if (b->oom) sv_respond_detail(sv, req, 500, "out of memory");
+    else if (b->replies == 0) ludo__http_respond(req, 202, NULL, 0, NULL, 0);
+    else sv_respond_json(sv, req, 200, b->out.p, b->out.len, NULL, 0);
+  } else if (b->oom) {
+    sv_ws_close(ws, 1011, "out of memory");
+  } else if (b->replies > 0) {
+    sv_ws_send(ws, b->out.p, b->out.len);
+  }
+  batch_free(b);
+  if (ws != NULL && later) sv_ws_pump(ws);
+  if (sv->draining) sv_drain_check(sv); /* it waited for this batch */
+}
+
+/* Runs the members from b->next on, until one's reply is to come later
+ * (its call runs) or all are answered. */
+static void batch_run(sv_batch_t *b, int later) {
+  size_t n = json_array_size(b->members);
+  b->running = 1;
+  while (b->next < n) {
+    json_t *r = json_array_get(b->members, b->next++);
+    if (b->ws != NULL && (b->ws->closing || b->ws->sess == NULL)) {
+      b->running = 0; /* the client leaves: on_close frees the batch */
+      return;
+    }
+    b->waiting = 1;
+    if (!handle_one(b->sv, b->ws ? b->ws->sess : NULL, b->req, b->ws,
+                    b->ws ? 1 : 0, r))
+      b->waiting = 0;
+    if (b->waiting) { /* batch_add goes on when the reply comes */
+      b->running = 0;
+      return;
+    }
+  }
+  b->running = 0;
+  batch_end(b, later);
+}
+
+/* The loop's turn after a reply that came later: the next members run
+ * once the call that replied has ended entirely (a throwaway session
+ * closed, its slot given back), as the next request would. */
+static void batch_go_on(ludo__task_t *t) {
+  batch_run((sv_batch_t *)((char *)t - offsetof(sv_batch_t, go_on)), 1);
+}
+
+static void batch_add(sv_batch_t *b, const char *body, size_t len) {
+  if (body == NULL ||
+      ludo__buf_addc(&b->out, b->replies > 0 ? ',' : '[') != 0 ||
+      ludo__buf_add(&b->out, body, len) != 0)
+    b->oom = 1;
+  else
+    b->replies++;
+  b->waiting = 0;
+  if (!b->running) ludo__core_post(b->sv->core, &b->go_on);
+}
+
+/* Starts answering the batch r (an array) of a POST /mcp (req) or WS /mcp
+ * (ws, rpc_ws 1) message. */
+static void batch_start(ludo__serve_t *sv, ludo__http_req_t *req,
+                        sv_ws_t *ws, int rpc_ws, json_t *r) {
+  size_t n = json_array_size(r);
+  sv_batch_t *b;
+  char msg[160];
+  if (n == 0 || n > SV_MCP_BATCH_MAX || (ws != NULL && rpc_ws != 1)) {
+    if (n == 0)
+      snprintf(msg, sizeof msg, "Invalid request: an empty batch");
+    else if (n > SV_MCP_BATCH_MAX)
+      snprintf(msg, sizeof msg, "Invalid request: a batch of %zu requests "
+               "(at most %d)", n, SV_MCP_BATCH_MAX);
+    else
+      snprintf(msg, sizeof msg, "Invalid request: a request must be a JSON "
+               "object");
+    sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32600, msg, NULL);
+    return;
+  }
+  b = ludo__calloc(&sv->core->heap, sizeof *b);
+  if (b == NULL) {
+    send_rpc(sv, req, ws, rpc_ws, NULL, 0);
+    return;
+  }
+  b->sv = sv;
+  b->members = json_incref(r);
+  b->req = ws ? NULL : req;
+  b->ws = ws;
+  b->go_on.fn = batch_go_on;
+  ludo__buf_init(&b->out, ludo__alloc_fn, &sv->core->heap);
+  if (ws != NULL) {
+    ws->batch = b;
+  } else {
+    b->next_b = sv->batches;
+    if (sv->batches) sv->batches->prev_b = b;
+    sv->batches = b;
+  }
+  batch_run(b, 0);
+}
+
+void sv_mcp_batch_free(sv_batch_t *b) {
+  if (b != NULL) batch_free(b);
+}
+
+void sv_mcp_abort(ludo__serve_t *sv, ludo__http_req_t *req) {
+  sv_batch_t *b = batch_of(sv, req, NULL, 0);
+  if (b != NULL) batch_free(b);
+}
+
+/* ---- the message ------------------------------------------------------ */
+
+/* Answers a text with a number out of ludo's range (valid JSON,
+ * docs/json.md): the error names where it is. */
+static void out_of_range(ludo__serve_t *sv, ludo__http_req_t *req,
+                         sv_ws_t *ws, int rpc_ws, json_t *entry) {
+  json_t *loc = json_object_get(entry, "loc"), *v;
+  const char *what = json_string_value(json_object_get(entry, "msg"));
+  char path[200], msg[400];
+  size_t i, at = 0;
+  int params = json_is_string(json_array_get(loc, 0)) &&
+               strcmp(json_string_value(json_array_get(loc, 0)),
+                      "params") == 0;
+  path[0] = '\0';
+  json_array_foreach(loc, i, v) {
+    if (at >= sizeof path) break;
+    if (json_is_integer(v))
+      at += (size_t)snprintf(path + at, sizeof path - at, "[%lld]",
+                             (long long)json_integer_value(v));
+    else
+      at += (size_t)snprintf(path + at, sizeof path - at, "%s%.64s",
+                             at ? "." : "", json_string_value(v));
+  }
+  snprintf(msg, sizeof msg, "%s: %s: %s",
+           params ? "Invalid params" : "Invalid request",
+           path[0] ? path : "the request", what ? what : "");
+  sv_rpc_error(sv, req, ws, rpc_ws, NULL, params ? -32602 : -32600, msg,
+               json_pack("{s:[O]}", "errors", entry));
+}
+
+void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
+                   sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
+  json_error_t err;
+  json_t *r = sv_json_load(sv, data, len, &err);
+  if (r == NULL && (r = sv_json_range_error(sv, data, len, NULL)) != NULL) {
+    /* JSON, with a number beyond ludo's range (an id, an argument): not
+     * a parse error */
+    out_of_range(sv, req, ws, rpc_ws, r);
+  } else if (r == NULL) {
+    sv_rpc_error(sv, req, ws, rpc_ws, NULL, -32700, "Parse error", NULL);
+    return;
+  } else if (json_is_array(r)) {
+    batch_start(sv, req, ws, rpc_ws, r);
+  } else if (!handle_one(sv, x, req, ws, rpc_ws, r) && req != NULL) {
+    ludo__http_respond(req, 202, NULL, 0, NULL, 0);
+  }
   json_decref(r);
 }

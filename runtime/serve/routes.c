@@ -7,6 +7,8 @@
 #include "base/utf8.h"
 
 #include <ctype.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +326,10 @@ static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req) {
   json_t *v;
   if (len == 0) return json_object();
   v = sv_json_load(sv, body, len, &err);
+  if (v == NULL && (v = sv_json_range_error(sv, body, len, "body")) != NULL) {
+    respond_422(sv, req, json_pack("[o]", v)); /* JSON, out of range */
+    return NULL;
+  }
   if (v == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "JSON decode error: %s", err.text);
@@ -365,7 +371,11 @@ static void http_done(sv_sess_t *x, int status, const char *data,
         ludo__metrics_step(&sv->shared->metrics, sv_now_us() - x->t0_us);
       sv_respond_json(sv, req, 200, data, len, h, nh);
     } else if (status == LUDO_ESCHEMA) {
-      respond_422(sv, req, sv_validation_errors(data, len, NULL));
+      /* A reset's options are the body's fields (loc ["body", field],
+       * as the seed's); an action's errors are relative to the action. */
+      respond_422(sv, req, sv_validation_errors(
+                               data, len, x->call == LUDO__CALL_RESET
+                                              ? "body" : NULL));
     } else if (status == LUDO_ETOOBIG) {
       sv_respond_detail(sv, req, 413, data);
     } else {
@@ -415,17 +425,18 @@ static void opened_then_call(sv_sess_t *x, int status, const char *data,
   }
 }
 
-/* Starts call `kind` with `input` (taken) on the named session, or a new
- * one of `kind_new` when `id` is NULL. */
+/* Starts call `kind` with `input` (taken) and the wall limit wall_ms (0:
+ * the runtime's) on the named session, or a new one of `kind_new` when
+ * `id` is NULL. */
 static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
                            const char *id, int kind, int kind_new,
-                           char *input, size_t len) {
+                           char *input, size_t len, uint32_t wall_ms) {
   sv_sess_t *x;
   int why, rc;
   if (id != NULL) {
     char msg[200];
     int st;
-    if (sv_fwd_http(sv, req, id, kind, input, len, http_done)) {
+    if (sv_fwd_http(sv, req, id, kind, input, len, wall_ms, http_done)) {
       free(input); /* another worker's session: passed on */
       return;
     }
@@ -435,6 +446,7 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
     } else {
       x->req = req;
       x->t0_us = sv_now_us();
+      x->wall_ms = wall_ms;
       ludo__http_req_set_data(req, x);
       rc = sv_sess_call(x, kind, input, len, http_done);
       if (rc != 0) {
@@ -461,6 +473,7 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
   x->req = req;
   x->call = kind;
   x->t0_us = sv_now_us();
+  x->wall_ms = wall_ms; /* for the call once it opens */
   ludo__http_req_set_data(req, x);
   x->pending = ludo__malloc(&sv->core->heap, len + 1);
   if (x->pending == NULL) {
@@ -511,7 +524,17 @@ static void route_reset(ludo__serve_t *sv, ludo__http_req_t *req) {
   text = json_dumps(body, JSON_COMPACT);
   json_decref(body);
   run_on_session(sv, req, id, LUDO__CALL_RESET, SV_SESS_HTTP, text,
-                 text ? strlen(text) : 0);
+                 text ? strlen(text) : 0, 0);
+}
+
+/* StepRequest's timeout_s (a number > 0, or null / absent: 0) as the
+ * step's wall-clock limit in ms: rounded up, so that no positive timeout
+ * becomes 0 ("none"); past 2^32 - 1 ms (49 days), that. */
+static uint32_t timeout_ms(json_t *t) {
+  double ms;
+  if (!json_is_number(t)) return 0;
+  ms = ceil(json_number_value(t) * 1000.0);
+  return ms >= 4294967295.0 ? UINT32_MAX : (uint32_t)ms;
 }
 
 static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
@@ -535,7 +558,7 @@ static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
   } else {
     text = json_dumps(action, JSON_COMPACT);
     run_on_session(sv, req, id, LUDO__CALL_STEP, SV_SESS_EPHEMERAL, text,
-                   text ? strlen(text) : 0);
+                   text ? strlen(text) : 0, timeout_ms(t));
   }
   json_decref(body);
 }
@@ -543,7 +566,8 @@ static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
 static void route_state(ludo__serve_t *sv, ludo__http_req_t *req) {
   char idbuf[64];
   const char *id = named_session(req, NULL, idbuf, sizeof idbuf);
-  run_on_session(sv, req, id, LUDO__CALL_STATE, SV_SESS_EPHEMERAL, NULL, 0);
+  run_on_session(sv, req, id, LUDO__CALL_STATE, SV_SESS_EPHEMERAL, NULL, 0,
+                 0);
 }
 
 static void route_mcp(ludo__serve_t *sv, ludo__http_req_t *req) {

@@ -214,7 +214,9 @@ static void on_call(ludo_session_t *s, int status, const char *data,
 
 int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
                  sv_done_fn done) {
+  uint32_t wall_ms = x->wall_ms; /* this call's alone, started or not */
   int rc;
+  x->wall_ms = 0;
   if (x->owner) return sv_proxy_call(x, kind, json, len, done);
   /* During the drain the calls of requests that came before the stop
    * still start (a throwaway session that opened, a forwarded call); new
@@ -226,8 +228,10 @@ int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
   x->call = kind;
   x->done = done;
   if (kind != LUDO__CALL_STATE) x->last_ms = sv_now_ms(x->sv);
+  x->s->call_wall_ns = (uint64_t)wall_ms * 1000000u;
   rc = ludo__session_call(x->s, kind, json, len, on_call, x, NULL, NULL);
   if (rc != 0) {
+    x->s->call_wall_ns = 0;
     x->busy = 0;
     x->done = NULL;
     sv_reclaim_note(x);
@@ -491,8 +495,8 @@ static void on_refused(void *ud, int status) {
  * session call it waits for answers nobody. */
 static void on_abort(void *ud, ludo__http_req_t *req) {
   sv_sess_t *x = ludo__http_req_data(req);
-  (void)ud;
   if (x != NULL && x->req == req) x->req = NULL;
+  sv_mcp_abort(ud, req);
 }
 
 /* ---- the server ------------------------------------------------------- */
@@ -666,10 +670,15 @@ static void on_reaper_closed(uv_handle_t *h) {
 
 /* 1 when one of the server's own sessions has a call in flight, or a
  * call it passed to another worker waits for its answer (that worker
- * drains it too: the answer comes). */
+ * drains it too: the answer comes), or a JSON-RPC batch has members left
+ * (mcp.c: they are answered, refused once the server is closing). */
 static int any_busy(const ludo__serve_t *sv) {
   const sv_sess_t *x;
+  const sv_ws_t *c;
   unsigned b;
+  if (sv->batches != NULL) return 1;
+  for (c = sv->clients; c; c = c->next)
+    if (c->batch != NULL) return 1;
   for (x = sv->sessions; x; x = x->next)
     if (x->busy || (x->opening && !x->dead))
       return 1; /* an open is followed by its request's call */

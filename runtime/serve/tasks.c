@@ -171,6 +171,11 @@ static json_t *task_request(ludo__serve_t *sv, ludo__http_req_t *req,
     return NULL;
   }
   body = sv_json_load(sv, text, len, &jerr);
+  if (body == NULL &&
+      (body = sv_json_range_error(sv, text, len, "body")) != NULL) {
+    respond(sv, req, 422, json_pack("{s:[o]}", "detail", body));
+    return NULL; /* JSON, with a number out of range */
+  }
   if (body == NULL) {
     char msg[300];
     snprintf(msg, sizeof msg, "JSON decode error: %s", jerr.text);

@@ -259,6 +259,12 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
   if (sv_wsmsg_scan(text, len, &f) && ws_message_fast(c, text, t0, &f))
     return;
   root = sv_json_load(c->sv, text, len, &err);
+  if (root == NULL &&
+      (root = sv_json_range_error(c->sv, text, len, NULL)) != NULL) {
+    sv_ws_error(c, "VALIDATION_ERROR", "Invalid message", /* JSON all the */
+                json_pack("{s:[o]}", "errors", root));    /* same */
+    return;
+  }
   if (root == NULL) {
     char msg[256];
     snprintf(msg, sizeof msg, "Invalid JSON: %s", err.text);
@@ -327,7 +333,7 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
 /* 1 when the client's session can take a message now. */
 static int ready(const sv_ws_t *c) {
   return !c->closing && !c->sv->draining && c->sess && !c->sess->busy &&
-         !c->sess->opening;
+         !c->sess->opening && c->batch == NULL;
 }
 
 /* Handles one message (borrowed) now: the client is ready. */
@@ -360,7 +366,7 @@ static const struct refusal_s {
  * it has its reply: the error, then the close (one reply per request, in
  * order, the error last). */
 static void refuse_end(sv_ws_t *c) {
-  if (!c->ending || c->head != NULL || c->closing ||
+  if (!c->ending || c->head != NULL || c->closing || c->batch != NULL ||
       (c->sess != NULL && (c->sess->busy || c->sess->opening)))
     return;
   {
@@ -495,6 +501,7 @@ static void on_close(void *ud, ludo__ws_t *ws, int code, const char *reason,
     }
   }
   free_queue(c);
+  sv_mcp_batch_free(c->batch);
   if (c->prev) c->prev->next = c->next;
   else sv->clients = c->next;
   if (c->next) c->next->prev = c->prev;

@@ -10,9 +10,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 const ludo = process.argv[2] || "build/ludo";
 let passed = 0, failed = 0;
 
-function startServer() {
+function startServer(env = "examples/echo") {
   return new Promise((resolve, reject) => {
-    const p = spawn(ludo, ["serve", "examples/echo", "--port", "0"],
+    const p = spawn(ludo, ["serve", env, "--port", "0"],
       { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     p.stderr.on("data", (d) => {
@@ -79,6 +79,23 @@ await test("mcp_sdk_tool_errors", async () => {
 await test("mcp_sdk_ping_and_close", async () => {
   await client.ping();
   await client.close();
+});
+
+// An environment without tools offers no tools capability: the SDK
+// lists none (it would fail on tools/list) and the session works.
+await test("mcp_sdk_env_without_tools", async () => {
+  const s = await startServer("spec/fixtures/serve/slow");
+  try {
+    const c = new Client({ name: "ludo-test", version: "1.0.0" });
+    await c.connect(new StreamableHTTPClientTransport(
+      new URL(`http://127.0.0.1:${s.port}/mcp`)));
+    check(c.getServerCapabilities().tools === undefined,
+      JSON.stringify(c.getServerCapabilities()));
+    await c.ping();
+    await c.close();
+  } finally {
+    s.p.kill("SIGTERM");
+  }
 });
 
 p.kill("SIGTERM");

@@ -438,6 +438,183 @@ def mcp_initialize_flow():
 
 
 @test
+async def mcp_initialize_without_tools():
+    # An environment without tools offers no tools capability, so MCP
+    # clients do not list them; tools/list still answers as OpenEnv does.
+    c = Server("spec/fixtures/serve/slow")
+    try:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-03-26"}}
+        v = c.http("POST", "/mcp", init)[1]
+        check(v["result"]["capabilities"] == {}, v)
+        async with c.ws("/mcp") as ws:
+            v = await rpc(ws, init)
+            check(v["result"]["capabilities"] == {}, v)
+        v = c.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 2,
+                                    "method": "tools/list"})[1]
+        check(v["error"] == {"code": -32603, "message": "Environment does "
+                             "not support MCP", "data": None}, v)
+        v = S.http("POST", "/mcp", init)[1]
+        check(v["result"]["capabilities"] == {"tools": {
+            "listChanged": False}}, v)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+def echo_call(id_, message, sid=None):
+    params = {"name": "echo_message", "arguments": {"message": message}}
+    if sid is not None:
+        params["session_id"] = sid
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+            "params": params}
+
+
+# A batch of every kind of member and what comes back for it, in order:
+# notifications and responses get nothing, invalid members their error.
+MIXED_BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    echo_call("a", "first"),
+    7,
+    {"jsonrpc": "1.0", "id": 3, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 4, "result": {}},
+    echo_call("b", "second"),
+    {"jsonrpc": "2.0", "id": 5, "method": "nope"},
+]
+
+
+def check_mixed(v):
+    check(isinstance(v, list) and [r["id"] for r in v] ==
+          [1, "a", None, None, "b", 5], v)
+    check(v[0]["result"] == {} and v[1]["result"]["data"] == "first" and
+          v[4]["result"]["data"] == "second", v)
+    check(v[2]["error"]["code"] == -32600 and
+          v[3]["error"]["code"] == -32600 and
+          v[5]["error"]["code"] == -32601, v)
+
+
+@test
+def mcp_batch_http():
+    # JSON-RPC batches (MCP 2025-03-26): an array of replies, in request
+    # order, once every member's call has ended
+    st, v, _ = S.http("POST", "/mcp", MIXED_BATCH)
+    check(st == 200, (st, v))
+    check_mixed(v)
+    st, v, _ = S.http("POST", "/mcp", [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 9, "result": {}}])
+    check(st == 202 and v is None, (st, v))
+    st, v, _ = S.http("POST", "/mcp", [])
+    check(st == 200 and v["id"] is None and v["error"]["code"] == -32600,
+          (st, v))
+    st, v, _ = S.http("POST", "/mcp", [{"jsonrpc": "2.0", "id": i,
+                                        "method": "ping"}
+                                       for i in range(65)])
+    check(st == 200 and v["error"]["code"] == -32600 and "at most 64" in
+          v["error"]["message"], (st, v))
+    # members run one at a time: two calls on one session both run
+    sid = S.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                                  "openenv/session/create"}
+                 )[1]["result"]["session_id"]
+    st, v, _ = S.http("POST", "/mcp", [echo_call(1, "x", sid),
+                                       echo_call(2, "y", sid)])
+    check([r["result"]["data"] for r in v] == ["x", "y"], v)
+    # ... and a throwaway session's slot is back before the next member
+    c = Server("examples/echo", "--max-sessions", "1")
+    try:
+        st, v, _ = c.http("POST", "/mcp", [echo_call(i, str(i))
+                                           for i in range(3)])
+        check([r.get("result", {}).get("data") for r in v] ==
+              ["0", "1", "2"], v)
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+async def mcp_batch_ws():
+    async with S.ws("/mcp") as ws:
+        await ws.send(json.dumps(MIXED_BATCH))
+        # a message after a batch is answered after the batch's array; a
+        # batch of notifications gets nothing
+        await ws.send(json.dumps([{"jsonrpc": "2.0", "method": "n/x"}]))
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": 6,
+                                  "method": "ping"}))
+        check_mixed(json.loads(await ws.recv()))
+        v = json.loads(await ws.recv())
+        check(v == {"jsonrpc": "2.0", "id": 6, "result": {}}, v)
+        v = await rpc(ws, [])
+        check(v["error"]["code"] == -32600 and v["id"] is None, v)
+        v = await rpc(ws, [echo_call(i, str(i)) for i in range(64)])
+        check([r["result"]["data"] for r in v] ==
+              [str(i) for i in range(64)], v)
+
+
+# Valid JSON with a number beyond ludo's range (docs/json.md): refused as
+# a value out of range, naming where it is, never as text that is not JSON.
+BIG = "9223372036854775808"
+
+
+@test
+async def big_numbers_are_named():
+    st, v, _ = S.http("POST", "/step", '{"action":{"message":[1,{"a":%s}]}}'
+                      % BIG)
+    check(st == 422 and v["detail"][0]["loc"] ==
+          ["body", "action", "message", 1, "a"] and
+          v["detail"][0]["type"] == "value_error" and
+          "64 bits" in v["detail"][0]["msg"], (st, v))
+    st, v, _ = S.http("POST", "/reset", '{"seed":18446744073709551615}')
+    check(st == 422 and v["detail"][0]["loc"] == ["body", "seed"], (st, v))
+    st, v, _ = S.http("POST", "/step", '{"action":{"message":"x"},'
+                      '"timeout_s":1e400}')
+    check(st == 422 and v["detail"][0]["loc"] == ["body", "timeout_s"],
+          (st, v))
+    async with S.ws() as ws:
+        for text, loc in (('{"type":"step","data":{"answer":%s}}' % BIG,
+                           ["data", "answer"]),
+                          ('{"type":"reset","data":{"seed":-%s1}}' % BIG,
+                           ["data", "seed"])):
+            await ws.send(text)
+            v = json.loads(await ws.recv())
+            check(v["data"]["code"] == "VALIDATION_ERROR" and
+                  v["data"]["errors"][0]["loc"] == loc, v)
+        v = await rpc(ws, {"type": "reset"})  # the connection goes on
+        check(v["type"] == "observation", v)
+    v = S.http("POST", "/mcp", '{"jsonrpc":"2.0","id":1,"method":'
+               '"tools/call","params":{"name":"echo_message",'
+               '"arguments":{"message":%s}}}' % BIG)[1]
+    check(v["error"]["code"] == -32602 and
+          "params.arguments.message" in v["error"]["message"] and
+          v["error"]["data"]["errors"][0]["loc"] ==
+          ["params", "arguments", "message"], v)
+
+
+@test
+def step_timeout_s():
+    # timeout_s bounds the step's wall time; the session's next call has
+    # its usual limit again
+    c = Server("spec/fixtures/serve/slow")
+    try:
+        t0 = time.monotonic()
+        st, v, _ = c.http("POST", "/step", {"action": {"ms": 3000},
+                                            "timeout_s": 0.3})
+        check(st == 500 and v["detail"].startswith("ETIMEOUT") and
+              "300 ms" in v["detail"] and time.monotonic() - t0 < 2.5,
+              (st, v))
+        sid = c.http("POST", "/reset", {})[2]["X-Session-Id"]
+        h = {"X-Session-Id": sid}
+        st, v, _ = c.http("POST", "/step", {"action": {"ms": 3000},
+                                            "timeout_s": 0.2}, h)
+        check(st == 500 and "200 ms" in v["detail"], (st, v))
+        st, v, _ = c.http("POST", "/step", {"action": {"ms": 400},
+                                            "timeout_s": 5}, h)
+        check(st == 200 and v["observation"]["slept"] == 400, (st, v))
+        st, v, _ = c.http("POST", "/step", {"action": {"ms": 400}}, h)
+        check(st == 200, (st, v))
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
 async def ws_mcp_endpoint():
     # MCP's WebSocket clients offer the "mcp" subprotocol and give up on a
     # 101 that does not name it; /ws names none.
@@ -915,6 +1092,15 @@ def tasks_routes():
 
 
 @test
+def tasks_big_numbers_are_named():
+    # valid JSON, beyond 64 bits: out of range, not "Invalid JSON"
+    st, v, _ = T.http("POST", "/quiz_tasks/task",
+                      '{"split":"test","index":%s}' % BIG)
+    check(st == 422 and v["detail"][0]["loc"] == ["body", "index"] and
+          v["detail"][0]["type"] == "value_error", (st, v))
+
+
+@test
 def tasks_errors():
     # 404: another environment's name, whatever the route
     for m, p, b in (("GET", "/nope/splits", None),
@@ -1042,10 +1228,16 @@ def tasks_reset_selects_http():
     st, v, _ = T.http("POST", "/step", {"action": {}},
                       {"X-Session-Id": sid})
     check(st == 200 and v["observation"]["id"] == "train-5", (st, v))
-    st, v, _ = T.http("POST", "/reset", {"split": "train", "index": 6})
-    check(st == 422 and v["detail"][0]["loc"] == ["index"], (st, v))
-    st, v, _ = T.http("POST", "/reset", {"index": 0})
-    check(st == 422 and v["detail"][0]["loc"] == ["split"], (st, v))
+    # a selection refused at reset names a request field, as the seed's
+    # error does (loc starts with "body"), whatever refused it
+    for body, loc in (({"split": "train", "index": 6}, ["body", "index"]),
+                      ({"index": 0}, ["body", "split"]),
+                      ({"split": "nope"}, ["body", "split"]),
+                      ({"split": "test", "index": 0, "task": {}},
+                       ["body", "task"]),
+                      ({"seed": -1}, ["body", "seed"])):
+        st, v, _ = T.http("POST", "/reset", body)
+        check(st == 422 and v["detail"][0]["loc"] == loc, (body, st, v))
 
 
 @test
@@ -1191,6 +1383,20 @@ def workers_forward_http_sessions():
     st, v, _ = c1.call("POST", "/step", {"action": {"message": "x"}},
                        {"X-Session-Id": sid})
     check(st == 404, (st, v))
+
+
+@test
+def workers_mcp_batch_forwarded():
+    # a batch's calls on another worker's session: passed on, one at a time
+    c0, c1 = conns_by_worker(W2)
+    sid = c0.rpc("openenv/session/create")["result"]["session_id"]
+    st, v, _ = c1.call("POST", "/mcp", [echo_call(1, "p", sid),
+                                        echo_call(2, "q", sid),
+                                        {"jsonrpc": "2.0", "id": 3, "method":
+                                         "openenv/session/close",
+                                         "params": {"session_id": sid}}])
+    check(st == 200 and [r["id"] for r in v] == [1, 2, 3], v)
+    check(v[1]["result"]["data"] == "q" and v[2]["result"]["closed"], v)
 
 
 @test
