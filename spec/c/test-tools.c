@@ -36,7 +36,7 @@ TEST_IMPL(tools_listed_in_info) {
   size_t len;
   const char *info = ludo_env_info(env, &len);
   json_t *root = JPARSE(info, len), *tools = JGET(root, "tools");
-  ASSERT_EQ(json_array_size(tools), 9);
+  ASSERT_EQ(json_array_size(tools), 10);
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "name"), "add");
   ASSERT_STR_EQ(JSTR(json_array_get(tools, 0), "description"),
                 "Adds two integers.");
@@ -60,7 +60,7 @@ TEST_IMPL(tools_step_actions) {
   json_t *r;
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   r = step_json(s, "{\"type\":\"list_tools\"}");
-  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 9);
+  ASSERT_EQ(json_array_size(JGET(r, "observation/tools")), 10);
   ASSERT_TRUE(json_is_null(JGET(r, "reward")));
   ASSERT_TRUE(json_is_false(JGET(r, "done")));
   r = step_json(s, "{\"type\":\"call_tool\",\"tool_name\":\"add\","
