@@ -3,10 +3,14 @@
 -- the reward comes from the message, and state() counts the steps.
 local R = require("ludo.rubrics")
 
+-- A message's length in characters, as Python's len() counts it in
+-- OpenEnv's echo_env ("é€" is 2, not its 5 bytes).
+local function length(s) return utf8.len(s) or #s end
+
 local Length = R.Rubric:extend("Length")
 -- OpenEnv's echo reward is 0.1 per character; capped at 1 here.
 function Length:forward(action)
-  return math.min(1.0, #action.message * 0.1)
+  return math.min(1.0, length(action.message) * 0.1)
 end
 
 local NonEmpty = R.Rubric:extend("NonEmpty")
@@ -43,7 +47,7 @@ env.tools = {
     description = "Echo back the message with its length.",
     input = { message = "string" },
     run = function(args)
-      return { message = args.message, length = #args.message }
+      return { message = args.message, length = length(args.message) }
     end,
   },
 }
@@ -58,7 +62,7 @@ end
 
 function env.step(action)
   return { echoed_message = action.message,
-    message_length = #action.message }
+    message_length = length(action.message) }
 end
 
 return env

@@ -54,3 +54,10 @@ size_t ludo__utf8_cut(const char *s, size_t n, size_t max) {
   while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80) keep--;
   return keep;
 }
+
+size_t ludo__utf8_chars(const char *s, size_t n) {
+  size_t i, chars = 0;
+  for (i = 0; i < n; i++) /* every byte but a continuation starts one */
+    chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+  return chars;
+}

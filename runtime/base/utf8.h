@@ -16,4 +16,9 @@ size_t ludo__utf8_check(const char *s, size_t n);
  * Never fails. */
 size_t ludo__utf8_cut(const char *s, size_t n, size_t max);
 
+/* The characters (code points) of the `n` bytes of valid UTF-8 at `s`:
+ * what a length limit counts (pydantic's max_length, JSON Schema's
+ * maxLength). Never fails. */
+size_t ludo__utf8_chars(const char *s, size_t n);
+
 #endif

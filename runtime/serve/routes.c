@@ -504,7 +504,8 @@ static json_t *reset_errors(json_t *body) {
   if (eid && !json_is_null(eid) && !json_is_string(eid))
     return field_error("string_type", "episode_id", "Input should be a "
                        "valid string", eid);
-  if (eid && json_is_string(eid) && json_string_length(eid) > 255)
+  if (eid && json_is_string(eid) &&
+      ludo__utf8_chars(json_string_value(eid), json_string_length(eid)) > 255)
     return field_error("string_too_long", "episode_id", "String should "
                        "have at most 255 characters", eid);
   return NULL;
@@ -537,8 +538,22 @@ static uint32_t timeout_ms(json_t *t) {
   return ms >= 4294967295.0 ? UINT32_MAX : (uint32_t)ms;
 }
 
+/* OpenEnv's request_id (StepRequest, ResetRequest): a string of at most
+ * 255 characters, or null; its error or NULL. */
+static json_t *request_id_error(json_t *body) {
+  json_t *r = json_object_get(body, "request_id");
+  if (r == NULL || json_is_null(r)) return NULL;
+  if (!json_is_string(r))
+    return field_error("string_type", "request_id", "Input should be a "
+                       "valid string", r);
+  if (ludo__utf8_chars(json_string_value(r), json_string_length(r)) > 255)
+    return field_error("string_too_long", "request_id", "String should "
+                       "have at most 255 characters", r);
+  return NULL;
+}
+
 static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
-  json_t *body = body_object(sv, req), *action, *t;
+  json_t *body = body_object(sv, req), *action, *t, *t2;
   char idbuf[64], *text;
   const char *id;
   if (body == NULL) return;
@@ -551,10 +566,14 @@ static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
     respond_422(sv, req, field_error("dict_type", "action", "Input should "
                                      "be a valid dictionary", action));
   } else if ((t = json_object_get(body, "timeout_s")) != NULL &&
-             !json_is_null(t) &&
-             (!json_is_number(t) || json_number_value(t) <= 0)) {
+             !json_is_null(t) && !json_is_number(t)) {
+    respond_422(sv, req, field_error("float_type", "timeout_s", "Input "
+                                     "should be a valid number", t));
+  } else if (t != NULL && json_is_number(t) && json_number_value(t) <= 0) {
     respond_422(sv, req, field_error("greater_than", "timeout_s", "Input "
                                      "should be greater than 0", t));
+  } else if ((t2 = request_id_error(body)) != NULL) {
+    respond_422(sv, req, t2);
   } else {
     text = json_dumps(action, JSON_COMPACT);
     run_on_session(sv, req, id, LUDO__CALL_STEP, SV_SESS_EPHEMERAL, text,

@@ -192,6 +192,33 @@ def http_stateless_and_validation():
 
 
 @test
+def http_request_fields_as_pydantic_checks_them():
+    # lengths in characters (pydantic's max_length), not bytes
+    st, v, _ = S.http("POST", "/reset", {"episode_id": "\u00e9" * 255})
+    check(st == 200, (st, v))
+    st, v, _ = S.http("POST", "/reset", {"episode_id": "\u00e9" * 256})
+    check(st == 422 and v["detail"][0]["type"] == "string_too_long", v)
+    # StepRequest's request_id: <= 255 characters or null
+    act = {"message": "m"}
+    for rid, want in (("r" * 255, 200), (None, 200), ("\u00e9" * 255, 200),
+                      ("r" * 256, "string_too_long"), (5, "string_type")):
+        st, v, _ = S.http("POST", "/step", {"action": act, "request_id": rid})
+        if want == 200:
+            check(st == 200, (rid, st, v))
+        else:
+            check(st == 422 and v["detail"][0]["type"] == want and
+                  v["detail"][0]["loc"] == ["body", "request_id"], (rid, v))
+    # timeout_s: a string is a type error, not a range one
+    st, v, _ = S.http("POST", "/step", {"action": act, "timeout_s": "soon"})
+    check(st == 422 and v["detail"][0]["type"] == "float_type", v)
+    st, v, _ = S.http("POST", "/step", {"action": act, "timeout_s": 0})
+    check(st == 422 and v["detail"][0]["type"] == "greater_than", v)
+    # the echo environment counts characters, as OpenEnv's len() does
+    st, v, _ = S.http("POST", "/step", {"action": {"message": "\u00e9\u20ac"}})
+    check(st == 200 and v["observation"]["message_length"] == 2, v)
+
+
+@test
 async def ws_appendix_b():
     async with S.ws() as ws:
         v = await rpc(ws, {"type": "reset", "data": {}})
