@@ -239,10 +239,21 @@ local function state()
   if type(st) ~= "table" then
     error("ESCRIPT: state must return a table, got " .. type(st), 0)
   end
-  if st.episode_id == nil or st.step_count == nil then
+  local eid, n = st.episode_id, st.step_count
+  if eid == nil or n == nil then
     local copy = { episode_id = episode_id or null, step_count = step_count }
     for k, v in pairs(st) do copy[k] = v end
-    st = copy
+    st, eid, n = copy, copy.episode_id, copy.step_count
+  end
+  -- OpenEnv's State: clients parse these two fields by its types
+  if eid ~= null and type(eid) ~= "string" then
+    error("ESCRIPT: state of environment " .. env_name .. ": episode_id "
+      .. "must be a string or nil (the runtime's), got " .. type(eid), 0)
+  end
+  if math.type(n) ~= "integer" or n < 0 then
+    error("ESCRIPT: state of environment " .. env_name .. ": step_count "
+      .. "must be an integer >= 0 or nil (the runtime's), got "
+      .. (math.type(n) or type(n)), 0)
   end
   return st
 end

@@ -475,6 +475,32 @@ describe("environment API", function()
         s:close()
       end)
 
+    it("state() keeps OpenEnv's State types for episode_id and step_count",
+      function()
+        local s = assert(assert(rt:load(FIX .. "badstate")):open())
+        assert(s:reset('{"episode_id":"e"}'))
+        for _, c in ipairs({
+          { { step_count = "many" }, "step_count must be an integer >= 0 "
+            .. "or nil (the runtime's), got string" },
+          { { step_count = -1 }, "got integer" },
+          { { step_count = 1.5 }, "got float" },
+          { { episode_id = 5 }, "episode_id must be a string or nil "
+            .. "(the runtime's), got number" },
+        }) do
+          assert(s:step(json.encode({ state = c[1] })))
+          local out, msg, code = s:state()
+          assert.is_nil(out)
+          assert.are.equal("ESCRIPT", code)
+          assert.is_truthy(msg:find(c[2], 1, true), msg)
+        end
+        -- its own values of the right types are its business
+        assert(s:step(json.encode({ state = { step_count = 40,
+          episode_id = "mine" } })))
+        assert.are.same({ step_count = 40, episode_id = "mine" },
+          decoded(s:state()))
+        s:close()
+      end)
+
     it("refuses bad reset options with ESCHEMA", function()
       local s = assert(env:open())
       local cases = {
