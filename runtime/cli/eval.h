@@ -372,7 +372,10 @@ struct eval_slot_s {
   int reset_written;       /* the trajectory's line 1 is written */
   int traj_lost;           /* it could not be opened or written */
   json_t *rec;             /* the record, while the success function runs */
-  double llm0[4];          /* usage at the start: calls, failures, tokens */
+  double llm[4];           /* the episode's LLM usage: calls, failures,
+                              prompt and completion tokens */
+  double llm_policy[4];    /* the policy's usage when last taken */
+  double llm_session[4];   /* the session's usage when last taken */
 };
 
 /* Opens the slots (a policy script each, and for a server a client).
@@ -389,9 +392,15 @@ void eval_slots_close(eval_run_t *r);
 /* Shares the thread's CPU time since the last update among the episodes
  * in flight (at each start and end of an episode). */
 void eval_cpu_update(eval_run_t *r);
-/* The LLM usage of the slot's Lua so far: calls, failures, prompt and
- * completion tokens. */
-void eval_llm_usage(const eval_slot_t *sl, double u[4]);
+/* The episode's LLM usage (sl->llm): eval_llm_begin starts it at 0 (what
+ * the policy spent before is not the episode's), eval_llm_session when
+ * the episode's session is open (what it spent before neither), and
+ * eval_llm_take adds what the policy and the session spent since the
+ * last take: called before either is freed or closed (Ctrl-C) and when
+ * the record is made, so a record counts what its episode spent, once. */
+void eval_llm_begin(eval_slot_t *sl);
+void eval_llm_session(eval_slot_t *sl);
+void eval_llm_take(eval_slot_t *sl);
 /* Records the episode's error (the first stands). */
 void eval_record_error(eval_slot_t *sl, int status, const char *msg,
                        size_t len);

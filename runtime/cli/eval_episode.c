@@ -461,12 +461,12 @@ static void reset(eval_slot_t *sl) {
 static void on_open(ludo_session_t *s, int status, void *ud) {
   eval_slot_t *sl = ud;
   sl->s = s;
+  eval_llm_session(sl);
   if (status != 0 || sl->cancelled) {
     const char *m = sl->cancelled ? "" : ludo_runtime_errmsg(sl->run->rt);
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, m, strlen(m));
     return;
   }
-  eval_llm_usage(sl, sl->llm0);
   reset(sl);
 }
 
@@ -488,8 +488,8 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   sl->wall0 = eval_now();
   sl->cpu0 = r->cpu_share;
   eval_traj_open(sl);
+  eval_llm_begin(sl);
   if (sl->client != NULL) {
-    eval_llm_usage(sl, sl->llm0);
     reset(sl);
     return;
   }
@@ -533,6 +533,7 @@ static void slot_cancel(eval_slot_t *sl) {
   ludo_client_t *c;
   if (sl->ep == NULL || sl->cancelled) return;
   sl->cancelled = 1;
+  eval_llm_take(sl); /* before the policy or the session goes */
   switch (sl->pending) {
     case P_POLICY:
       sc = sl->policy;

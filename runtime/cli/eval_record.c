@@ -36,16 +36,48 @@ void eval_cpu_update(eval_run_t *r) {
 
 /* ---- LLM usage ---------------------------------------------------------- */
 
-/* The LLM usage of the slot's Lua so far (policy script and session):
- * calls, failures, prompt and completion tokens (ludo_*_llm_usage). */
-void eval_llm_usage(const eval_slot_t *sl, double u[4]) {
-  ludo_llm_usage_t a = {0}, b = {0};
-  if (sl->policy) ludo_script_llm_usage(sl->policy, &a);
-  if (sl->s) ludo_session_llm_usage(sl->s, &b);
-  u[0] = (double)(a.calls + b.calls);
-  u[1] = (double)(a.failures + b.failures);
-  u[2] = (double)(a.prompt_tokens + b.prompt_tokens);
-  u[3] = (double)(a.completion_tokens + b.completion_tokens);
+/* The LLM usage of one script or session: calls, failures, prompt and
+ * completion tokens (ludo_*_llm_usage). */
+static void usage_of(const ludo_script_t *sc, const ludo_session_t *s,
+                     double u[4]) {
+  ludo_llm_usage_t a = {0};
+  if (sc != NULL) ludo_script_llm_usage(sc, &a);
+  if (s != NULL) ludo_session_llm_usage(s, &a);
+  u[0] = (double)a.calls;
+  u[1] = (double)a.failures;
+  u[2] = (double)a.prompt_tokens;
+  u[3] = (double)a.completion_tokens;
+}
+
+/* Adds to the episode's usage what `now` has beyond `seen`, and makes
+ * `now` the seen. */
+static void take(double llm[4], double seen[4], const double now[4]) {
+  int i;
+  for (i = 0; i < 4; i++) {
+    llm[i] += now[i] - seen[i];
+    seen[i] = now[i];
+  }
+}
+
+void eval_llm_take(eval_slot_t *sl) {
+  double u[4];
+  if (sl->policy != NULL) {
+    usage_of(sl->policy, NULL, u);
+    take(sl->llm, sl->llm_policy, u);
+  }
+  if (sl->s != NULL) {
+    usage_of(NULL, sl->s, u);
+    take(sl->llm, sl->llm_session, u);
+  }
+}
+
+void eval_llm_begin(eval_slot_t *sl) {
+  if (sl->policy != NULL) usage_of(sl->policy, NULL, sl->llm_policy);
+  memset(sl->llm, 0, sizeof sl->llm);
+}
+
+void eval_llm_session(eval_slot_t *sl) {
+  if (sl->s != NULL) usage_of(NULL, sl->s, sl->llm_session);
 }
 
 /* ---- the record ---------------------------------------------------------- */
@@ -110,10 +142,10 @@ static json_t *record_error(const eval_slot_t *sl) {
 
 json_t *eval_record_new(eval_slot_t *sl) {
   const eval_ep_t *e = sl->ep;
-  double u[4], wall = ms3((eval_now() - sl->wall0) * 1000.0);
+  double wall = ms3((eval_now() - sl->wall0) * 1000.0);
   char traj[64];
   json_t *rec;
-  eval_llm_usage(sl, u);
+  eval_llm_take(sl);
   snprintf(traj, sizeof traj, "trajectories/%06lld.jsonl", e->index);
   rec = json_pack(
       "{sI so sI sI sI sf sO sb sb sb sI so sf sf s{sIsIsIsI} so}",
@@ -126,10 +158,9 @@ json_t *eval_record_new(eval_slot_t *sl) {
       "error", record_error(sl),
       "wall_ms", wall, "cpu_ms",
       ms3((sl->run->cpu_share - sl->cpu0) * 1000.0), "llm", "calls",
-      (json_int_t)(u[0] - sl->llm0[0]), "failures",
-      (json_int_t)(u[1] - sl->llm0[1]), "prompt_tokens",
-      (json_int_t)(u[2] - sl->llm0[2]), "completion_tokens",
-      (json_int_t)(u[3] - sl->llm0[3]), "trajectory",
+      (json_int_t)sl->llm[0], "failures", (json_int_t)sl->llm[1],
+      "prompt_tokens", (json_int_t)sl->llm[2], "completion_tokens",
+      (json_int_t)sl->llm[3], "trajectory",
       sl->run->cfg->trajectories && !sl->traj_lost ? json_string(traj)
                                                    : json_null());
   return rec;

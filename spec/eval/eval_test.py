@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from urllib.request import urlopen
 
 LUDO = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/ludo")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -1515,6 +1516,89 @@ def example_llm_policy_and_judge():
     assert untimed(results(one)) == untimed(results(d))
 
 
+def start_mock(script):
+    """Starts spec/llm/mock_llm.js with `script`: (process, base URL)."""
+    path = write("mock_%d.json" % len(os.listdir(TMP)), json.dumps(script))
+    mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
+                             path], stdout=subprocess.PIPE, text=True)
+    port = re.search(r":(\d+)", mock.stdout.readline()).group(1)
+    return mock, "http://127.0.0.1:%s/v1" % port
+
+
+def llm_totals(recs):
+    keys = ("calls", "failures", "prompt_tokens", "completion_tokens")
+    return {k: sum(r["llm"][k] for r in recs) for k in keys}
+
+
+def interrupted(args, env, stats, n):
+    """Runs `ludo eval ARGS`, Ctrl-C once the mock LLM server at `stats`
+    (its /_mock/stats) has had n requests: the records."""
+    d = args[args.index("--out") + 1]
+    p = subprocess.Popen([LUDO, "eval", *args, "--quiet"], env=env,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and \
+            json.load(urlopen(stats))["requests"] < n:
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (p.returncode, err)
+    return results(d)
+
+
+def llm_usage_is_each_episode_s_own_even_cancelled():
+    """Each record counts the LLM calls its episode made, once: 2 a step
+    with an LLM policy and an LLM judge (in the session), 1 with a Lua
+    policy; so the records' sum is what the server answered. Episodes
+    cancelled by Ctrl-C (their policy script freed, their session closed
+    before the record is made) count what they spent too: never negative,
+    never 0 after steps that called, never the previous episode's; the
+    summary's totals are the records' sums."""
+    mock, url = start_mock({"default": "3", "delay_ms": 20})
+    env = dict(ENV, LUDO_JUDGE_URL=url)
+    base = url[:-len("/v1")]
+    try:
+        d = out("llm-count")
+        r = subprocess.run([LUDO, "eval", FIX + "/judged_llm_run.lua",
+                            "--episodes", "12", "--concurrency", "3",
+                            "--out", d, "--quiet"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        recs = results(d)
+        assert all(x["llm"]["calls"] == 2 * x["steps"] == 8
+                   for x in recs), [x["llm"] for x in recs]
+        stats = json.load(urlopen(base + "/_mock/stats"))
+        assert llm_totals(recs)["calls"] == stats["requests"], stats
+        # 4 episodes of 12 steps at a time: Ctrl-C in the second 4, some
+        # steps in.
+        for name, args, per_step in [
+                ("llm-cancel", [FIX + "/judged_llm_run.lua"], 2),
+                ("lua-cancel", [FIX + "/judged_steps", "--policy",
+                                FIX + "/count_policy.lua", "--episodes",
+                                "400", "--concurrency", "4"], 1)]:
+            d = out(name)
+            urlopen(base + "/_mock/reset", data=b"")
+            recs = interrupted([*args, "--max-steps", "12", "--out", d],
+                               env, base + "/_mock/stats",
+                               per_step * 4 * (12 + 4))
+            cancelled = [x for x in recs if x["error"] and
+                         x["error"]["class"] == "ECANCELED"]
+            assert cancelled, recs
+            for x in recs:
+                calls = x["llm"]["calls"]
+                assert min(x["llm"].values()) >= 0, x
+                # A cancelled call in flight is not counted; those that
+                # answered before their step did are.
+                assert per_step * x["steps"] <= calls <= \
+                    per_step * (x["steps"] + 1), (name, x)
+            assert any(x["steps"] > 0 for x in cancelled), cancelled
+            s = json.load(open(os.path.join(d, "summary.json")))
+            assert s["llm"] == llm_totals(recs), (s["llm"], llm_totals(recs))
+    finally:
+        mock.terminate()
+        mock.wait()
+
+
 # ---- --workers: the episodes spread over worker processes --------------
 
 
@@ -1660,6 +1744,7 @@ if os.path.exists("spec/llm/mock_llm.js"):
     test(llm_policy_end_to_end)
     test(llm_parse_nil_and_raised_tables_are_invalid_actions)
     test(example_llm_policy_and_judge)
+    test(llm_usage_is_each_episode_s_own_even_cancelled)
 else:
     print("skip llm_policy_end_to_end, example_llm_policy_and_judge "
           "(no spec/llm/mock_llm.js yet)")
