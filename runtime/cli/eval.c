@@ -250,15 +250,16 @@ static int interrupted_status(const eval_t *e) {
   return e->interrupted || eval_interrupted ? EXIT_INTERRUPTED : 0;
 }
 
-/* Episodes a server outage lost (ECONNECT, EDISCONNECTED) have no final
+/* Episodes a server outage lost (eval_class_lost) have no final
  * record: the run is not complete, whatever else went well. Says so and
  * returns EVAL_EXIT_LOST, or 0 when none was lost. */
 static int lost_status(const eval_t *e) {
   long long n = e->r.progress.lost;
   if (n == 0) return 0;
-  fprintf(stderr, "ludo eval: %lld episode%s lost by the transport "
-          "(ECONNECT, EDISCONNECTED: the server went away or could not be "
-          "reached); they are not counted as attempts: when the server is "
+  fprintf(stderr, "ludo eval: %lld episode%s lost to a server outage "
+          "(ECONNECT, EDISCONNECTED, ENOREPLY, ECAPACITY: the server could "
+          "not be reached, went away, did not reply or was at capacity); "
+          "they are not counted as attempts: when the server is "
           "back, run again with --resume to run them\n", n,
           n == 1 ? " was" : "s were");
   return EVAL_EXIT_LOST;

@@ -159,7 +159,7 @@ typedef struct eval_out_s {
 #define EVAL_EXIT_TRAJECTORIES 3
 
 /* The exit status of a run that lost episodes to a server outage
- * (ECONNECT, EDISCONNECTED): EX_TEMPFAIL of sysexits.h, "try again":
+ * (eval_class_lost): EX_TEMPFAIL of sysexits.h, "try again":
  * --resume runs them. */
 #define EVAL_EXIT_LOST 75
 
@@ -208,8 +208,8 @@ typedef struct {
   long long episode;
   long long seed;          /* -1 when the record has none */
   int rerun;               /* failed in a way --resume runs again: Ctrl-C
-                              (ECANCELED) or the transport (ECONNECT,
-                              EDISCONNECTED) */
+                              (ECANCELED) or a server outage
+                              (eval_class_lost) */
   int error;               /* has an error */
   int cancelled;           /* ... ECANCELED: Ctrl-C stopped it */
   int has_traj;            /* names its own trajectory file */
@@ -223,6 +223,9 @@ typedef struct {
 
 /* 1 for an error class --resume runs again (see eval_line_t.rerun). */
 int eval_class_rerun(const char *cls);
+/* 1 for the error class of a server outage, not the policy's failure
+ * (ECONNECT, EDISCONNECTED, ENOREPLY, ECAPACITY): the episode is lost. */
+int eval_class_lost(const char *cls);
 
 /* Reads DIR/results.jsonl quickly, for --resume: fn(ud, line) for each
  * complete line, in order; fn returns NULL to go on, or why the line is
@@ -293,8 +296,8 @@ typedef struct eval_progress_s {
   double started, last_plain;
   long long total, done, errors, skipped;
   long long cancelled;     /* stopped by Ctrl-C: neither done nor errors */
-  long long lost;          /* lost by the transport (ECONNECT,
-                              EDISCONNECTED): neither, and the run ends
+  long long lost;          /* lost to a server outage (eval_class_lost):
+                              neither, and the run ends
                               asking for --resume */
   double reward_sum;
   long long reward_n;

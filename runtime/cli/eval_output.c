@@ -191,10 +191,37 @@ int eval_results_read(const char *dir, int repair, json_t *into) {
   return rc;
 }
 
+/* The error classes of the server's failures, not the policy's: the
+ * transport (ECONNECT: not reached, EDISCONNECTED: went away, ENOREPLY:
+ * no reply in time) and a server at its session limit (ECAPACITY). An
+ * episode failing so is lost (docs/eval.md "Server outages"); the list
+ * is lua/ludo/eval/summary.lua's LOST too. */
+static const char *const lost_classes[] = {"ECONNECT", "EDISCONNECTED",
+                                           "ENOREPLY", "ECAPACITY"};
+#define NLOST (sizeof lost_classes / sizeof lost_classes[0])
+
+int eval_class_lost(const char *cls) {
+  size_t i;
+  for (i = 0; cls != NULL && i < NLOST; i++)
+    if (!strcmp(cls, lost_classes[i])) return 1;
+  return 0;
+}
+
 int eval_class_rerun(const char *cls) {
-  return cls != NULL && (!strcmp(cls, "ECANCELED") ||
-                         !strcmp(cls, "ECONNECT") ||
-                         !strcmp(cls, "EDISCONNECTED"));
+  return cls != NULL && (!strcmp(cls, "ECANCELED") || eval_class_lost(cls));
+}
+
+static const char *after(const char *p, size_t n, const char *key);
+
+/* Whether the record's line p[0..n) has a lost episode's error class. */
+static int lost_line(const char *p, size_t n) {
+  char key[48];
+  size_t i;
+  for (i = 0; i < NLOST; i++) {
+    snprintf(key, sizeof key, "\"class\":\"%s\"", lost_classes[i]);
+    if (after(p, n, key)) return 1;
+  }
+  return 0;
 }
 
 /* What follows `key` in p[0..n) (NULL when absent). A key is found at
@@ -255,9 +282,7 @@ static int scan_fast(const char *p, size_t n, eval_line_t *l) {
   l->steps = v ? strtoll(v, NULL, 10) : 0;
   l->error = after(p, n, "\"error\":null") == NULL;
   l->cancelled = l->error && after(p, n, "\"class\":\"ECANCELED\"");
-  l->rerun = l->cancelled || (l->error &&
-                              (after(p, n, "\"class\":\"ECONNECT\"") ||
-                               after(p, n, "\"class\":\"EDISCONNECTED\"")));
+  l->rerun = l->cancelled || (l->error && lost_line(p, n));
   return traj_tail(p, n, l);
 }
 

@@ -6,7 +6,7 @@
  * after Ctrl-C the episodes it cancelled (ECANCELED), which are not
  * errors (summary.json counts them apart too, and --resume runs them
  * again): "cancelled 16"; so are the episodes a server outage lost
- * (ECONNECT, EDISCONNECTED): "lost 5". */
+ * (ECONNECT, EDISCONNECTED, ENOREPLY, ECAPACITY): "lost 5". */
 #include <string.h>
 #include <unistd.h>
 

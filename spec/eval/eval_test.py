@@ -744,7 +744,7 @@ def a_server_outage_loses_episodes_then_resume_runs_them():
         p.wait()
     err = run.communicate(timeout=120)[1]
     assert run.returncode == 75, (run.returncode, err)
-    assert "lost by the transport" in err and "--resume" in err, err
+    assert "lost to a server outage" in err and "--resume" in err, err
     s = json.load(open(os.path.join(d, "summary.json")))
     lost = sum(1 for r in results(d)
                if r["error"] and r["error"]["class"] in
@@ -765,6 +765,39 @@ def a_server_outage_loses_episodes_then_resume_runs_them():
     s = json.load(open(os.path.join(d, "summary.json")))
     assert s["episodes"]["lost"] == 0, s["episodes"]
     assert s["episodes"]["finished"] + s["episodes"]["failed"] == 40, s
+
+
+@test
+def a_server_at_capacity_loses_episodes_then_resume_runs_them():
+    """A server refusing sessions over its --max-sessions (ECAPACITY) is
+    the server's refusal, not the policy's failure: those episodes are
+    lost, as in an outage (not errors, not in the success rate, exit 75),
+    and a resume at a concurrency the server takes completes the run."""
+    p = subprocess.Popen([LUDO, "serve", "examples/echo", "--port", "0",
+                          "--max-sessions", "2"], stderr=subprocess.PIPE,
+                         text=True, env=ENV)
+    try:
+        m = re.search(r"http://[^:]+:(\d+)", p.stderr.readline())
+        d = out("capacity")
+        args = ["eval", "ws://127.0.0.1:%s/ws" % m.group(1), "--policy",
+                SLOW, "--episodes", "24", "--max-steps", "3", "--out", d,
+                "--quiet"]
+        r = ludo(*args, "--concurrency", "8")
+        assert r.returncode == 75, (r.returncode, r.stderr)
+        s = json.load(open(os.path.join(d, "summary.json")))
+        refused = [x for x in results(d) if x["error"] and
+                   x["error"]["class"] == "ECAPACITY"]
+        assert refused and s["episodes"]["lost"] == len(refused), s
+        assert s["errors"] == {}, s["errors"]
+        assert s["success"]["n"] == s["episodes"]["finished"], s
+        r = ludo(*args, "--concurrency", "2", "--resume")
+        assert r.returncode == 0, (r.returncode, r.stderr)
+        s = json.load(open(os.path.join(d, "summary.json")))
+        assert s["episodes"]["lost"] == 0, s["episodes"]
+        assert s["episodes"]["finished"] == 24, s["episodes"]
+    finally:
+        p.terminate()
+        p.wait()
 
 
 def write(name, text):

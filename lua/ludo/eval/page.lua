@@ -364,8 +364,9 @@ local function error_bars(s)
   local lost = opt(s.episodes.lost) or 0
   if lost > 0 then
     items[#items + 1] = { label = "lost (server outage)", value = lost,
-      tip = format("lost by the transport (ECONNECT, EDISCONNECTED): %d "
-        .. "episodes, to run again with --resume", lost) }
+      tip = format("lost to a server outage (ECONNECT, EDISCONNECTED, "
+        .. "ENOREPLY, ECAPACITY): %d episodes, to run again with --resume",
+        lost) }
   end
   return svg.hbars({ id = "errors-chart", title = "Errors by class",
     items = items, xlabel = "episodes", label_width = 200, integer = true,

@@ -23,12 +23,15 @@ M.VERSION = 1
 -- other errors, and replaced by a later record of the same episode.
 M.CANCELED = "ECANCELED"
 
--- The error classes of a transport that failed (the server went away, or
--- could not be reached): a server outage, not the policy's doing. Such an
+-- The error classes of a server outage, not the policy's doing: a
+-- transport that failed (the server could not be reached, went away, did
+-- not reply in time) or a server at its session limit (ECAPACITY). Such an
 -- episode is "lost": counted apart, as a cancelled one, and --resume runs
 -- it again (docs/eval.md); counting it as a failed attempt would lower
 -- the success rate for what the server did.
-M.LOST = { ECONNECT = true, EDISCONNECTED = true }
+-- The list is runtime/cli/eval_output.c's lost_classes too.
+M.LOST = { ECONNECT = true, EDISCONNECTED = true, ENOREPLY = true,
+  ECAPACITY = true }
 
 -- Returns `v`, or nil when it is nil or ludo.null (JSON null). The
 -- sentinel is also known by its protected metatable, as a host that
