@@ -38,8 +38,15 @@
 -- Rubric.call_context to ludo.async.gather (WeightedSum does), which keeps
 -- one `current` per child coroutine. A call stopped while waiting (a
 -- wall-clock limit, a cancelled call) never returns: the runner clears
--- `current` before each step (Rubric.call_context(nil)), and reset()
--- clears it too. The formatting lives in ludo.rubric_error, loaded only
+-- `current` before each step (Rubric.new_step()), and reset() clears it
+-- too.
+--
+-- Step stamps. Rubric.new_step() also advances the state's step stamp,
+-- and every call records the stamp of its step on the rubric
+-- (`_rb_stamp`): a rubric whose stamp is not the step's was not called in
+-- this step (a Sequential stopped before it, a Gate closed), so the C
+-- core reports null for it in metadata.rubrics, not the last_score a
+-- previous step left (which stays, as in OpenEnv). The formatting lives in ludo.rubric_error, loaded only
 -- when an error is raised.
 --
 -- Layout. A rubric without children has its class as metatable (a method
@@ -122,11 +129,13 @@ Rubric.is_rubric = is_rubric
 -- Makes a raw rubric instance of `cls` (used by class.lua's `Cls(...)`).
 -- The hooks are false while there are none: a raw hit, no __index walk.
 function Rubric.__new(cls)
-  return setmetatable({ _rb_hooks = false }, cls)
+  return setmetatable({ _rb_hooks = false, _rb_stamp = false }, cls)
 end
 
 -- The innermost rubric call in progress, or nil (see "Errors" above).
 local current
+-- The step stamp: calls record it on their rubric (see "Step stamps").
+local stamp = 0
 
 -- Rubric.call_context(v): makes `v` the innermost rubric call in progress
 -- and returns the previous one. ludo.async.gather(fns, Rubric.call_context)
@@ -136,6 +145,15 @@ function Rubric.call_context(v)
   local old = current
   current = v
   return old
+end
+
+-- Rubric.new_step(): a step begins (the runner calls it before the step's
+-- rubric call): forgets a call a stopped step left in progress and
+-- advances the step stamp (see "Step stamps" above), which it returns.
+function Rubric.new_step()
+  current = nil
+  stamp = stamp + 1
+  return stamp
 end
 
 local function outermost(call, self, action, observation)
@@ -163,6 +181,7 @@ local function caller(children_first)
     local prev = current
     if prev == nil then return outermost(call, self, action, observation) end
     current = self
+    self._rb_stamp = stamp
     local h = self._rb_hooks
     if h then
       local score = h[5](self, action, observation, children_first)

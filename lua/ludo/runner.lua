@@ -39,6 +39,9 @@ local M = {}
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
 local action_decl, nulls
+-- The {name, rubric} pairs init returned; `stamp` is the step's stamp
+-- (ludo.rubric "Step stamps"), which the C core compares to each rubric's.
+local named_rubrics
 -- The environment's tools: `tools_load` (nil without tools) binds them on
 -- first use, so a session that never calls one never loads their code.
 local tools, tools_load, tools_decl
@@ -119,7 +122,8 @@ end
 -- gives the modules of tasks bound to the module's (nil without tasks):
 -- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
--- order), from which the C core reports scores.
+-- order), from which the C core reports scores; its `stamp` field is the
+-- step's stamp, which tells the rubrics the step called.
 function M.init(mod, action, reset, raiser, name, tools_loader, load)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
@@ -141,7 +145,8 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
       end
       named[#named + 1] = { path, r }
     end
-    settle = rubric.call_context
+    settle = rubric.new_step
+    named_rubrics = named
     trajectories = nil
     add_trajectory("total", rubric)
     for i = 1, #named do add_trajectory(named[i][1], named[i][2]) end
@@ -224,8 +229,9 @@ local function step(action)
   end
   if rubric ~= nil then
     -- Forget a rubric call that a stopped step left in progress, so that
-    -- errors name the rubric that failed (see ludo.rubric).
-    if settle then settle(nil) end
+    -- errors name the rubric that failed, and start the step's stamp, so
+    -- that metadata.rubrics tells the rubrics called (see ludo.rubric).
+    if settle then named_rubrics.stamp = settle() end
     doing[1] = 2
     local score = rubric(action, obs)
     if trajectories then report_step_rewards(obs) end

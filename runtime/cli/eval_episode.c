@@ -319,7 +319,9 @@ static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
     json_object_setn_new(sl->rubrics, k, n, json_real(to));
 }
 
-/* The result's reward, done and rubric scores (added to the sums): read
+/* The result's reward, done and rubric scores (added to the sums: a
+ * rubric that has no score in this step adds nothing, and one that never
+ * scored has no sum in the record): read
  * by eval_step_read, or by jansson when it gives up. */
 static void read_step(eval_slot_t *sl, const char *data, size_t len,
                       eval_step_t *st) {
@@ -339,8 +341,8 @@ static void read_step(eval_slot_t *sl, const char *data, size_t len,
   st->reward = st->has_reward ? json_number_value(v) : 0.0;
   st->done = json_is_true(json_object_get(res, "done"));
   rub = json_object_get(json_object_get(res, "metadata"), "rubrics");
-  json_object_foreach(rub, k, v)
-    add_score(sl, k, strlen(k), json_is_number(v) ? json_number_value(v) : 0);
+  json_object_foreach(rub, k, v) /* a null is no score: not added */
+    if (json_is_number(v)) add_score(sl, k, strlen(k), json_number_value(v));
   json_decref(res);
 }
 

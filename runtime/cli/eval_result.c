@@ -162,8 +162,9 @@ static int number(cur_t *c, double *v, int *is_num, const char **text,
   return 1;
 }
 
-/* Calls fn for each key of an object whose values are numbers (others
- * count as 0). */
+/* Calls fn for each key of an object whose value is a number; a null (a
+ * rubric that did not score in this step) or any other value is no
+ * score, and has no call. */
 static int each_number(cur_t *c, eval_score_fn fn, void *ud) {
   const char *k;
   size_t n;
@@ -175,7 +176,7 @@ static int each_number(cur_t *c, eval_score_fn fn, void *ud) {
     if (!string(c, &k, &n, &esc) || esc || !eat(c, ':') ||
         !number(c, &v, &is_num, NULL, NULL))
       return 0;
-    fn(ud, k, n, is_num ? v : 0.0);
+    if (is_num) fn(ud, k, n, v);
   } while (eat(c, ','));
   return eat(c, '}');
 }

@@ -133,6 +133,8 @@ static void prepare_named(lua_State *L) {
   }
   lua_rawseti(L, -3, 2);
   lua_rawseti(L, -2, 1);
+  lua_pushvalue(L, pairs); /* its `stamp`: the step's (result.c) */
+  lua_rawseti(L, -2, 3);
   lua_remove(L, pairs);
 }
 

@@ -17,7 +17,8 @@ static const char *const envelope_skip[] = {"reward", "done", "metadata",
 
 /* encode_result's upvalues: the keys it reads, made once per state so the
  * hot path does not hash C strings. */
-enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE };
+enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE, UV_STAMP,
+       UV_RB_STAMP };
 static const char *const rubrics_skip[] = {"rubrics", NULL};
 
 /* The result did not fit: the session's memory cap (the buffer lives in
@@ -73,24 +74,56 @@ static int is_below(const char *key, size_t len, const char *up,
          key[uplen - 2] == '.';
 }
 
+/* The step's stamp (ludo.rubric "Step stamps"): the `stamp` of the
+ * runner's pairs, the third entry of the {keys, objs, pairs} table at
+ * `named`; -1 when there is none (then every rubric counts as called).
+ * [-0, +0, -] */
+static lua_Integer step_stamp(lua_State *L, int named) {
+  lua_Integer v = -1;
+  if (lua_rawgeti(L, named, 3) == LUA_TTABLE) {
+    lua_pushvalue(L, lua_upvalueindex(UV_STAMP));
+    if (lua_rawget(L, -2) == LUA_TNUMBER) v = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
+/* 1 when the rubric at the top was called in the step stamped `step`. A
+ * stamp is an integer, so comparing integers is comparing stamps.
+ * [-0, +0, -] */
+static int called(lua_State *L, lua_Integer step) {
+  int r;
+  if (step < 0) return 1;
+  lua_pushvalue(L, lua_upvalueindex(UV_RB_STAMP));
+  r = lua_rawget(L, -2) == LUA_TNUMBER && lua_tointeger(L, -1) == step;
+  lua_pop(L, 1);
+  return r;
+}
+
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
- * `score` and the state's rubric list: ps->named_ref holds {keys, objs}
- * where keys[i] is the ready JSON text ',"name":' and objs[i] the rubric.
- * A score that is no number (NaN) fails the call, naming the rubric it
- * came from: a bad score reaches the parents that add it up, so the one
- * named is the first bad rubric in tree order none of whose descendants
- * is bad, and the root only when no rubric below it is. [-0, +0, e] */
+ * `score` and the state's rubric list: ps->named_ref holds {keys, objs,
+ * pairs} where keys[i] is the ready JSON text ',"name":', objs[i] the
+ * rubric and pairs.stamp the step's stamp. A rubric this step did not
+ * call (its stamp is another step's) is null, whatever last_score an
+ * earlier step left. A score that is no number (NaN) fails the call,
+ * naming the rubric it came from: a bad score reaches the parents that add
+ * it up, so the one named is the first bad rubric in tree order none of
+ * whose descendants is bad, and the root only when no rubric below it
+ * is. [-0, +0, e] */
 static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
   lua_Integer i, n, bad = 0;
   const char *bad_key = NULL;
   size_t bad_len = 0;
   int root_ok = is_score(L, score), settled = 0;
+  lua_Integer step;
   if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
     result_nomem(L, s);
   if (root_ok) ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
   lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
   if (lua_type(L, -1) == LUA_TTABLE) {
+    step = step_stamp(L, lua_gettop(L));
     lua_rawgeti(L, -1, 1);                              /* keys */
     lua_rawgeti(L, -2, 2);                              /* keys, objs */
     n = (lua_Integer)lua_rawlen(L, -2);
@@ -101,7 +134,7 @@ static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
       key = lua_tolstring(L, -1, &len);
       if (key == NULL || ludo__buf_add(b, key, len))
         result_nomem(L, s);
-      if (lua_rawgeti(L, -2, i) == LUA_TTABLE) {
+      if (lua_rawgeti(L, -2, i) == LUA_TTABLE && called(L, step)) {
         lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
         lua_rawget(L, -2);
         if (is_score(L, -1)) {
@@ -289,6 +322,8 @@ void ludo__result_push_encoder(lua_State *L) {
   lua_pushliteral(L, "done");
   lua_pushliteral(L, "metadata");
   lua_pushliteral(L, "last_score");
-  lua_pushcclosure(L, encode_result, 4);
+  lua_pushliteral(L, "stamp");
+  lua_pushliteral(L, "_rb_stamp");
+  lua_pushcclosure(L, encode_result, 6);
 }
 

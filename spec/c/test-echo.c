@@ -138,3 +138,52 @@ TEST_IMPL(echo_info_ids_and_data) {
   ludo_session_close(s2);
   test_rt_free(rt);
 }
+
+/* Steps skipped_rubrics with {"go": go, "n": n}: the result. */
+static json_t *skip_step(ludo_session_t *s, int go, int n) {
+  char action[64];
+  const char *out = NULL;
+  size_t len = 0;
+  snprintf(action, sizeof action, "{\"go\":%s,\"n\":%d}",
+           go ? "true" : "false", n);
+  if (ludo_session_step(s, action, strlen(action), &out, &len) != 0)
+    return NULL;
+  return JPARSE(out, len);
+}
+
+/* metadata.rubrics reports null for a rubric that did not run in this
+ * step (a Sequential stopped before it, plain or hooked), not the score a
+ * previous step left, which the rubric object keeps as its last_score. */
+TEST_IMPL(echo_skipped_rubrics_are_null) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, "spec/fixtures/c/skipped_rubrics",
+                                  NULL);
+  ludo_session_t *s = test_open(env);
+  const char *out = NULL;
+  size_t len = 0;
+  json_t *r;
+
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  r = skip_step(s, 1, 5);
+  ASSERT_NOT_NULL(r);
+  ASSERT_DBL_LT(fabs(JNUM(r, "metadata/rubrics/seq.second") - 0.5), 1e-12);
+  ASSERT_DBL_LT(fabs(JNUM(r, "metadata/rubrics/hooked.second") - 0.5),
+                1e-12);
+  r = skip_step(s, 0, 7); /* both Sequentials stop after `first` */
+  ASSERT_NOT_NULL(r);
+  ASSERT_DBL_LT(fabs(JNUM(r, "metadata/rubrics/seq.first")), 1e-12);
+  ASSERT_TRUE(json_is_null(JGET(r, "metadata/rubrics/seq.second")));
+  ASSERT_TRUE(json_is_null(JGET(r, "metadata/rubrics/hooked.second")));
+  ASSERT_DBL_LT(fabs(JNUM(r, "metadata/rubrics/total")), 1e-12);
+  r = skip_step(s, 1, 9); /* the object kept step 1's last_score */
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(JSTR(r, "observation/kept"), "0.5");
+  ASSERT_DBL_LT(fabs(JNUM(r, "metadata/rubrics/seq.second") - 0.9), 1e-12);
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  r = skip_step(s, 0, 1); /* after a reset: never scored, null too */
+  ASSERT_NOT_NULL(r);
+  ASSERT_TRUE(json_is_null(JGET(r, "metadata/rubrics/seq.second")));
+
+  ludo_session_close(s);
+  test_rt_free(rt);
+}

@@ -46,3 +46,22 @@ TEST_IMPL(eval_result_numbers) {
     if (read_reward(bad[i], &v) == 0) FAIL("accepted %s as %.17g", bad[i], v);
   }
 }
+
+/* Collects the scores a walk reports, as "path=score;" text. */
+static void collect(void *ud, const char *path, size_t n, double score) {
+  char *t = ud;
+  size_t at = strlen(t);
+  snprintf(t + at, 256 - at, "%.*s=%g;", (int)n, path, score);
+}
+
+/* A rubric with no score in a step (null: it did not run in it) is no
+ * score, not a 0: the walk reports only the numbers. */
+TEST_IMPL(eval_result_null_scores) {
+  static const char json[] =
+      "{\"reward\":1,\"done\":false,\"metadata\":{\"rubrics\":"
+      "{\"total\":1,\"seq\":0.5,\"seq.judge\":null,\"never\":null}}}";
+  char got[256] = "";
+  eval_step_t st;
+  ASSERT_EQ(eval_step_read(json, sizeof json - 1, &st, collect, got), 0);
+  ASSERT_STR_EQ(got, "total=1;seq=0.5;");
+}

@@ -11,6 +11,7 @@
   X(echo_reset_step_state)                                                   \
   X(echo_reset_options)                                                      \
   X(echo_info_ids_and_data)                                                  \
+  X(echo_skipped_rubrics_are_null)                                           \
   /* test-errors.c */                                                        \
   X(error_names)                                                             \
   X(error_parse)                                                             \
@@ -245,6 +246,7 @@
   X(serve_wsscan)                                                            \
   /* test-evalresult.c: the step-result walk of ludo eval (runtime/cli) */  \
   X(eval_result_numbers)                                                     \
+  X(eval_result_null_scores)                                                 \
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \

@@ -768,6 +768,29 @@ def a_server_outage_loses_episodes_then_resume_runs_them():
 
 
 @test
+def rubric_sums_count_only_the_steps_a_rubric_scored_in():
+    """A rubric that did not run in a step (a Sequential stopped before
+    it) is null in that step's metadata.rubrics, not its previous score,
+    and adds nothing to the record's sum; one that never scored has no
+    value in the record (not 0) and no statistics in the summary."""
+    d = out("some-steps")
+    run_ok("eval", FIX + "/some_steps", "--policy", FIX + "/step_policy.lua",
+           "--episodes", "3", "--max-steps", "4", "--out", d, "--quiet")
+    for r in results(d):
+        assert r["rubrics"]["seq.second"] == 2.0, r["rubrics"]  # steps 1, 3
+        assert r["rubrics"]["seq.odd"] == 2.0, r["rubrics"]
+        assert "gate.never" not in r["rubrics"], r["rubrics"]
+        assert r["rubrics"]["gate.closed"] == 0.0, r["rubrics"]
+        lines = [json.loads(x) for x in open(os.path.join(d,
+                                                          r["trajectory"]))]
+        seconds = [x["metadata"]["rubrics"]["seq.second"] for x in lines[1:]]
+        assert seconds == [None, 1.0, None, 1.0], seconds
+    s = summary(d)
+    assert "gate.never" not in s["rubrics"], s["rubrics"]
+    assert s["rubrics"]["seq.second"]["mean"] == 2.0, s["rubrics"]
+
+
+@test
 def a_server_at_capacity_loses_episodes_then_resume_runs_them():
     """A server refusing sessions over its --max-sessions (ECAPACITY) is
     the server's refusal, not the policy's failure: those episodes are
