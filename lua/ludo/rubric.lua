@@ -39,15 +39,15 @@
 -- one `current` per child coroutine. A call stopped while waiting (a
 -- wall-clock limit, a cancelled call) never returns: the runner clears
 -- `current` before each step (Rubric.new_step()), and reset() clears it
--- too.
+-- too. The formatting lives in ludo.rubric_error, loaded only when an
+-- error is raised.
 --
 -- Step stamps. Rubric.new_step() also advances the state's step stamp,
 -- and every call records the stamp of its step on the rubric
 -- (`_rb_stamp`): a rubric whose stamp is not the step's was not called in
 -- this step (a Sequential stopped before it, a Gate closed), so the C
 -- core reports null for it in metadata.rubrics, not the last_score a
--- previous step left (which stays, as in OpenEnv). The formatting lives in ludo.rubric_error, loaded only
--- when an error is raised.
+-- previous step left (which stays, as in OpenEnv).
 --
 -- Layout. A rubric without children has its class as metatable (a method
 -- lookup is one table lookup). Its first child gives it its own metatable,
