@@ -215,6 +215,22 @@ describe("ludo.eval.report.html", function()
     assert.is_truthy(html:find('href="trajectories/000000.jsonl"', 1, true))
   end)
 
+  it("says the timing is a resume's own only for a resumed run",
+    function()
+    local rs = { rec({ episode = 0 }), rec({ episode = 1 }),
+      rec({ episode = 2 }) }
+    local function timed(timing)
+      return report.html({}, report.summary({}, rs, timing), rs)
+    end
+    local whole = timed({ wall_s = 1.0, episodes = 3, steps = 9 })
+    assert.is_truthy(whole:find("<td>3 (9 steps)</td>", 1, true))
+    assert.is_falsy(whole:find("resume", 1, true))
+    assert.is_falsy(page({}, rs):find("resume", 1, true))
+    local resumed = timed({ wall_s = 1.0, episodes = 1, steps = 3 })
+    assert.is_truthy(resumed:find("1 (3 steps), this run's only: a "
+      .. "resume (3 attempts in all)", 1, true))
+  end)
+
   it("bins 100,000 episodes into a page under 2 MB", function()
     local rs = synthetic(100000)
     local run = { pass_k = { 1, 5 }, episodes_total = 100000 }

@@ -219,6 +219,17 @@ local function stats_table(s)
   return concat(out)
 end
 
+-- Said after the episodes timed when the process that wrote the summary
+-- ran fewer attempts than the records hold (a --resume: the earlier
+-- processes' episodes are not in its timing), else nothing.
+local function resumed_note(s, ran)
+  local ep = s.episodes or {}
+  local attempts = (opt(ep.finished) or 0) + (opt(ep.failed) or 0)
+  if ran == nil or ran >= attempts then return "" end
+  return format(", this run's only: a resume (%s attempts in all)",
+    num(attempts))
+end
+
 -- Small key/value tables: success, pass@k, errors, invalid actions, LLM
 -- usage and timing.
 local function facts_table(s)
@@ -248,8 +259,8 @@ local function facts_table(s)
   local t = s.timing or {}
   row("started at", esc(opt(t.started_at) or "\u{2013}"))
   row("wall time", num(opt(t.wall_s)) .. " s")
-  row("episodes timed", format("%s (%s steps), the last run's: a resume's "
-    .. "own", num(opt(t.episodes_run)), num(opt(t.steps_run))))
+  row("episodes timed", format("%s (%s steps)%s", num(opt(t.episodes_run)),
+    num(opt(t.steps_run)), resumed_note(s, opt(t.episodes_run))))
   row("episodes/s", num(opt(t.episodes_per_s)))
   row("steps/s", num(opt(t.steps_per_s)))
   local ew = t.episode_wall_ms or {}
