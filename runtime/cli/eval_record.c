@@ -84,7 +84,24 @@ void eval_llm_session(eval_slot_t *sl) {
 
 volatile sig_atomic_t eval_interrupted; /* set by eval.c's signal handler */
 
-/* Records the episode's error: its class and the message's first line. */
+/* An LLM judge's outage: a rubric's error (ludo.rubric names the rubric
+ * first) wrapping the LLM client's "ELLM: ..." as LLMJudge words it
+ * ("LLMJudge: the client failed: ELLM: ..."), on the message's first
+ * line. */
+static int judge_llm_failed(const char *msg, size_t len) {
+  static const char rubric[] = "ESCRIPT: rubric ", root[] = "ESCRIPT: the "
+      "root rubric", failed[] = "the client failed: ELLM: ";
+  const char *nl = memchr(msg, '\n', len);
+  size_t n = nl ? (size_t)(nl - msg) : len;
+  if ((n < sizeof rubric - 1 || memcmp(msg, rubric, sizeof rubric - 1)) &&
+      (n < sizeof root - 1 || memcmp(msg, root, sizeof root - 1)))
+    return 0;
+  return memmem(msg, n, failed, sizeof failed - 1) != NULL;
+}
+
+/* Records the episode's error: its class and the message's first line. An
+ * LLM call that failed is ELLM, the policy's (its message without the
+ * wrapper) or a judge's (the whole message: it names the rubric). */
 void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len) {
   const char *cls = ludo_err_name(status);
   size_t n = len;
@@ -95,6 +112,8 @@ void eval_record_error(eval_slot_t *sl, int status, const char *msg, size_t len)
     msg += 9;     /* its message is ludo.llm's, without the wrapper */
     len -= 9;
     n = len;
+  } else if (status == LUDO_ESCRIPT && judge_llm_failed(msg, len)) {
+    cls = "ELLM";
   }
   if (eval_interrupted) sl->cancelled = 1; /* Ctrl-C came first */
   if (sl->cancelled) cls = "ECANCELED";

@@ -1609,7 +1609,8 @@ def llm_usage_is_each_episode_s_own_even_cancelled():
     cancelled by Ctrl-C (their policy script freed, their session closed
     before the record is made) count what they spent too: never negative,
     never 0 after steps that called, never the previous episode's; the
-    summary's totals are the records' sums."""
+    summary's totals are the records' sums. A judge's LLM outage is an
+    ELLM error, as a policy's is."""
     mock, url = start_mock({"default": "3", "delay_ms": 20})
     env = dict(ENV, LUDO_JUDGE_URL=url)
     base = url[:-len("/v1")]
@@ -1625,6 +1626,25 @@ def llm_usage_is_each_episode_s_own_even_cancelled():
                    for x in recs), [x["llm"] for x in recs]
         stats = json.load(urlopen(base + "/_mock/stats"))
         assert llm_totals(recs)["calls"] == stats["requests"], stats
+        # A judge's LLM outage is ELLM, as the policy's is.
+        urlopen(base + "/_mock/script", data=json.dumps({"rules": [
+            {"match": "^Rate", "status": 500, "message": "judge down"}]})
+            .encode())
+        d = out("judge-down")
+        r = subprocess.run([LUDO, "eval", FIX + "/judged_steps",
+                            "--policy", FIX + "/count_policy.lua",
+                            "--episodes", "2", "--out", d, "--quiet"],
+                           env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        for x in results(d):
+            assert x["error"]["class"] == "ELLM", x["error"]
+            assert x["error"]["message"].startswith(
+                "ESCRIPT: rubric judge (LLMJudge): "), x["error"]
+            assert "ELLM: 500 judge down" in x["error"]["message"], x
+        assert summary(d)["errors"] == {"ELLM": 2}, summary(d)["errors"]
+        urlopen(base + "/_mock/script", data=json.dumps(
+            {"default": "3", "delay_ms": 20}).encode())
         # 4 episodes of 12 steps at a time: Ctrl-C in the second 4, some
         # steps in.
         for name, args, per_step in [
