@@ -287,6 +287,9 @@ static int set_policy(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   return policy_code(cfg, file, cfg->policy_dir);
 }
 
+/* The tasks, repeats and episodes. Returns 0, or LUDO__CLI_USAGE after
+ * saying that --episodes was given with a run file's tasks (the flag is
+ * the mistake, as --repeats without tasks is). */
 static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
   json_t *t = json_object_get(rf, "tasks");
   cfg->task_count = -1;
@@ -294,7 +297,7 @@ static int set_tasks(eval_cfg_t *cfg, const flags_t *f, json_t *rf) {
     ludo__cli_error("--episodes: the run file gives tasks; give tasks or "
                     "episodes, not both (drop --episodes, or the run "
                     "file's tasks)");
-    return -1;
+    return LUDO__CLI_USAGE;
   }
   if (!json_is_object(t)) {
     cfg->episodes = num_or(rf, "episodes", f->episodes, 1);
@@ -361,7 +364,8 @@ static int resolve_all(eval_cfg_t *cfg, const flags_t *f, json_t *rf,
   if (cfg->remote || eval_digest(cfg->env, cfg->env_digest) != 0)
     cfg->env_digest[0] = '\0';
   snprintf(cfg->out, sizeof cfg->out, "%s", out ? out : "eval-out");
-  if (set_policy(cfg, f, rf) != 0 || set_tasks(cfg, f, rf) != 0) return 1;
+  if (set_policy(cfg, f, rf) != 0) return 1;
+  if (set_tasks(cfg, f, rf) != 0) return LUDO__CLI_USAGE;
   if (f->repeats >= 0 && !eval_has_tasks(cfg)) {
     ludo__cli_error("--repeats needs tasks (a run file's tasks field)");
     return LUDO__CLI_USAGE;

@@ -1079,9 +1079,12 @@ def an_edit_of_a_success_function_is_another_run():
 
 @test
 def episodes_flag_and_run_file_tasks_conflict():
+    """--episodes with a run file's tasks: the flag's mistake, a usage
+    error (exit 2, as docs/eval.md says of flags), as --repeats without
+    tasks is."""
     r = ludo("eval", FIX + "/arith_run.lua", "--episodes", "5", "--out",
              out("ep-tasks"))
-    assert r.returncode == 1, r.returncode
+    assert r.returncode == 2, r.returncode
     assert "give tasks or episodes, not both" in r.stderr, r.stderr
     assert not os.path.exists(os.path.join(out("ep-tasks"),
                                            "results.jsonl"))
