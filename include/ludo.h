@@ -79,24 +79,30 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *opts);
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts);
 
-/* Closes every session and client and frees every script still open
- * (pending calls and opens complete with LUDO_ECANCELED), frees every
- * environment and then the runtime. Accepts NULL. Must not be called from
- * inside a ludo callback or host function, nor from a host handle's
- * callback that a blocking call runs on a borrowed loop: there it would
- * free what is running, so it does nothing but log an error. Every
- * callback owed (calls, opens, close callbacks) runs first, while every
- * session, script, client and environment of the runtime is still alive;
- * only then is anything freed. The callbacks it runs start nothing: a
- * call, open, script open or call, ludo_env_load, ludo_env_prewarm,
- * ludo_session_close_async or ludo_client_close_async made from them
- * returns LUDO_ECLOSED (and runs no callback); ludo_session_close,
- * ludo_script_free and ludo_env_free from them do nothing (the free
- * releases those objects itself). On its own loop everything is released
- * before this returns. On a borrowed loop ludo closes only its own handles
- * (with close callbacks); the runtime's memory is released in the host's
- * next uv_run, after which uv_loop_close() on the host's loop returns 0
- * (the host's own handles are never touched). */
+/* Closes every session, client and server and frees every script still
+ * open (pending calls and opens complete with LUDO_ECANCELED), frees every
+ * environment and then the runtime. Accepts NULL. A server left open is
+ * closed without a drain and without waiting for its peers (their
+ * connections are dropped); a server closing (ludo_server_close) is finished
+ * the same way; either's close callback runs once, from here. Must not be
+ * called from inside a ludo callback or host function, nor from a host
+ * handle's callback that a blocking call runs on a borrowed loop: there it
+ * would free what is running, so it does nothing but log an error. Every
+ * callback owed (calls, opens, close callbacks, servers' close callbacks
+ * last) runs first, while every session, script, client, server and
+ * environment of the runtime is still alive; only then is anything freed.
+ * The callbacks it runs start nothing: every function that starts work
+ * returns LUDO_ECLOSED there (and runs no callback), blocking or not: a
+ * session's call or batch, an open, ludo_session_close_async, a script open
+ * or call, ludo_env_load, ludo_env_prewarm, ludo_runtime_add_module, a
+ * client's connect, call or ludo_client_close_async, ludo_server_new,
+ * ludo_server_listen; ludo_session_close, ludo_script_free, ludo_env_free
+ * and ludo_server_close from them do nothing (the free releases those
+ * objects itself; that ludo_server_close's `cb` never runs). On its own loop
+ * everything is released before this returns. On a borrowed loop ludo closes
+ * only its own handles (with close callbacks); the runtime's memory is
+ * released in the host's next uv_run, after which uv_loop_close() on the
+ * host's loop returns 0 (the host's own handles are never touched). */
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
 
 /* Runs the work that is ready (starting queued calls, resuming Lua after
@@ -152,7 +158,8 @@ LUDO_EXTERN void ludo_env_options_init(ludo_env_options_t *opts);
  * m->funcs and m->ud are borrowed until ludo_runtime_free(rt). Returns 0,
  * LUDO_EINVAL (rt or m NULL, m->funcs NULL, a name that is empty or holds
  * characters outside [A-Za-z0-9_.-], a name the runtime already has, or
- * one of ludo's own: "ludo" and "ludo.*") or LUDO_ENOMEM; on failure
+ * one of ludo's own: "ludo" and "ludo.*"), LUDO_ECLOSED (from a callback
+ * that ludo_runtime_free runs) or LUDO_ENOMEM; on failure
  * nothing is registered and ludo_runtime_errmsg() says why. */
 LUDO_EXTERN int ludo_runtime_add_module(ludo_runtime_t *rt,
                                         const ludo_host_module_t *m);
@@ -222,7 +229,9 @@ LUDO_EXTERN const char *ludo_runtime_errmsg(ludo_runtime_t *rt);
 
 /* Frees an environment, and the states of closed sessions (of any
  * environment) the loop has not freed yet. Returns LUDO_EBUSY (and frees
- * nothing) while it has open sessions or opens in flight. Accepts NULL.
+ * nothing) while it has open sessions or opens in flight, or a server
+ * uses it (one not closed, or whose close has not completed: its
+ * callback has not run yet). Accepts NULL.
  * From a callback that ludo_runtime_free runs it returns 0 and leaves
  * `env` to ludo_runtime_free, which frees it with the others. */
 LUDO_EXTERN int ludo_env_free(ludo_env_t *env);
@@ -249,13 +258,15 @@ LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
  * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD,
  * LUDO_ETIMEOUT (building a state ran the module's top level past the CPU
  * budget or wall limit) or LUDO_EBUSY (the environment is not marked
- * concurrent and already has a session open). */
+ * concurrent and already has a session open) or LUDO_ECLOSED (from a
+ * callback that ludo_runtime_free runs). */
 LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
 
 /* Opens a session on the loop: `cb` runs from the loop with the session
  * (taken from the pool, or built when the pool is empty) or a failure
  * code (held, with the open itself, while a blocking call runs the loop:
- * never inside it). Returns 0, LUDO_EINVAL or LUDO_ENOMEM (then `cb` is
+ * never inside it). Returns 0, LUDO_EINVAL, LUDO_ECLOSED (from a
+ * callback that ludo_runtime_free runs) or LUDO_ENOMEM (then `cb` is
  * never called). The environment cannot be freed while an open is
  * pending. */
 LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
@@ -271,7 +282,9 @@ LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
 LUDO_EXTERN void ludo_session_close(ludo_session_t *s);
 
 /* Closes a session from the loop: the same as ludo_session_close, then
- * `cb` (may be NULL) runs. While a blocking call runs the loop, the
+ * `cb` (may be NULL) runs. The close counts as a call in flight for
+ * ludo_runtime_run and ludo_runtime_poll until the session is torn down,
+ * with a callback or without. While a blocking call runs the loop, the
  * session's call in flight is cancelled at once and the teardown, with
  * its callbacks, waits until that call has returned (a blocking call
  * on `s` itself, or a blocking batch holding `s`, ends with
@@ -454,16 +467,19 @@ LUDO_EXTERN void ludo_server_options_init(ludo_server_options_t *o);
  * declared concurrent = false with max_sessions above 1 or in a group of
  * several servers; a worker index out of the group's range or taken
  * already; a token that is empty or has a byte other than visible ASCII,
- * which no client could send; the message is in ludo_runtime_errmsg) or
- * LUDO_ENOMEM. The
- * environment must outlive the server. */
+ * which no client could send; the message is in ludo_runtime_errmsg),
+ * LUDO_ECLOSED (from a callback that ludo_runtime_free runs) or
+ * LUDO_ENOMEM. The environment must outlive the server: ludo_env_free
+ * refuses it with LUDO_EBUSY until the server's close completes. */
 LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
                                 const ludo_server_options_t *o,
                                 ludo_server_t **out);
 
 /* Listens on `host` (a numeric address, or "localhost") and `port` (0:
- * any free one; see ludo_server_port). Returns 0, LUDO_EINVAL or
- * LUDO_EIO (the address is in use, say); ludo_server_errmsg says why. */
+ * any free one; see ludo_server_port). Returns 0, LUDO_EINVAL,
+ * LUDO_EIO (the address is in use, say) or LUDO_ECLOSED (the server is
+ * closing, or from a callback that ludo_runtime_free runs);
+ * ludo_server_errmsg says why. */
 LUDO_EXTERN int ludo_server_listen(ludo_server_t *sv, const char *host,
                                    int port);
 
@@ -480,7 +496,9 @@ LUDO_EXTERN unsigned ludo_server_sessions(const ludo_server_t *sv);
 /* Stops accepting, closes every WebSocket (1001) and connection, closes
  * the server's sessions (calls in flight end), and frees the server;
  * `cb(ud)` (may be NULL) runs from the loop when all of it is done, which
- * needs the loop to run. Accepts NULL. */
+ * needs the loop to run, or from ludo_runtime_free when that comes first
+ * (then once, before the free releases anything; the server's memory goes
+ * as its handles close). Accepts NULL. */
 LUDO_EXTERN void ludo_server_close(ludo_server_t *sv, void (*cb)(void *ud),
                                    void *ud);
 
@@ -578,7 +596,8 @@ LUDO_EXTERN void ludo_client_options_init(ludo_client_options_t *o);
  * frees with ludo_client_close). Returns 0, or LUDO_EINVAL (a URL or
  * option that cannot work, e.g. https://), LUDO_ECONNECT (no connection,
  * or the server refused the WebSocket: a 401 without the token, say),
- * LUDO_EBUSY (from inside a callback), LUDO_ENOMEM: then *out is NULL and
+ * LUDO_EBUSY (from inside a callback), LUDO_ECLOSED (from a callback
+ * that ludo_runtime_free runs), LUDO_ENOMEM: then *out is NULL and
  * ludo_runtime_errmsg(rt) says why. */
 LUDO_EXTERN int ludo_client_connect(ludo_runtime_t *rt, const char *url,
                                     const ludo_client_options_t *o,
@@ -589,6 +608,7 @@ LUDO_EXTERN int ludo_client_connect(ludo_runtime_t *rt, const char *url,
  * connection) and `cb` runs from the loop with the outcome (data: the
  * WebSocket URL, or the error message). A failed connection leaves the
  * client usable: the next call tries again. Returns 0, or LUDO_EINVAL /
+ * LUDO_ECLOSED (from a callback that ludo_runtime_free runs) /
  * LUDO_ENOMEM (*out NULL, `cb` never runs; ludo_runtime_errmsg says
  * why). */
 LUDO_EXTERN int ludo_client_connect_async(ludo_runtime_t *rt,
@@ -661,13 +681,13 @@ LUDO_EXTERN int ludo_client_info_async(ludo_client_t *c, ludo_client_cb cb,
 LUDO_EXTERN void ludo_client_close(ludo_client_t *c);
 
 /* The same, and `cb(ud)` runs from the loop once everything is released
- * (a call in flight meanwhile for ludo_runtime_run; ludo_runtime_free
- * runs it before it frees anything). Returns 0, or, in which case `cb`
- * never runs: LUDO_EINVAL (`c` NULL), LUDO_ECLOSED (`c` is already
- * closing, e.g. from its own callback that its close runs, or from a
- * callback that ludo_runtime_free runs: the client is closed all the
- * same), LUDO_ENOMEM (no memory to keep `cb`: the client is closed all
- * the same). */
+ * (a call in flight meanwhile for ludo_runtime_run, also when `cb` is
+ * NULL; ludo_runtime_free runs it before it frees anything). Returns 0,
+ * or, in which case `cb` never runs: LUDO_EINVAL (`c` NULL),
+ * LUDO_ECLOSED (`c` is already closing, e.g. from its own callback that
+ * its close runs, or from a callback that ludo_runtime_free runs: the
+ * client is closed all the same), LUDO_ENOMEM (no memory to keep `cb`:
+ * the client is closed all the same). */
 LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
                                         void (*cb)(void *ud), void *ud);
 
@@ -747,10 +767,13 @@ LUDO_EXTERN const char *ludo_script_errmsg(const ludo_script_t *sc);
 LUDO_EXTERN int ludo_script_error(const ludo_script_t *sc,
                                   ludo_error_t *err);
 
-/* Frees a script (before its runtime). Accepts NULL. Not from inside its
- * own non-blocking call's Lua (a host function); fine from its own
+/* Frees a script (before its runtime). Accepts NULL. Fine from its own
  * callback. A non-blocking call in flight ends with LUDO_ECANCELED (see
- * ludo_script_call_async). While a blocking ludo_script_call of the
+ * ludo_script_call_async). From inside that call's own Lua (a host
+ * function it runs) the free is deferred: the Lua stops at its next
+ * instruction, and as it returns to ludo the script is freed and `cb`
+ * runs with LUDO_ECANCELED ("ECANCELED: the script was freed"); calls on
+ * it meanwhile get LUDO_ECLOSED. While a blocking ludo_script_call of the
  * script runs (a host function of another session or script frees it
  * meanwhile), the free is deferred: that call ends with LUDO_ECANCELED
  * (a wait it is in is cancelled) and frees the script as it returns;
@@ -773,9 +796,10 @@ LUDO_EXTERN void ludo_script_free(ludo_script_t *sc);
  * closed meanwhile (by a host function of an earlier entry, even before
  * its own step started) gets LUDO_ECANCELED and is torn down as the
  * batch returns; its callbacks (close_async's, or an async call's it
- * still owed) run from the loop afterwards. Returns 0 when `cb` ran for every index, or
- * LUDO_EINVAL / LUDO_EBUSY (from inside a host function or callback) /
- * LUDO_ENOMEM, in which case `cb` never ran. */
+ * still owed) run from the loop afterwards. Returns 0 when `cb` ran for
+ * every index, or LUDO_EINVAL / LUDO_EBUSY (from inside a host function
+ * or callback) / LUDO_ECLOSED (from a callback that ludo_runtime_free
+ * runs) / LUDO_ENOMEM, in which case `cb` never ran. */
 LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *sessions,
                                         const char *const *actions,
                                         const size_t *lens, size_t n,
@@ -783,8 +807,9 @@ LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *sessions,
 
 /* Non-blocking: queues every step on the loop; `cb` runs from the loop
  * for each session as its step completes. All or nothing: returns 0, or
- * LUDO_EINVAL / LUDO_EBUSY / LUDO_ECLOSED (some session cannot step) /
- * LUDO_ENOMEM, in which case no step was queued and `cb` never runs. */
+ * LUDO_EINVAL / LUDO_EBUSY / LUDO_ECLOSED (some session cannot step, or
+ * from a callback that ludo_runtime_free runs) / LUDO_ENOMEM, in which
+ * case no step was queued and `cb` never runs. */
 LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *sessions,
                                               const char *const *actions,
                                               const size_t *lens, size_t n,

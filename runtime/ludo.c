@@ -11,6 +11,16 @@
 #include "serve/serve.h"
 
 
+/* The rule for the callbacks that ludo_runtime_free runs: they start
+ * nothing. Every entry point that starts work (a load, an open, a call,
+ * a connect, a server, a module) asks this first and returns
+ * LUDO_ECLOSED, running no callback. */
+static int rt_freeing(ludo_runtime_t *rt) {
+  if (!rt->freeing) return 0;
+  ludo__runtime_seterr(rt, "ECLOSED: the runtime is being freed");
+  return 1;
+}
+
 LUDO_EXTERN const char *ludo_err_name(int err) { return ludo__err_name(err); }
 
 LUDO_EXTERN const char *ludo_strerror(int err) { return ludo__strerror(err); }
@@ -100,6 +110,7 @@ LUDO_EXTERN int ludo_runtime_add_module(ludo_runtime_t *rt,
     ludo__runtime_seterr(rt, "EINVAL: no host module given");
     return LUDO_EINVAL;
   }
+  if (rt_freeing(rt)) return LUDO_ECLOSED;
   return ludo__runtime_add_module(rt, m);
 }
 
@@ -109,10 +120,7 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
   size_t i;
   if (rt == NULL || path == NULL || out == NULL) return LUDO_EINVAL;
   *out = NULL;
-  if (rt->freeing) { /* from a callback ludo_runtime_free runs */
-    ludo__runtime_seterr(rt, "ECLOSED: the runtime is being freed");
-    return LUDO_ECLOSED;
-  }
+  if (rt_freeing(rt)) return LUDO_ECLOSED;
   rt->errmsg[0] = '\0';
   if (opts != NULL && opts->nmodules > 0) {
     if (opts->modules == NULL) return LUDO_EINVAL;
@@ -127,7 +135,8 @@ LUDO_EXTERN int ludo_env_free(ludo_env_t *env) {
   /* From a callback ludo_runtime_free runs: it frees env with the rest
    * (it is walking the environments now). */
   if (env->rt->freeing) return 0;
-  if (env->nsessions > 0 || env->opening > 0) return LUDO_EBUSY;
+  if (env->nsessions > 0 || env->opening > 0 || env->nservers > 0)
+    return LUDO_EBUSY;
   ludo__env_destroy(env);
   return 0;
 }
@@ -143,18 +152,21 @@ LUDO_EXTERN const char *ludo_env_info(ludo_env_t *env, size_t *len) {
 
 LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n) {
   if (env == NULL) return LUDO_EINVAL;
-  if (env->rt->freeing) return LUDO_ECLOSED;
+  if (rt_freeing(env->rt)) return LUDO_ECLOSED;
   return ludo__env_prewarm(env, n);
 }
 
 LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out) {
   if (env == NULL || out == NULL) return LUDO_EINVAL;
+  *out = NULL;
+  if (rt_freeing(env->rt)) return LUDO_ECLOSED;
   return ludo__session_open(env, out);
 }
 
 LUDO_EXTERN int ludo_session_open_async(ludo_env_t *env, ludo_open_cb cb,
                                         void *ud) {
   if (env == NULL || cb == NULL) return LUDO_EINVAL;
+  if (rt_freeing(env->rt)) return LUDO_ECLOSED;
   return ludo__session_open_async(env, cb, ud);
 }
 
@@ -319,7 +331,7 @@ LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
                                  const char *dir, ludo_script_t **out) {
   if (out != NULL) *out = NULL;
   if (rt == NULL || module == NULL || out == NULL) return LUDO_EINVAL;
-  if (rt->freeing) return LUDO_ECLOSED; /* a callback of the free */
+  if (rt_freeing(rt)) return LUDO_ECLOSED; /* a callback of the free */
   if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   rt->errmsg[0] = '\0';
   return ludo__script_open(rt, module, dir, out);
@@ -385,6 +397,7 @@ LUDO_EXTERN int ludo_server_new(ludo_env_t *env,
   int rc;
   if (env == NULL || out == NULL) return LUDO_EINVAL;
   *out = NULL;
+  if (rt_freeing(env->rt)) return LUDO_ECLOSED;
   rc = ludo__serve_new(env, o, &sv, msg, sizeof msg);
   if (rc != 0) {
     ludo__runtime_seterr(env->rt, "%s", msg);
@@ -461,6 +474,7 @@ LUDO_EXTERN int ludo_client_connect(ludo_runtime_t *rt, const char *url,
   int rc;
   if (out != NULL) *out = NULL;
   if (rt == NULL || url == NULL || out == NULL) return LUDO_EINVAL;
+  if (rt_freeing(rt)) return LUDO_ECLOSED;
   if (!ludo__runtime_may_block(rt)) {
     ludo__runtime_seterr(rt, "EBUSY: a blocking connect cannot be made "
                              "from inside a callback or a host function");
@@ -489,6 +503,7 @@ LUDO_EXTERN int ludo_client_connect_async(ludo_runtime_t *rt,
   if (out != NULL) *out = NULL;
   if (rt == NULL || url == NULL || cb == NULL || out == NULL)
     return LUDO_EINVAL;
+  if (rt_freeing(rt)) return LUDO_ECLOSED;
   rc = client_new(rt, url, o, &c);
   if (rc != 0) return rc;
   rc = ludo__client_call(c, LUDO__CL_CONNECT, NULL, 0, cb, ud, NULL, NULL);
@@ -594,7 +609,8 @@ LUDO_EXTERN void ludo_client_close(ludo_client_t *c) {
   if (c != NULL) ludo__client_close(c, NULL, NULL);
 }
 
-/* The host's close callback, counted as a call in flight. It is also a
+/* The host's close callback (may be NULL), counted as a call in
+ * flight. It is also a
  * closer of the core: ludo_runtime_free runs it early (the client's
  * release comes last, after the sessions are gone), while every object
  * the callback may touch is alive. */
@@ -611,6 +627,7 @@ static void client_close_notify(client_closing_t *w) {
   ludo__core_remove_closer(w->core, &w->closer);
   w->ran = 1;
   (*w->calls)--;
+  if (w->cb == NULL) return;
   w->core->in_callback++;
   w->cb(w->ud);
   w->core->in_callback--;
@@ -632,7 +649,9 @@ LUDO_EXTERN int ludo_client_close_async(ludo_client_t *c,
   client_closing_t *w;
   if (c == NULL) return LUDO_EINVAL;
   if (c->closing) return LUDO_ECLOSED;
-  if (cb == NULL || client_rt(c)->freeing) {
+  /* Without a callback too, the release counts as a call in flight:
+   * ludo_runtime_run returns once the client is gone. */
+  if (client_rt(c)->freeing) {
     ludo__client_close(c, NULL, NULL);
     return cb == NULL ? 0 : LUDO_ECLOSED;
   }

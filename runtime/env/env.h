@@ -79,6 +79,7 @@ struct ludo_env_s {
                                   ludo.tasks when they need it) */
   int concurrent;
   unsigned nsessions;
+  unsigned nservers;           /* servers using it (ludo_env_free waits) */
   ludo__pstate_t *pool;        /* ready states */
   unsigned npool, target;
   ludo__task_t refill;         /* builds one state per loop pass */
@@ -121,6 +122,9 @@ struct ludo_session_s {
   void *cb_ud;
   ludo_close_cb close_cb;
   void *close_ud;
+  int close_owed;              /* a close_async counts as a call in
+                                  flight until its teardown (its `cb`
+                                  may be NULL) */
   ludo_session_t *next, *prev;
 };
 

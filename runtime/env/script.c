@@ -207,6 +207,14 @@ static void script_fail_start(ludo_script_t *sc, int rc) {
   ludo__core_post(&sc->rt->core, &sc->task);
 }
 
+/* After its Lua ran: a free from inside it (free_running) is done now;
+ * the call's callback runs inside, with ECANCELED. */
+static void free_if_owed(ludo_script_t *sc) {
+  if (!sc->free_owed || sc->held) return;
+  sc->free_owed = 0;
+  ludo__script_destroy(sc);
+}
+
 /* The script's task: starts, resumes or delivers its non-blocking call. */
 static void script_task(ludo__task_t *t) {
   ludo_script_t *sc =
@@ -219,10 +227,12 @@ static void script_task(ludo__task_t *t) {
       rc = ludo__sched_start(&sc->ps->sched, sc->ps->dispatch_ref, 0,
                              sc->in.p, sc->in.len, script_done, sc);
       if (rc != 0) script_fail_start(sc, rc);
+      free_if_owed(sc);
       break;
     case LUDO__PH_RUN:
       sc->phase = LUDO__PH_IDLE;
       ludo__sched_continue(&sc->ps->sched);
+      free_if_owed(sc);
       break;
     case LUDO__PH_DELIVER:
       if (sc->rt->core.blocking) { /* after the blocking call returns */
@@ -397,6 +407,17 @@ static void free_held(ludo_script_t *sc) {
   ludo__core_post(&sc->rt->core, &sc->nudge);
 }
 
+/* Frees a script from inside its own non-blocking call's Lua (a host
+ * function of that call): the Lua stops at its next instruction with
+ * ECANCELED, and the script's task, which runs it, frees the script as
+ * the Lua returns to it; the callback runs then, with ECANCELED. Calls
+ * meanwhile get LUDO_ECLOSED. */
+static void free_running(ludo_script_t *sc) {
+  sc->freeing = 1;
+  sc->free_owed = 1;
+  ludo__state_kill(&sc->ps->st, LUDO__KILL_CLOSED);
+}
+
 void ludo__script_cancel_all(ludo_runtime_t *rt) {
   ludo_script_t *sc;
   for (sc = rt->scripts; sc != NULL; sc = sc->next)
@@ -406,9 +427,13 @@ void ludo__script_cancel_all(ludo_runtime_t *rt) {
 void ludo__script_free(ludo_script_t *sc) {
   /* From a callback ludo_runtime_free runs, or from one this script's
    * own free runs: that free goes on. */
-  if (sc->rt->freeing || (sc->freeing && !sc->free_owed)) return;
+  if (sc->rt->freeing || sc->freeing) return; /* (or freed already) */
   if (sc->held) {
     free_held(sc);
+    return;
+  }
+  if (sc->async && sc->ps->sched.resuming) {
+    free_running(sc);
     return;
   }
   ludo__script_destroy(sc);

@@ -463,6 +463,7 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        const char **out, size_t *out_len) {
   ludo_runtime_t *rt = s->env->rt;
   int blocking = cb == NULL, rc;
+  if (rt->freeing) return LUDO_ECLOSED; /* a callback of the free */
   if (blocking && !ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   rc = prepare(s, kind, json, len, cb, ud, blocking);
   if (rc != 0) return rc;
@@ -668,6 +669,7 @@ int ludo__session_step_batch(ludo_session_t *const *ss,
                              size_t n, ludo_batch_cb cb, void *ud,
                              int blocking) {
   ludo_runtime_t *rt = ss[0]->env->rt;
+  if (rt->freeing) return LUDO_ECLOSED; /* a callback of the free */
   if (blocking) {
     if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
     return batch_blocking(rt, ss, actions, lens, n, cb, ud);
@@ -724,11 +726,13 @@ static void teardown(ludo_session_t *s) {
   ludo_env_t *env = s->env;
   ludo_close_cb ccb;
   void *cud;
+  int owed;
   s->closing = 1;
   s->close_requested = 0;
   end_call(s);
   ccb = s->close_cb; /* after the call's callback, which may not set it */
   cud = s->close_ud;
+  owed = s->close_owed;
   run_module_close(s);
   ludo__buf_free(&s->out); /* in the state's memory: before the state */
   ludo__pstate_retire(rt, s->ps);
@@ -743,8 +747,8 @@ static void teardown(ludo_session_t *s) {
   ludo__buf_free(&s->err);
   ludo__buf_free(&s->in);
   ludo__free(&rt->core.heap, s, sizeof *s);
+  if (owed) rt->calls--; /* with a callback or without */
   if (ccb != NULL) {
-    rt->calls--;
     rt->core.in_callback++;
     ccb(0, cud);
     rt->core.in_callback--;
@@ -833,7 +837,8 @@ int ludo__session_close_async(ludo_session_t *s, ludo_close_cb cb,
     return LUDO_ECLOSED;
   s->close_cb = cb;
   s->close_ud = ud;
-  if (cb != NULL) s->env->rt->calls++;
+  s->close_owed = 1; /* ludo_runtime_run waits for it, cb or not */
+  s->env->rt->calls++;
   if (s->ps->sched.resuming) {
     defer_close(s);
     return 0;

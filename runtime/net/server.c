@@ -109,11 +109,17 @@ static void finish_task(ludo__task_t *t) {
 
 /* ---- a sock's handles ------------------------------------------------- */
 
+/* In every close callback here the core's count drops last: on a
+ * borrowed loop whose runtime is being freed, the last handle's close
+ * frees the runtime, its heap with it. */
 static void sock_handle_closed(uv_handle_t *h) {
   sock_t *k = h->data;
   ludo__server_t *s = k->srv;
-  ludo__core_handle_closed(s->core);
-  if (--k->handles > 0) return;
+  ludo__core_t *core = s->core;
+  if (--k->handles > 0) {
+    ludo__core_handle_closed(core);
+    return;
+  }
   if (k->prev)
     k->prev->next = k->next;
   else
@@ -122,7 +128,8 @@ static void sock_handle_closed(uv_handle_t *h) {
   s->nsocks--;
   ludo__net_conn_closed(&k->conn);
   ludo__free(&s->core->heap, k, sizeof *k);
-  maybe_finish(s);
+  maybe_finish(s);              /* may free s */
+  ludo__core_handle_closed(core);
 }
 
 static void sock_close(sock_t *k) {
@@ -276,10 +283,11 @@ static const ludo__net_sink_t sock_sink = {sink_write, sink_pause,
 
 static void refused_closed(uv_handle_t *h) {
   ludo__server_t *s = h->data;
-  ludo__core_handle_closed(s->core);
-  ludo__free(&s->core->heap, h, sizeof(uv_tcp_t));
+  ludo__core_t *core = s->core;
+  ludo__free(&core->heap, h, sizeof(uv_tcp_t));
   s->refusing--;
-  maybe_finish(s);
+  maybe_finish(s);              /* may free s */
+  ludo__core_handle_closed(core);
 }
 
 static void on_connection(uv_stream_t *l, int status) {
@@ -478,9 +486,10 @@ unsigned ludo__server_connections(const ludo__server_t *s) {
 
 static void listener_closed(uv_handle_t *h) {
   ludo__server_t *s = h->data;
-  ludo__core_handle_closed(s->core);
+  ludo__core_t *core = s->core;
   s->listener_open = 0;
-  maybe_finish(s);
+  maybe_finish(s);              /* may free s */
+  ludo__core_handle_closed(core);
 }
 
 void ludo__server_stop_accepting(ludo__server_t *s) {
@@ -505,4 +514,16 @@ void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
    * connection is left: no close callback will come to finish. */
   s->finish.fn = finish_task;
   ludo__core_post(s->core, &s->finish);
+}
+
+void ludo__server_abort(ludo__server_t *s) {
+  sock_t *k, *next;
+  if (!s->closing) return;
+  for (k = s->socks; k; k = next) {
+    next = k->next;
+    ludo__net_conn_close(&k->conn, 1);
+    sock_close(k); /* a conn closed already left its sock open */
+  }
+  /* The finish task may never run now (the core drops its queue). */
+  maybe_finish(s);
 }

@@ -78,4 +78,10 @@ void ludo__server_stop_accepting(ludo__server_t *s);
 void ludo__server_close(ludo__server_t *s, ludo__server_close_cb cb,
                         void *ud);
 
+/* After ludo__server_close, when its runtime is being freed: every
+ * connection is closed now (what it had queued may not be sent) instead of
+ * lingering, since nothing may wait for the peers; with nothing left to
+ * close, the server is freed (and its callback runs) inside this call. */
+void ludo__server_abort(ludo__server_t *s);
+
 #endif

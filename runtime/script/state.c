@@ -105,7 +105,10 @@ static void try_yield(lua_State *L, ludo__state_t *st) {
 /* The message of a call stopped for `killed` (not a memory error). */
 static void push_killed(lua_State *L, ludo__state_t *st) {
   if (st->killed == LUDO__KILL_CLOSED) {
-    lua_pushliteral(L, "ECANCELED: the session was closed");
+    if (st->owner_is_session)
+      lua_pushliteral(L, "ECANCELED: the session was closed");
+    else
+      lua_pushliteral(L, "ECANCELED: the script was freed");
   } else if (st->killed == LUDO__KILL_INTERRUPTED) {
     lua_pushliteral(L, "ECANCELED: the call was interrupted by the host");
   } else if (st->killed == LUDO__KILL_WALL) {

@@ -758,9 +758,10 @@ static void on_inbox(uv_async_t *a) {
 
 static void on_inbox_closed(uv_handle_t *h) {
   ludo__serve_t *sv = h->data;
-  ludo__core_handle_closed(sv->core);
+  ludo__core_t *core = sv->core;
   sv->inbox_closed = 1;
-  sv_maybe_finish(sv);
+  sv_maybe_finish(sv);            /* may free sv */
+  ludo__core_handle_closed(core); /* last: the runtime may go with it */
 }
 
 int sv_fwd_start(ludo__serve_t *sv) {

@@ -214,6 +214,8 @@ struct ludo__serve_s {
   unsigned evicted_at;
   void (*close_cb)(void *ud);
   void *close_ud;
+  ludo__closer_t closer;    /* ludo_runtime_free closes the server */
+  int holding;              /* serve_closer runs: sv is not freed yet */
   char errmsg[256];
 };
 

@@ -16,6 +16,8 @@
 #define DEFAULT_DRAIN_TIMEOUT_MS 10000
 #define DEFAULT_MAX_OUTPUT_BYTES ((size_t)256 << 20)
 
+static void serve_closer(ludo__closer_t *cl);
+
 void ludo__serve_shared_init(ludo__serve_shared_t *sh) {
   unsigned i;
   atomic_init(&sh->open, 0);
@@ -540,6 +542,9 @@ int ludo__serve_new(ludo_env_t *env, const ludo_server_options_t *o,
   sv->rt = rt;
   sv->env = env;
   sv->core = core;
+  env->nservers++; /* ludo_env_free waits for the server */
+  sv->closer.fn = serve_closer;
+  ludo__core_add_closer(core, &sv->closer);
   ludo__buf_init(&sv->wrap, ludo__alloc_fn, &core->heap);
   fill_options(&sv->o, o);
   if (sv->o.token != NULL && sv->o.token[0] != '\0') {
@@ -615,6 +620,10 @@ nomem:
 int ludo__serve_listen(ludo__serve_t *sv, const char *host, int port) {
   unsigned flags = 0;
   int rc;
+  if (sv->rt->freeing || sv->closing) { /* a callback of the free */
+    snprintf(sv->errmsg, sizeof sv->errmsg, "the server is closing");
+    return LUDO_ECLOSED;
+  }
   if (sv->o.reuseport || (sv->group && sv_group_size(sv->group) > 1))
     flags = LUDO__LISTEN_REUSEPORT;
   if (sv->group && sv_group_size(sv->group) > 1 && sv->worker == 0)
@@ -637,6 +646,8 @@ static void serve_free(ludo__serve_t *sv) {
   void (*cb)(void *) = sv->close_cb;
   void *ud = sv->close_ud;
   ludo__core_t *core = sv->core;
+  ludo__core_remove_closer(core, &sv->closer);
+  if (sv->env) sv->env->nservers--;
   if (sv->info) json_decref(sv->info);
   ludo__buf_free(&sv->wrap);
   if (sv->token) ludo__free(&core->heap, sv->token, strlen(sv->token) + 1);
@@ -646,8 +657,8 @@ static void serve_free(ludo__serve_t *sv) {
 
 /* Frees the server once its HTTP server, timer and sessions are gone. */
 void sv_maybe_finish(ludo__serve_t *sv) {
-  if (sv->http_closed && sv->reaper_closed && sv->sessions == NULL &&
-      sv->clients == NULL && sv->nproxies == 0 &&
+  if (!sv->holding && sv->http_closed && sv->reaper_closed &&
+      sv->sessions == NULL && sv->clients == NULL && sv->nproxies == 0 &&
       (!sv->inbox_on || sv->inbox_closed) &&
       (!sv->drain_on || sv->drain_closed))
     serve_free(sv);
@@ -661,9 +672,10 @@ static void on_http_closed(void *ud) {
 
 static void on_reaper_closed(uv_handle_t *h) {
   ludo__serve_t *sv = h->data;
-  ludo__core_handle_closed(sv->core);
+  ludo__core_t *core = sv->core;
   sv->reaper_closed = 1;
-  sv_maybe_finish(sv);
+  sv_maybe_finish(sv);            /* may free sv */
+  ludo__core_handle_closed(core); /* last: the runtime may go with it */
 }
 
 /* ---- closing: drain, then close -------------------------------------- */
@@ -690,9 +702,10 @@ static int any_busy(const ludo__serve_t *sv) {
 
 static void on_drain_closed(uv_handle_t *h) {
   ludo__serve_t *sv = h->data;
-  ludo__core_handle_closed(sv->core);
+  ludo__core_t *core = sv->core;
   sv->drain_closed = 1;
-  sv_maybe_finish(sv);
+  sv_maybe_finish(sv);            /* may free sv */
+  ludo__core_handle_closed(core); /* last: the runtime may go with it */
 }
 
 static void close_now(ludo__serve_t *sv);
@@ -732,7 +745,8 @@ static int drain_start(ludo__serve_t *sv) {
 }
 
 void ludo__serve_close(ludo__serve_t *sv, void (*cb)(void *ud), void *ud) {
-  if (sv == NULL || sv->closing) return;
+  /* From a callback ludo_runtime_free runs: the free closes it. */
+  if (sv == NULL || sv->closing || sv->rt->freeing) return;
   sv->closing = 1;
   sv->close_cb = cb;
   sv->close_ud = ud;
@@ -760,4 +774,42 @@ static void close_now(ludo__serve_t *sv) {
     sv->http_closed = 1;
     sv_maybe_finish(sv);
   }
+}
+
+/* ludo_runtime_free, after every call's callback ran: the server closes
+ * now, without a drain and without waiting for its peers (their
+ * connections are dropped), and lets go of its environment and sessions,
+ * which the free releases next. Its close callback runs here, while
+ * everything is alive; its memory goes as its handles close (the
+ * runtime's heap outlives them: ludo__core_handle_closed comes last in
+ * their close callbacks). */
+static void serve_closer(ludo__closer_t *cl) {
+  ludo__serve_t *sv =
+      (ludo__serve_t *)((char *)cl - offsetof(ludo__serve_t, closer));
+  ludo__core_t *core = sv->core;
+  void (*cb)(void *) = sv->close_cb;
+  void *ud = sv->close_ud;
+  sv_sess_t *x, *next;
+  ludo__core_remove_closer(core, cl);
+  sv->close_cb = NULL;
+  sv->env->nservers--;
+  sv->env = NULL;
+  sv->holding = 1; /* nothing below frees sv */
+  if (!sv->closing) {
+    sv->closing = 1;
+    close_now(sv);
+  } else if (sv->draining) {
+    drain_end(sv);
+  }
+  for (x = sv->sessions; x; x = next) { /* attached to a WebSocket too */
+    next = x->next;
+    sv_sess_close(x);
+  }
+  if (sv->http && !sv->http_closed) ludo__server_abort(sv->http);
+  sv->holding = 0;
+  sv_maybe_finish(sv); /* may free sv */
+  if (cb == NULL) return;
+  core->in_callback++;
+  cb(ud);
+  core->in_callback--;
 }

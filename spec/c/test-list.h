@@ -291,6 +291,16 @@
   X(llm_host_loop_keeps_connection)                                          \
   X(llm_host_loop_idle_client)                                               \
   X(llm_host_loop_free_in_flight)                                            \
+  /* test-freeing.c: what ludo_runtime_free does with what is left */     \
+  X(freeing_server_close_then_free_borrowed)                                 \
+  X(freeing_server_close_then_free_borrowed_client)                          \
+  X(freeing_server_close_then_free)                                          \
+  X(freeing_server_left_open)                                                \
+  X(freeing_server_left_open_borrowed)                                       \
+  X(freeing_env_busy_with_server)                                            \
+  X(freeing_close_async_without_callback)                                    \
+  X(freeing_callbacks_start_nothing)                                         \
+  X(freeing_script_free_inside_own_async_call)                               \
   /* test-shared.c: shared prototypes (patched Lua, code cache) */          \
   X(shared_strings_identity)                                                 \
   X(shared_generation)                                                       \
