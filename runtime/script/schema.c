@@ -95,9 +95,11 @@ static json_malloc_t host_malloc = malloc;
 static json_free_t host_free = free;
 
 /* While a compile parses its text: the bytes its tree holds, and the bound
- * on them (0: none); jlimit_hit says the bound refused a block. */
+ * on them (0: none); jlimit_hit says the bound refused a block, jnomem
+ * that the heap did (jansson's lexer reports a refused block as a syntax
+ * error: "invalid token near '"string"'"). */
 static _Thread_local size_t jused, jlimit;
-static _Thread_local int jlimit_hit;
+static _Thread_local int jlimit_hit, jnomem;
 
 static void *jmalloc(size_t n) {
   ludo__alloc_t *heap = jheap;
@@ -109,7 +111,10 @@ static void *jmalloc(size_t n) {
     return NULL;
   }
   h = ludo__malloc(heap, sizeof *h + n);
-  if (h == NULL) return NULL;
+  if (h == NULL) {
+    jnomem = 1;
+    return NULL;
+  }
   h->h.heap = heap;
   h->h.size = sizeof *h + n;
   jused += h->h.size;
@@ -595,14 +600,16 @@ static int load_tree(ludo__schema_t *s, const char *json, size_t len,
                      size_t max_bytes, char *err, size_t errlen) {
   json_error_t jerr;
   ludo__alloc_t *prev;
-  int hit;
+  int hit, nomem;
   memset(&jerr, 0, sizeof jerr); /* jansson may fail before setting it */
   prev = jalloc_enter(s->heap);
   jused = 0;
   jlimit = max_bytes;
   jlimit_hit = 0;
+  jnomem = 0;
   s->tree = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
   hit = jlimit_hit;
+  nomem = jnomem;
   jlimit = 0;
   jalloc_leave(prev);
   if (s->tree != NULL) return 0;
@@ -611,7 +618,7 @@ static int load_tree(ludo__schema_t *s, const char *json, size_t len,
              "%zu MiB (the memory cap)", max_bytes >> 20);
     return LUDO_ENOMEM;
   }
-  if (json_error_code(&jerr) == json_error_out_of_memory ||
+  if (nomem || json_error_code(&jerr) == json_error_out_of_memory ||
       jerr.text[0] == '\0') {
     snprintf(err, errlen, "ENOMEM: schema: %s", jerr.text);
     return LUDO_ENOMEM;
