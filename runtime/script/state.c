@@ -22,6 +22,7 @@
 #include "core/luashare.h"
 #include "script/guards.h"
 #include "script/pattern.h"
+#include "script/traceback.h"
 #include "ludo_defs.h"
 #include "script/modules.h"
 
@@ -893,7 +894,7 @@ static int state_error_p(lua_State *L) {
     }
   } else if (wants_traceback(r->code) && r->tb != NULL &&
            r->status == LUA_ERRRUN) {
-    luaL_traceback(L, r->tb, lua_tostring(L, -1), 0);
+    ludo__traceback(L, r->tb, lua_tostring(L, -1), 0);
     lua_remove(L, -2);
   }
   redact_top(L);

@@ -184,6 +184,7 @@
   X(where_tracebacks)                                                        \
   X(where_policy_traceback)                                                  \
   X(where_debug_levels)                                                      \
+  X(where_traceback_names_from_calls)                                        \
   X(where_cpu_budget_phases)                                                 \
   X(where_instructions_phases)                                               \
   X(where_memory_phases)                                                     \

@@ -231,6 +231,34 @@ TEST_IMPL(where_debug_levels) {
   unsetenv("LUDO_DEBUG");
 }
 
+/* A traceback names each function from the call that made it, never by
+ * searching the libraries' tables for it (luaL_traceback did, for every
+ * frame: a script that filled `string` with 2 million entries made each
+ * of its failed calls cost 0.3 s after its budget). The fixture puts its
+ * functions at string.zz_hidden and _G.zz_deep, names only that search
+ * finds, and fails 30 calls deep. */
+TEST_IMPL(where_traceback_names_from_calls) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s =
+      test_open(test_env_load(rt, "spec/fixtures/c/tbscan", NULL));
+  const char *out, *msg;
+  size_t len;
+  ASSERT_OK(ludo_session_reset(s, J("{}"), &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{\"fill\":100000}"), &out, &len),
+             LUDO_ESCRIPT);
+  msg = ludo_session_errmsg(s);
+  ASSERT_NULL(strstr(msg, "zz_hidden"));
+  ASSERT_NULL(strstr(msg, "zz_deep"));
+  ASSERT_NULL(strstr(msg, "in function 'error'"));
+  ASSERT_STR_CONTAINS(msg, "env.lua:7: boom\nstack traceback:\n");
+  ASSERT_STR_CONTAINS(msg, "\t[C]: in global 'error'\n");
+  ASSERT_STR_CONTAINS(msg, "env.lua:7: in upvalue 'deep'\n");
+  ASSERT_STR_CONTAINS(msg, "\n\t...\t(skipping ");
+  ASSERT_STR_CONTAINS(msg, "env.lua:11: in local 'alias'\n");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 /* ---- limits in every phase ------------------------------------------- */
 
 typedef enum { CPU, INSTR, MEMORY, WALL } limit_t;
