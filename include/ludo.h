@@ -212,7 +212,9 @@ typedef int (*ludo_host_init_fn)(ludo_runtime_t *rt, char *err,
  * On success stores the environment in *out; it belongs to `rt` and is
  * freed by ludo_env_free() or ludo_runtime_free().
  * Returns 0, LUDO_ENOENT (no such file), LUDO_ELOAD (syntax or runtime
- * error in the module, or a malformed declaration; see ludo_runtime_errmsg),
+ * error in the module, a malformed declaration, or a source file refused:
+ * one leading out of its folder, not a regular file, or over 16 MiB,
+ * docs/sandbox.md "Source files"; see ludo_runtime_errmsg),
  * LUDO_EINVAL (also: a host module of `opts` without a name or function
  * list, named "ludo" or "ludo.*", or given twice: the rules of
  * ludo_runtime_add_module), LUDO_ETIMEOUT (the module's top level ran past

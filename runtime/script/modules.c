@@ -8,27 +8,11 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "base/buf.h"
+#include "script/srcfile.h"
 #include "script/state.h"
 
 
 static const char loading = 'x';    /* marks a module being loaded */
-
-/* Reads a whole file into b. Returns 0, or -1 when it cannot be opened. */
-static int read_file(const char *path, ludo__buf_t *b) {
-  char tmp[8192];
-  size_t n;
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return -1;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-    if (ludo__buf_add(b, tmp, n)) {
-      fclose(f);
-      return -2;
-    }
-  }
-  fclose(f);
-  return 0;
-}
 
 /* ---- resolution ------------------------------------------------------ */
 
@@ -44,9 +28,8 @@ static int valid_name(const char *name) {
   return 1;
 }
 
-static int push_buf(lua_State *L) {
-  ludo__buf_t *b = lua_touserdata(L, 1);
-  lua_pushlstring(L, b->p ? b->p : "", b->len);
+static int push_source(lua_State *L) {
+  ludo__srcfile_push(L, lua_touserdata(L, 1));
   return 1;
 }
 
@@ -56,62 +39,117 @@ static void stopped(lua_State *L, const char *path) {
   ludo__error_raise(L, LUDO_ELOAD, "compiling %s was stopped", path);
 }
 
-/* Tries one candidate file. On success compiles/loads it. A library
- * module (`lib`: found under a root of the module path) is named by its
- * path below the root, "=lua/ludo/rubric.lua", whichever root holds it;
- * other files by their path, "@examples/echo/env.lua". */
+/* One candidate file of a module (or of a file loaded by path). */
+typedef struct {
+  const char *name; /* the module's name; NULL: a file loaded by path */
+  const char *root; /* the folder it was found in, which it may not leave */
+  const char *path;
+  const char *rel;  /* a library module's path below the root, or NULL */
+} cand_t;
+
+/* The cache's key of a file: its folder and its path, so that a file
+ * compiled as found in one folder is not taken for one found in another
+ * (where it may lead outside). */
+static int file_key(char *key, size_t n, const cand_t *c) {
+  int k = snprintf(key, n, "%s\n%s", c->root, c->path);
+  return k > 0 && (size_t)k < n ? k : -1;
+}
+
+/* Raises ELOAD for a refused candidate (srcfile.h). [-0, +0, v] */
+static void refused(lua_State *L, const cand_t *c, const char *why) {
+  if (c->name)
+    ludo__error_raise(L, LUDO_ELOAD, "module '%s': %s refused: %s",
+                      c->name, c->path, why);
+  ludo__error_raise(L, LUDO_ELOAD, "%s refused: %s", c->path, why);
+}
+
+/* Pushes the text of candidate c, or returns 0 when there is no such
+ * file; raises when it is refused. [-0, +(0|1), e] */
+static int read_source(lua_State *L, const cand_t *c) {
+  ludo__srcfile_t f;
+  char why[300];
+  int rc = ludo__srcfile_open(c->root, c->path, &f, why, sizeof why);
+  if (rc == LUDO_ENOENT) return 0;
+  if (rc != 0) refused(L, c, why);
+  /* Never raise while the file is open: read it under a protected
+   * call, into the state's own memory (under its cap), then close. */
+  lua_pushcfunction(L, push_source);
+  lua_pushlightuserdata(L, &f);
+  rc = lua_pcall(L, 1, 1, 0);
+  ludo__srcfile_close(&f);
+  if (rc != LUA_OK) lua_error(L);
+  return 1;
+}
+
+/* Tries one candidate file. On success compiles/loads it, cached under
+ * its file_key (written into key, n bytes). A library module (c->rel:
+ * found under a root of the module path) is named by its path below the
+ * root, "=lua/ludo/rubric.lua", whichever root holds it; other files by
+ * their path, "@examples/echo/env.lua". */
 static int try_file(lua_State *L, ludo__modules_t *m, luaL_Buffer *tried,
-                    const char *path, const char *rel, int lib) {
-  ludo__buf_t src;
-  int rc;
-  ludo__buf_init(&src, ludo__alloc_fn, m->cache->heap);
-  rc = read_file(path, &src);
-  if (rc != 0) {
-    ludo__buf_free(&src);
-    if (rc == -2) ludo__error_raise(L, LUDO_ENOMEM, "reading %s", path);
+                    const cand_t *c, char *key, size_t n) {
+  int keylen = file_key(key, n, c);
+  if (keylen < 0)
+    ludo__error_raise(L, LUDO_ELOAD, "path too long: %s", c->path);
+  if (!read_source(L, c)) {
     if (tried) {
       luaL_addstring(tried, "\n\t");
-      luaL_addstring(tried, path);
+      luaL_addstring(tried, c->path);
     }
     return 0;
   }
-  /* Never raise while src is held: copy it into a Lua string under a
-   * protected call, then free it. */
-  lua_pushcfunction(L, push_buf);
-  lua_pushlightuserdata(L, &src);
-  rc = lua_pcall(L, 1, 1, 0);
-  ludo__buf_free(&src);
-  if (rc != LUA_OK) lua_error(L);
-  lua_pushfstring(L, "%c%s", lib ? '=' : '@', lib ? rel : path);
+  lua_pushfstring(L, "%c%s", c->rel ? '=' : '@', c->rel ? c->rel : c->path);
   {
-    size_t n;
-    const char *s = lua_tolstring(L, -2, &n);
+    size_t len;
+    const char *s = lua_tolstring(L, -2, &len);
     const char *chunk = lua_tostring(L, -1);
     /* The cache asks between slices of the source whether the loading
      * call is past its limits: a module's source, untrusted as the code
      * in it, can cost Lua's parser quadratic time, in C. */
-    if (ludo__codecache_add(L, m->cache, path, strlen(path), chunk, s, n,
-                            lib, ludo__state_stop, L))
-      stopped(L, path);
+    if (ludo__codecache_add(L, m->cache, key, (size_t)keylen, chunk, s,
+                            len, c->rel != NULL, ludo__state_stop, L))
+      stopped(L, c->path);
   }
   lua_replace(L, -3);
   lua_pop(L, 1);
   return 1;
 }
 
+/* The folder a file loaded by path must stay in: the environment's, or
+ * the file's own. Writes it into buf (n bytes). */
+static const char *file_root(const ludo__modules_t *m, const char *path,
+                             char *buf, size_t n) {
+  const char *slash = strrchr(path, '/');
+  if (m->dir) return m->dir;
+  if (slash == NULL) return ".";
+  if (slash == path) return "/";
+  snprintf(buf, n, "%.*s", (int)(slash - path), path);
+  return buf;
+}
+
 void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path) {
-  if (ludo__codecache_lookup(L, m->cache, path, strlen(path))) return;
-  if (!try_file(L, m, NULL, path, NULL, 0))
+  char dir[4096], key[8400];
+  cand_t c;
+  int keylen;
+  c.name = NULL;
+  c.root = file_root(m, path, dir, sizeof dir);
+  c.path = path;
+  c.rel = NULL;
+  keylen = file_key(key, sizeof key, &c);
+  if (keylen > 0 && ludo__codecache_lookup(L, m->cache, key, (size_t)keylen))
+    return;
+  if (!try_file(L, m, NULL, &c, key, sizeof key))
     ludo__error_raise(L, LUDO_ENOENT, "cannot read %s", path);
 }
 
 void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   ludo__codecache_t *cc = m->cache;
   luaL_Buffer tried;
-  char rel[512], lib[600], path[4096], key[4200];
+  char rel[512], lib[600], path[4096], key[4200], fkey[8400];
   size_t i, n;
   const ludo__embedded_t *e;
+  cand_t c;
   int keylen;
   if (!valid_name(name) || strlen(name) >= sizeof rel)
     ludo__error_raise(L, LUDO_EINVAL,
@@ -125,18 +163,24 @@ void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name) {
   for (i = 0, n = strlen(name); i <= n; i++)
     rel[i] = name[i] == '.' ? '/' : name[i];
   luaL_buffinit(L, &tried);
+  c.name = name;
+  c.path = path;
   /* TRY: a file of the environment's folder. TRY_LIB: a library module,
    * named by its path below the root (in lib). */
 #define TRY(...)                                                        \
   do {                                                                  \
     snprintf(path, sizeof path, __VA_ARGS__);                           \
-    if (try_file(L, m, &tried, path, NULL, 0)) goto found;              \
+    c.root = m->dir;                                                    \
+    c.rel = NULL;                                                       \
+    if (try_file(L, m, &tried, &c, fkey, sizeof fkey)) goto found;      \
   } while (0)
 #define TRY_LIB(...)                                                    \
   do {                                                                  \
     snprintf(lib, sizeof lib, __VA_ARGS__);                             \
     snprintf(path, sizeof path, "%s/%s", cc->roots[i], lib);            \
-    if (try_file(L, m, &tried, path, lib, 1)) goto found;               \
+    c.root = cc->roots[i];                                              \
+    c.rel = lib;                                                        \
+    if (try_file(L, m, &tried, &c, fkey, sizeof fkey)) goto found;      \
   } while (0)
   if (m->dir) {
     TRY("%s/%s.lua", m->dir, rel);
@@ -174,7 +218,7 @@ found:
     lua_insert(L, -2);
     lua_pop(L, 1);
     if (keylen > 0 && (size_t)keylen < sizeof key)
-      ludo__codecache_alias(cc, key, (size_t)keylen, path);
+      ludo__codecache_alias(cc, key, (size_t)keylen, fkey);
   }
 }
 

@@ -12,7 +12,9 @@
  *      "features.*";
  *   6. the copies embedded in the binary at build time.
  * Names use dots for folders; only [A-Za-z0-9_.-] are accepted and ".."
- * never is. Each resolved module is compiled once per runtime (text only)
+ * never is. A file found in 4. or 5. must stay in its folder (the env's,
+ * or the root), be a regular file and hold at most 16 MiB (srcfile.h);
+ * one that does not is refused with ELOAD, not skipped. Each resolved module is compiled once per runtime (text only)
  * and kept as bytecode; states load the bytecode.
  *
  * Chunk names say where code comes from in errors and tracebacks: files
@@ -67,7 +69,8 @@ void ludo__modules_install(lua_State *L, ludo__modules_t *m);
 void ludo__modules_load(lua_State *L, ludo__modules_t *m, const char *name);
 
 /* Loads a Lua file by path (text), compiled through the cache, pushing the
- * function; raises as above. [-0, +1, e] */
+ * function; raises as above. The file must stay in m->dir (or, without
+ * one, in its own folder), as in require. [-0, +1, e] */
 void ludo__modules_loadfile(lua_State *L, ludo__modules_t *m,
                             const char *path);
 

@@ -180,6 +180,10 @@
   X(limit_sizes_and_depths)                                                  \
   X(limit_schema_costs)                                                      \
   X(limit_compile_budget)                                                    \
+  /* test-sources.c: the files require reads */                              \
+  X(sources_require_confined)                                                \
+  X(sources_env_and_script_confined)                                         \
+  X(sources_read_under_the_cap)                                              \
   /* test-where.c: errors that say where and what */                       \
   X(where_tracebacks)                                                        \
   X(where_policy_traceback)                                                  \
