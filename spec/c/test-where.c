@@ -353,7 +353,10 @@ static void limit_phases(limit_t lim) {
   test_options(&o);
   /* Only the limit under test can end the calls (the others stay at
    * their defaults, far away). */
-  if (lim == CPU) o.cpu_budget_ms = 30;
+  /* The budget covers the environment's load as well, which reads and
+   * compiles the library: 200 ms, not 30, so that an instrumented build
+   * (ASan) loads within it. */
+  if (lim == CPU) o.cpu_budget_ms = 200;
   if (lim == INSTR) o.max_instructions = 200000;
   if (lim == MEMORY) o.memory_cap = (size_t)4 << 20;
   if (lim == WALL) o.wall_limit_ms = 30;
@@ -437,7 +440,7 @@ TEST_IMPL(where_async_rubric) {
   ludo_session_t *s;
   result_t r;
   test_options(&o);
-  o.cpu_budget_ms = 30;
+  o.cpu_budget_ms = 200; /* the load too, instrumented (limit_phases) */
   rt = test_rt_new(&o);
   s = test_open(test_env_load(rt, FIX, NULL));
   assert_usable(s);
