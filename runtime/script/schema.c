@@ -14,6 +14,7 @@
 
 #include "base/errors.h"
 #include "base/regex.h"
+#include "base/utf8.h"
 #include "ludo_defs.h"
 #include "script/json.h"
 #include "script/state.h"
@@ -1085,11 +1086,9 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
       return fail(c, "must be < %g, got %g", n->xmax, d);
   }
   if (t == T_STRING && (n->min_len >= 0 || n->max_len >= 0)) {
-    size_t len, i;
+    size_t len;
     const char *s = lua_tolstring(L, idx, &len);
-    long chars = 0;
-    for (i = 0; i < len; i++)
-      if (((unsigned char)s[i] & 0xc0) != 0x80) chars++;
+    long chars = (long)ludo__utf8_chars(s, len);
     if (n->min_len >= 0 && chars < n->min_len)
       return fail(c, "length must be >= %ld, got %ld", n->min_len, chars);
     if (n->max_len >= 0 && chars > n->max_len)
