@@ -38,6 +38,7 @@ local Rubric = require("ludo.rubric")
 
 local transient = require("ludo.class").transient
 local is_async, can_wait = Rubric.is_async, coroutine.isyieldable
+local gen = Rubric._rb_gen -- see Rubric:is_async
 
 local COLD = "rubrics.weighted_sum_cold"
 
@@ -55,7 +56,8 @@ WeightedSum.__call = Rubric.children_first_call
 
 function WeightedSum:forward(action, observation)
   local list, w = self._rb_list, self._ws_weights
-  if is_async(self) and can_wait() then
+  -- (_rb_async == gen[1] * 2: is_async's cached "no", read inline)
+  if self._rb_async ~= gen[1] * 2 and is_async(self) and can_wait() then
     return self:forward_gather(action, observation)
   end
   local total = 0.0

@@ -77,6 +77,16 @@ local transient = class.transient
 local mtype, pcall, error, type = math.type, pcall, error, type
 local Rubric = class.Object:extend("Rubric")
 
+-- is_score(v): true when v is a number or nil, what a forward may return.
+-- Every rubric call asks, so in a session it is ludo.core's C test (a
+-- boolean, where math.type makes a string); elsewhere math.type.
+local is_score
+do
+  local ok, core = pcall(require, "ludo.core")
+  is_score = ok and type(core) == "table" and core.is_score
+    or function(v) return v == nil or mtype(v) ~= nil end
+end
+
 -- Classes whose forward may wait (via ludo.async) set `async = true`.
 Rubric.async = false
 
@@ -87,10 +97,12 @@ Rubric.async = false
 local none = {}
 Rubric._rb_list, Rubric._rb_map = none, none
 
--- Bumped whenever a child is registered anywhere; the is_async cache
--- `_rb_async` of a rubric with children is generation * 2 + (1 when
--- async).
-local generation = 0
+-- gen[1] is bumped whenever a child is registered anywhere; the is_async
+-- cache `_rb_async` of a rubric with children is gen[1] * 2 + (1 when
+-- async). Combinators read it inline (Rubric._rb_gen): a synchronous
+-- tree, the usual one, then skips the call to is_async on every step.
+local gen = { 0 }
+Rubric._rb_gen = gen
 
 -- Registers `child` under `name` explicitly (same as assigning the field,
 -- but also works for names first used by a plain value). Returns `child`.
@@ -99,7 +111,7 @@ local generation = 0
 -- The work is done by ludo.rubric_build.
 local function add_child(self, name, child, hidden, level)
   transient("ludo.rubric_build").add_child(self, name, child, hidden, level)
-  generation = generation + 1
+  gen[1] = gen[1] + 1
   return child
 end
 Rubric.add_child = add_child
@@ -189,7 +201,7 @@ local function caller(children_first)
       return score
     end
     local score = self:forward(action, observation)
-    if mtype(score) == nil and score ~= nil then
+    if not is_score(score) then
       transient("ludo.rubric_error").bad_score(self, score)
     end
     h = self._rb_hooks
@@ -232,7 +244,7 @@ end
 -- Returns true when this rubric or any descendant may wait (its class has
 -- async = true). Cached; registering a child anywhere invalidates it.
 function Rubric:is_async()
-  local c = self._rb_async
+  local c, generation = self._rb_async, gen[1]
   if c and c // 2 == generation then return c % 2 == 1 end
   local v = self.async == true
   local list = self._rb_list

@@ -210,7 +210,8 @@ local function step(action)
     return obs, false
   end
   if check_action then
-    checked(check_action, action)
+    local ok, err = check_action(action) -- (checked, inline: every step)
+    if not ok then raise("ESCHEMA", err, 0) end
     if nulls == nil then nulls = load_nulls(action_decl) end
     if nulls then null_to_nil(action, nulls) end
   end

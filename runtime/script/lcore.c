@@ -104,6 +104,15 @@ static int ludo_l_core_input(lua_State *L) {
   return lua_error(L);
 }
 
+/* ludo.core.is_score(v) -> true when v is a number or nil (what a
+ * rubric's forward may return). Every rubric call asks; math.type would
+ * make a string each time. */
+static int ludo_l_core_is_score(lua_State *L) {
+  int t = lua_type(L, 1);
+  lua_pushboolean(L, t == LUA_TNUMBER || t == LUA_TNIL || t == LUA_TNONE);
+  return 1;
+}
+
 /* ludo.core.uuid() -> a random UUID v4 string. */
 static int ludo_l_core_uuid(lua_State *L) {
   char id[LUDO__UUID_LEN + 1];
@@ -164,7 +173,8 @@ LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
       {"log", ludo_l_core_log},     {"input", ludo_l_core_input},
       {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
       {"memory", ludo_l_core_memory}, {"where", ludo_l_core_where},
-      {"redact", ludo_l_core_redact}, {NULL, NULL}};
+      {"redact", ludo_l_core_redact}, {"is_score", ludo_l_core_is_score},
+      {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

@@ -370,6 +370,24 @@ describe("environment API", function()
           msg:match("^[^\n]*"))
       end)
 
+    it("a forward's score is checked by type in a session: numbers of "
+      .. "either subtype pass, anything else fails naming the rubric",
+      function()
+        for _, case in ipairs({ { "boolean", "boolean (true);" },
+          { "table", "table;" } }) do
+          local out, msg, code = step(case[1])
+          assert.is_nil(out)
+          assert.are.equal("ESCRIPT", code)
+          assert.is_truthy(msg:find("rubric answer.gate.correct (Correct): "
+            .. "forward (defined at ", 1, true), msg)
+          assert.is_truthy(msg:find(") returned a " .. case[2], 1, true),
+            msg)
+        end
+        local out = decoded(step("integer"))
+        assert.are.equal(1, out.metadata.rubrics["answer.gate.correct"])
+        assert.are.equal(0.875, out.reward)
+      end)
+
     it("a child giving no score fails the Gate, naming the Gate",
       function()
         local out, msg, code = step("none")
