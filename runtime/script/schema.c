@@ -37,7 +37,8 @@ struct node_s {
   unsigned types;            /* allowed types; 0 = any */
   prop_t *props;
   size_t nprops;
-  const char **required;     /* names (point into the jansson tree) */
+  prop_t *required;          /* names (point into the jansson tree), with
+                                their strlen; no schema */
   size_t nrequired;
   int has_object_rules;
   int additional;            /* 1 allowed, 0 forbidden, 2 schema */
@@ -489,8 +490,12 @@ static void compile_object_rules(comp_t *c, node_t *n, json_t *j) {
     if (json_array_size(v) > 0) {
       n->required = comp_alloc(c, json_array_size(v) * sizeof *n->required);
       if (n->required == NULL) return;
-      for (i = 0; i < json_array_size(v); i++)
-        n->required[n->nrequired++] = json_string_value(json_array_get(v, i));
+      for (i = 0; i < json_array_size(v); i++) {
+        prop_t *r = &n->required[n->nrequired++];
+        r->name = json_string_value(json_array_get(v, i));
+        r->len = strlen(r->name); /* the name as lua_pushstring saw it */
+        r->schema = NULL;
+      }
       n->has_object_rules = 1;
     }
   }
@@ -691,8 +696,13 @@ void ludo__schema_free(ludo__schema_t *s) {
 
 /* ---- checking -------------------------------------------------------- */
 
+/* The state of one check. ludo__schema_check_except sets every field but
+ * `path`, whose entries are written before they are read (path[depth] is
+ * set before depth grows past it): zeroing its 1.5 KiB for each check
+ * cost more than the rest of checking a small action. */
 typedef struct {
   lua_State *L;
+  ludo__state_t *st;       /* L's ludo state (NULL in a foreign state) */
   ludo__buf_t *msg;
   const char *root;
   /* path */
@@ -782,7 +792,7 @@ static int fail_limit(chk_t *c, const char *fmt, ...) {
 
 /* JSON type of a Lua value: one T_ bit, or T_ARRAY|T_OBJECT for an empty
  * plain table. */
-static unsigned lua_json_type(lua_State *L, int idx) {
+static unsigned lua_json_type(lua_State *L, int idx, int *plain) {
   switch (lua_type(L, idx)) {
     case LUA_TNIL: return T_NULL;
     case LUA_TBOOLEAN: return T_BOOLEAN;
@@ -799,6 +809,17 @@ static unsigned lua_json_type(lua_State *L, int idx) {
     case LUA_TSTRING: return T_STRING;
     case LUA_TTABLE: {
       int r;
+      if (!lua_getmetatable(L, idx)) {
+        /* A table without a metatable is neither the null sentinel (a
+         * userdata, or in stock Lua a table with a metatable) nor a
+         * decoded array: an object, or an array when t[1] is set (the
+         * test below, which says object for an empty one too). */
+        if (plain != NULL) *plain = 1;
+        r = lua_rawgeti(L, idx, 1) != LUA_TNIL;
+        lua_pop(L, 1);
+        return r ? T_ARRAY : T_OBJECT;
+      }
+      lua_pop(L, 1);
       ludo__json_pushnull(L);
       r = lua_rawequal(L, -1, idx);
       lua_pop(L, 1);
@@ -871,7 +892,7 @@ static int equals_json(lua_State *L, int idx, json_t *j) {
                            lua_toboolean(L, idx);
     case JSON_FALSE: return lua_type(L, idx) == LUA_TBOOLEAN &&
                             !lua_toboolean(L, idx);
-    case JSON_NULL: return lua_json_type(L, idx) == T_NULL;
+    case JSON_NULL: return lua_json_type(L, idx, NULL) == T_NULL;
     case JSON_ARRAY: {
       size_t i, n = json_array_size(j);
       int ok = 1;
@@ -927,8 +948,11 @@ static void json_text(json_t *j, char *out, size_t n) {
 /* Counts a step; 1 when the running call's budget ran out (now or
  * before): everything then stops, and the caller raises. */
 static int tick(chk_t *c) {
+  /* (the test of ludo__state_stopped, on the state found once) */
   if (!c->stopped &&
-      (++c->steps % CHECK_POLL == 0 || ludo__state_stopped(c->L)) &&
+      (++c->steps % CHECK_POLL == 0 ||
+       (c->st != NULL && c->st->armed && c->st->running &&
+        c->st->killed != 0)) &&
       ludo__state_check(c->L)) {
     lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
     c->stopped = 1;
@@ -1051,8 +1075,9 @@ static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
 static int check_node(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
+  int plain = 0; /* a table without a metatable */
   if (n->never) return fail(c, "not allowed (the schema is false)");
-  t = lua_json_type(L, idx);
+  t = lua_json_type(L, idx, &plain);
   if (n->types != 0 && !(n->types & t)) {
     char want[96];
     types_text(n->types, want, sizeof want);
@@ -1094,7 +1119,7 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
     if (n->max_len >= 0 && chars > n->max_len)
       return fail(c, "length must be <= %ld, got %ld", n->max_len, chars);
   }
-  if ((t & T_ARRAY) && lua_type(L, idx) == LUA_TTABLE) {
+  if (t & T_ARRAY) {
     lua_Integer i, len = (lua_Integer)lua_rawlen(L, idx);
     if (n->min_items >= 0 && len < n->min_items)
       return fail(c, "must have >= %ld items, got %lld", n->min_items,
@@ -1119,19 +1144,27 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
       }
     }
   }
-  if ((t & T_OBJECT) && n->has_object_rules && lua_type(L, idx) == LUA_TTABLE &&
+  /* (T_OBJECT is only ever the type of a table) */
+  if ((t & T_OBJECT) && n->has_object_rules &&
       (c->depth >= CHECK_DEPTH || !lua_checkstack(L, 6)))
     return too_deep(c);
-  if ((t & T_OBJECT) && n->has_object_rules && lua_type(L, idx) == LUA_TTABLE) {
+  if ((t & T_OBJECT) && n->has_object_rules) {
     size_t i;
     for (i = 0; i < n->nrequired; i++) {
+      const prop_t *r = &n->required[i];
       int missing;
-      lua_pushstring(L, n->required[i]);
-      missing = lua_rawget(L, idx) == LUA_TNIL ||
-                skipped(c, n->required[i], strlen(n->required[i]));
+      /* Without a metatable lua_getfield is a raw get, and it finds the
+       * name's string through the API's cache instead of interning it */
+      if (plain) {
+        missing = lua_getfield(L, idx, r->name) == LUA_TNIL;
+      } else {
+        lua_pushstring(L, r->name); /* (the API's cache too) */
+        missing = lua_rawget(L, idx) == LUA_TNIL;
+      }
+      missing = missing || skipped(c, r->name, r->len);
       lua_pop(L, 1);
       if (missing)
-        return fail(c, "missing required field '%s'", n->required[i]);
+        return fail(c, "missing required field '%s'", r->name);
     }
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -1273,11 +1306,14 @@ int ludo__schema_check_except(lua_State *L, int idx,
                               const char *const *skip, ludo__buf_t *msg) {
   chk_t c;
   int ok;
-  memset(&c, 0, sizeof c);
   c.L = L;
+  c.st = ludo__state_of(L);
   c.msg = msg;
   c.root = root;
+  c.depth = c.quiet = c.hops = c.frames = c.stopped = c.hard = 0;
   c.skip = skip;
+  c.steps = 0;
+  c.memo = NULL;
   ok = check(&c, lua_absindex(L, idx), s->root);
   memo_free(&c);
   return c.stopped ? -1 : ok;
@@ -1298,10 +1334,18 @@ typedef struct {
   ludo__buf_t b;
 } msg_box_t;
 
+/* A validator's upvalue: its schema and root name in one userdata, read
+ * with one call. */
+typedef struct {
+  const ludo__schema_t *s; /* borrowed: outlives the state */
+  char root[];             /* NUL-terminated */
+} validator_t;
+
 /* validate(value) -> true | false, message */
 static int ludo_l_schema_validate(lua_State *L) {
-  const ludo__schema_t *s = lua_touserdata(L, lua_upvalueindex(1));
-  const char *root = lua_tostring(L, lua_upvalueindex(2));
+  const validator_t *v = lua_touserdata(L, lua_upvalueindex(1));
+  const ludo__schema_t *s = v->s;
+  const char *root = v->root;
   ludo__buf_t msg;
   void *ud;
   lua_Alloc fn = lua_getallocf(L, &ud);
@@ -1330,7 +1374,9 @@ static int ludo_l_schema_validate(lua_State *L) {
 
 void ludo__schema_push_validator(lua_State *L, const ludo__schema_t *s,
                                  const char *root) {
-  lua_pushlightuserdata(L, (void *)s);
-  lua_pushstring(L, root);
-  lua_pushcclosure(L, ludo_l_schema_validate, 2);
+  size_t len = strlen(root);
+  validator_t *v = lua_newuserdatauv(L, sizeof *v + len + 1, 0);
+  v->s = s;
+  memcpy(v->root, root, len + 1);
+  lua_pushcclosure(L, ludo_l_schema_validate, 1);
 }

@@ -156,6 +156,7 @@
   X(strict_reset_after_transform)                                            \
   X(strict_per_session)                                                      \
   X(strict_undeclared_schema)                                                \
+  X(strict_plain_tables_agree)                                               \
   /* test-limits.c */                                                        \
   X(limit_cpu_loop)                                                          \
   X(limit_cpu_pcall_loop)                                                    \
