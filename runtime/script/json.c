@@ -170,26 +170,32 @@ typedef struct {
 } dec_t;
 
 /* Makes the table of f with room for `size` values, moves the values held
- * into it and leaves it at f->base. [-held, +1, m] */
+ * into it and leaves it at f->base. The table is made on top and rotated
+ * down to f->base, above which the values stay: an array's are then set
+ * from the top down, each popped by its rawseti (all land in the array
+ * part made for them, so the order does not matter); an object's pairs
+ * are set in document order (which decides the hash part's layout, so
+ * pairs() order, and that the last of a repeated key wins): copies of all
+ * but the last, which is on top and popped by its rawset. [-held, +1, m] */
 static void dec_make_table(lua_State *L, frame_t *f, int size) {
-  int i;
+  int i, held = f->held;
   if (f->is_obj)
     lua_createtable(L, 0, size);
   else
     lua_createtable(L, size, 0);
-  for (i = 0; i < f->held; i++) {
-    if (f->is_obj) {
-      lua_pushvalue(L, f->base + 2 * i);
-      lua_pushvalue(L, f->base + 2 * i + 1);
-      lua_rawset(L, -3);
+  if (held > 0) {
+    lua_rotate(L, f->base, 1); /* stack: table, values... */
+    if (!f->is_obj) {
+      for (i = held; i >= 1; i--) lua_rawseti(L, f->base, i);
     } else {
-      lua_pushvalue(L, f->base + i);
-      lua_rawseti(L, -2, i + 1);
+      for (i = 0; i < held - 1; i++) {
+        lua_pushvalue(L, f->base + 1 + 2 * i);
+        lua_pushvalue(L, f->base + 2 + 2 * i);
+        lua_rawset(L, f->base);
+      }
+      lua_rawset(L, f->base); /* the last pair, on top */
+      if (held > 1) lua_settop(L, f->base);
     }
-  }
-  if (f->held > 0) {
-    lua_replace(L, f->base);
-    lua_settop(L, f->base);
   }
   f->held = 0;
   f->has_table = 1;

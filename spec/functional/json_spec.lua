@@ -288,6 +288,38 @@ describe("ludo.json", function()
         assert.are.equal(26, v.k1)   -- 1 and 26
         assert.are.equal(24, v.k24)
       end },
+    { "arrays of 1 to 40 items, every item in its place", (function()
+        local parts = {}
+        for n = 1, 40 do
+          local items = {}
+          for j = 1, n do items[j] = tostring(n * 100 + j) end
+          parts[n] = "[" .. table.concat(items, ",") .. "]"
+        end
+        return "[" .. table.concat(parts, ",") .. "]"
+      end)(), nil, function(v)
+        for n = 1, 40 do
+          assert.are.equal(n, #v[n])
+          for j = 1, n do assert.are.equal(n * 100 + j, v[n][j]) end
+        end
+      end },
+    { "a key repeated by the last member, before and past 16", (function()
+        local parts = {}
+        for n = 2, 20 do
+          local m = {}
+          for j = 1, n - 1 do m[j] = string.format('"k%d":%d', j, j) end
+          m[n] = string.format('"k1":%d', -n)
+          parts[#parts + 1] = "{" .. table.concat(m, ",") .. "}"
+        end
+        return "[" .. table.concat(parts, ",") .. "]"
+      end)(), nil, function(v)
+        for n = 2, 20 do
+          local o, count = v[n - 1], 0
+          for _ in pairs(o) do count = count + 1 end
+          assert.are.equal(n - 1, count)
+          assert.are.equal(-n, o.k1)
+          for j = 2, n - 1 do assert.are.equal(j, o["k" .. j]) end
+        end
+      end },
     { "a thousand items", "[" .. string.rep("1,", 999) .. "1]",
       "[" .. string.rep("1,", 999) .. "1]", function(v)
         assert.are.equal(1000, #v)
