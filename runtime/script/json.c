@@ -738,28 +738,19 @@ static int is_skipped(const char *const *skip, const char *k, size_t n) {
   return 0;
 }
 
-/* Writes the "key":value pairs of the object at t (keys sorted, `skip`
- * left out), without braces. `nstr` is the number of string keys. Returns
- * how many pairs were written. */
-static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
-                         size_t nstr) {
+/* Writes the n "key":value pairs that lie on the stack above `base` (k1,
+ * v1, k2, v2, ...; every key a string) with the keys sorted and `skip`
+ * left out, without braces, and pops them. The stack has room for one
+ * more value (the key list of a large object). Returns how many pairs
+ * were written. */
+static size_t write_fields(enc_t *e, int base, size_t n, int depth,
+                           const char *const *skip) {
   lua_State *L = e->L;
   size_t i, nk = 0;
-  int top = lua_gettop(L), base;
   key_t_ small[16];
   key_t_ *keys = small;
-  if (nstr > LUDO__JSON_MAXKEYS || !lua_checkstack(L, 2 * (int)nstr + 4)) {
-    char what[96];
-    snprintf(what, sizeof what, "cannot encode an object of %zu keys (at "
-             "most %d)", nstr, LUDO__JSON_MAXKEYS);
-    enc_fail(e, what);
-  }
-  if (nstr > 16) keys = lua_newuserdatauv(L, nstr * sizeof *keys, 0);
-  base = lua_gettop(L);
-  /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
-  lua_pushnil(L);
-  while (lua_next(L, t)) lua_pushvalue(L, -2);
-  for (i = 0; i < nstr; i++) {
+  if (n > 16) keys = lua_newuserdatauv(L, n * sizeof *keys, 0);
+  for (i = 0; i < n; i++) {
     keys[nk].slot = base + 1 + 2 * (int)i;
     keys[nk].s = lua_tolstring(L, keys[nk].slot, &keys[nk].n);
     if (!is_skipped(skip, keys[nk].s, keys[nk].n)) nk++;
@@ -784,8 +775,95 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
     enc_value(e, keys[i].slot + 1, depth + 1);
     e->path.n--;
   }
-  lua_settop(L, top);
+  lua_settop(L, base);
   return nk;
+}
+
+/* Writes the "key":value pairs of the object at t (keys sorted, `skip`
+ * left out), without braces, after a first pass that could not keep its
+ * pairs (keep_pairs). `nstr` is the number of string keys. Returns how
+ * many pairs were written. */
+static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
+                         size_t nstr) {
+  lua_State *L = e->L;
+  int base = lua_gettop(L);
+  if (nstr > LUDO__JSON_MAXKEYS || !lua_checkstack(L, 2 * (int)nstr + 4)) {
+    char what[96];
+    snprintf(what, sizeof what, "cannot encode an object of %zu keys (at "
+             "most %d)", nstr, LUDO__JSON_MAXKEYS);
+    enc_fail(e, what);
+  }
+  /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
+  lua_pushnil(L);
+  while (lua_next(L, t)) lua_pushvalue(L, -2);
+  return write_fields(e, base, nstr, depth, skip);
+}
+
+/* Pairs kept per lua_checkstack while keep_pairs walks a table. */
+#define KEEP_BATCH 16
+
+/* Starts the one pass over the pairs of the table at t (lua_next order)
+ * that an object of string keys needs: with `keep`, the pairs are kept on
+ * the stack above its top, k1, v1, k2, v2, ... (a copy of each key drives
+ * lua_next), so the object is written from them without a second walk.
+ * Returns 1 when the walk went through that way, with *n pairs kept (all
+ * keys strings, at most LUDO__JSON_MAXKEYS). Else returns 0 with the stack
+ * as it was plus one value: the key the walk stopped at (*pending = 1,
+ * its kind not yet looked at, *n the string keys before it), or nil to
+ * start the walk (*pending = 0); the caller goes on with lua_next. The
+ * walk stops keeping at a key that is not a string, past
+ * LUDO__JSON_MAXKEYS keys or when the stack cannot grow: the caller's
+ * count then names what is wrong, as it did before the pass kept pairs.
+ * [-0, +(2n|1), m] */
+static int keep_pairs(lua_State *L, int t, int keep, size_t *n,
+                      int *pending) {
+  int base = lua_gettop(L), room = KEEP_BATCH;
+  size_t k = 0;
+  *n = 0;
+  *pending = 0;
+  if (!keep || !lua_checkstack(L, 2 * KEEP_BATCH + 4)) {
+    need_stack(L, 4);
+    lua_pushnil(L);
+    return 0;
+  }
+  lua_pushnil(L);
+  while (lua_next(L, t)) { /* ..., k1, v1, ..., k, v */
+    if (room == 0) {
+      if (!lua_checkstack(L, 2 * KEEP_BATCH + 4)) break;
+      room = KEEP_BATCH;
+    }
+    if (k == LUDO__JSON_MAXKEYS || lua_type(L, -2) != LUA_TSTRING) break;
+    lua_pushvalue(L, -2);
+    k++;
+    room--;
+  }
+  *n = k;
+  if (lua_gettop(L) == base + 2 * (int)k) return 1; /* lua_next ended */
+  /* Stopped at k, v: keep k alone, to go on from. */
+  lua_copy(L, -2, base + 1);
+  lua_settop(L, base + 1);
+  *pending = 1;
+  return 0;
+}
+
+/* Counts the key at the top by kind for enc_table: a string, an array
+ * index (integer >= 1), or else fails naming its type. [-0, +0, e] */
+static void count_key(enc_t *e, size_t *nstr, lua_Integer *nint,
+                      lua_Integer *maxint) {
+  lua_State *L = e->L;
+  if (lua_type(L, -1) == LUA_TSTRING) {
+    (*nstr)++;
+  } else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
+    lua_Integer k = lua_tointeger(L, -1);
+    (*nint)++;
+    if (k > *maxint) *maxint = k;
+  } else {
+    const char *tn = luaL_typename(L, -1);
+    lua_pop(L, 1);
+    lua_pushfstring(L, "table key of type %s (keys must be strings, or "
+                       "1..n for arrays)", tn);
+    enc_fail(e, lua_tostring(L, -1));
+  }
 }
 
 /* Encodes the table at absolute index `t`. */
@@ -793,7 +871,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   lua_State *L = e->L;
   lua_Integer nint = 0, maxint = 0;
   size_t nstr = 0, i;
-  int is_arr;
+  int is_arr, pending, base;
   if (depth >= e->maxdepth) {
     char what[64];
     snprintf(what, sizeof what, "nesting deeper than %d (a cycle?)",
@@ -809,24 +887,19 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
     is_arr = lua_rawequal(L, -1, -2);
     lua_pop(L, 2);
   }
-  /* Count keys by kind. */
-  need_stack(L, 4);
-  lua_pushnil(L);
+  /* An object of string keys: written from the pairs its one walk kept. */
+  base = lua_gettop(L);
+  if (keep_pairs(L, t, !is_arr, &nstr, &pending)) {
+    enc_char(e, '{');
+    write_fields(e, base, nstr, depth, skip);
+    enc_char(e, '}');
+    return;
+  }
+  /* Count keys by kind (the walk goes on from where keep_pairs stopped). */
+  if (pending) count_key(e, &nstr, &nint, &maxint);
   while (lua_next(L, t)) {
     lua_pop(L, 1);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      nstr++;
-    } else if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1) {
-      lua_Integer k = lua_tointeger(L, -1);
-      nint++;
-      if (k > maxint) maxint = k;
-    } else {
-      const char *tn = luaL_typename(L, -1);
-      lua_pop(L, 1);
-      lua_pushfstring(L, "table key of type %s (keys must be strings, or "
-                         "1..n for arrays)", tn);
-      enc_fail(e, lua_tostring(L, -1));
-    }
+    count_key(e, &nstr, &nint, &maxint);
   }
   if (nstr > 0 && nint > 0) enc_fail(e, "table mixes array items and keys");
   if (is_arr && nstr > 0) enc_fail(e, "array has string keys");
@@ -941,13 +1014,23 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
                                 int maxdepth, const char *const *skip,
                                 const char *name) {
   enc_t e;
-  size_t nstr = 0;
+  size_t nstr;
+  int pending, base;
   enc_init(&e, L, b, maxdepth, NULL);
   e.path.elems[0].key = name; /* a path element over the depth's room */
   e.path.elems[0].klen = strlen(name);
   e.path.n = 1;
   idx = lua_absindex(L, idx);
-  lua_pushnil(L);
+  base = lua_gettop(L);
+  if (keep_pairs(L, idx, 1, &nstr, &pending))
+    return write_fields(&e, base, nstr, 0, skip);
+  /* Not kept: count the rest, failing at the first key that is no
+   * string (the walk goes on from where keep_pairs stopped). */
+  if (pending && lua_type(L, -1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    enc_fail(&e, "object has a key that is not a string");
+  }
+  nstr += (size_t)pending;
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING) {

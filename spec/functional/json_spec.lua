@@ -388,6 +388,29 @@ describe("ludo.json", function()
         assert.are.equal(case[3], encode(case[2]()))
       end)
     end
+
+    -- The encoder writes an object from the pairs its one walk kept on
+    -- the stack, making room in batches of 16 pairs: every size around
+    -- those batches, with values of each kind, against text built here.
+    it("objects of 0 to 70 keys, each value kind", function()
+      local kinds = {
+        { 1, "1" }, { 0.5, "0.5" }, { "s", '"s"' }, { true, "true" },
+        { null, "null" }, { {}, "{}" }, { { 1 }, "[1]" },
+        { { a = { b = 2.0 } }, '{"a":{"b":2.0}}' },
+      }
+      for n = 0, 70 do
+        local t, parts = {}, {}
+        for i = n, 1, -1 do -- inserted backwards: the walk is unsorted
+          t[string.format("k%03d", i)] = kinds[i % #kinds + 1][1]
+        end
+        for i = 1, n do
+          parts[i] = string.format('"k%03d":%s', i, kinds[i % #kinds + 1][2])
+        end
+        local want = "{" .. table.concat(parts, ",") .. "}"
+        assert.are.equal(want, encode(t))
+        assert.are.equal("[" .. want .. "]", encode({ t }))
+      end
+    end)
   end)
 
   -- Each case: name, JSON text, the whole message after "EPARSE: ".
@@ -869,6 +892,25 @@ describe("ludo.json", function()
     { "array with string keys", function()
       return json.array({ a = 1 })
     end, "EVALUE: array has string keys at $" },
+    -- A bad key met after many good ones (past the encoder's batches of
+    -- kept pairs) is named as it is when met first.
+    { "boolean key among many string keys", function()
+      local t = { [true] = 1 }
+      for i = 1, 40 do t["k" .. i] = i end
+      return { x = t }
+    end, "EVALUE: table key of type boolean (keys must be strings, or 1..n "
+      .. "for arrays) at $.x" },
+    { "array item among many string keys", function()
+      local t = {}
+      for i = 1, 40 do t["k" .. i] = i end
+      t[1] = "one"
+      return t
+    end, "EVALUE: table mixes array items and keys at $" },
+    { "many string keys in an array", function()
+      local t = {}
+      for i = 1, 40 do t["k" .. i] = i end
+      return { json.array(t) }
+    end, "EVALUE: array has string keys at $[0]" },
   }
 
   describe("encode refuses", function()
