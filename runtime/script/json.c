@@ -473,10 +473,7 @@ static void enc_fail(enc_t *e, const char *what) {
   raise_code(L, LUDO_EVALUE);
 }
 
-static void enc_nomem(enc_t *e) {
-  lua_pushliteral(e->L, "the JSON text reached the memory limit");
-  raise_code(e->L, LUDO_ENOMEM);
-}
+static void enc_nomem(enc_t *e) { ludo__json_nomem(e->L); }
 
 #define ENC_OK(e, x) \
   do {               \
@@ -564,9 +561,13 @@ static void enc_string(enc_t *e, const char *s, size_t n) {
   enc_char(e, '"');
 }
 
-/* Writes a decimal integer (faster than snprintf on the hot path). */
-static void enc_integer(enc_t *e, long long v, const char *suffix) {
-  char tmp[32], *p = tmp + sizeof tmp;
+/* Bytes a number's text may take (float_text), with its NUL. */
+#define NUM_TEXT 48
+
+/* Writes the decimal digits of v (with a '-') ending just before `end`;
+ * returns the start (faster than snprintf on the hot path). */
+static char *int_text(char *end, long long v) {
+  char *p = end;
   unsigned long long u = v < 0 ? 0ull - (unsigned long long)v
                                : (unsigned long long)v;
   do {
@@ -574,8 +575,7 @@ static void enc_integer(enc_t *e, long long v, const char *suffix) {
     u /= 10;
   } while (u != 0);
   if (v < 0) *--p = '-';
-  ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - p)));
-  if (suffix) ENC_OK(e, ludo__buf_adds(e->b, suffix));
+  return p;
 }
 
 /* Writes m / 10^k (m an integer, k >= 1) as decimal text, NUL-terminated,
@@ -618,20 +618,22 @@ static int decimal_is(double a, int k, double *m) {
  * so the smallest is found by bisection). With 16 or 17 digits: m is
  * rounded from the exact product d * 10^k (fma gives its low part) and is
  * accepted when it lies clearly within half a gap between doubles of d;
- * near that border strtod decides. Returns 0 when d is out of range. */
-static int enc_short_decimal(enc_t *e, double d) {
+ * near that border strtod decides. Writes the text, NUL-terminated, into
+ * tmp (NUM_TEXT bytes) and returns its start, setting *len; returns NULL
+ * when d is out of range. */
+static char *short_decimal(char *tmp, double d, size_t *len) {
   double a = fabs(d), m;
-  char tmp[48], *p;
+  char *p, *end = tmp + NUM_TEXT;
   int k, lo, hi, e2;
-  if (!(a >= 1e-6 && a < 1e15)) return 0;
+  if (!(a >= 1e-6 && a < 1e15)) return NULL;
   /* Scores and rewards are mostly a few decimals (0.7, 0.25): try those
    * first, smallest k first, before the bisection (a * 10^k < 2^53 keeps
    * decimal_is exact). */
   for (k = 1; k <= 3 && a * p10[k] < 9007199254740992.0; k++)
     if (decimal_is(a, k, &m)) {
-      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, k, d < 0);
-      ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - 1 - p)));
-      return 1;
+      p = fmt_decimal(end, (unsigned long long)m, k, d < 0);
+      *len = (size_t)(end - 1 - p);
+      return p;
     }
   /* The most decimals with every intermediate exact: a * 10^k < 2^53. */
   for (hi = 22; hi > 1 && a * p10[hi] >= 9007199254740992.0; hi--) {}
@@ -646,9 +648,9 @@ static int enc_short_decimal(enc_t *e, double d) {
         lo = mid + 1;
     }
     decimal_is(a, hi, &m);
-    p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)m, hi, d < 0);
-    ENC_OK(e, ludo__buf_add(e->b, p, (size_t)(tmp + sizeof tmp - 1 - p)));
-    return 1;
+    p = fmt_decimal(end, (unsigned long long)m, hi, d < 0);
+    *len = (size_t)(end - 1 - p);
+    return p;
   }
   frexp(a, &e2);
   {
@@ -662,7 +664,7 @@ static int enc_short_decimal(enc_t *e, double d) {
       P = p10[k];
       ph = a * P;
       pl = fma(a, P, -ph); /* a * P == ph + pl exactly */
-      if (ph >= 9.0e18) return 0;
+      if (ph >= 9.0e18) return NULL;
       fl = floor(ph);
       frac = (ph - fl) + pl;
       mi = (long long)fl + (long long)floor(frac + 0.5);
@@ -670,47 +672,67 @@ static int enc_short_decimal(enc_t *e, double d) {
       /* Half the smaller gap between a and its neighbours, times P. */
       thr = ldexp(P, e2 - 54);
       if (ldexp(1.0, e2 - 1) == a) thr /= 2; /* a power of two */
-      p = fmt_decimal(tmp + sizeof tmp, (unsigned long long)mi, k, d < 0);
+      p = fmt_decimal(end, (unsigned long long)mi, k, d < 0);
       if (diff < thr * 0.999 ||
           (diff < thr * 1.001 && strtod(p, NULL) == d)) {
         /* Trailing zeros add nothing (the 15-digit search can miss a
          * shorter form when a * 10^k was rounded). */
-        char *end = p + strlen(p) - 1;
-        while (*end == '0' && end[-1] != '.') *end-- = '\0';
-        ENC_OK(e, ludo__buf_adds(e->b, p));
-        return 1;
+        char *last = p + strlen(p) - 1;
+        while (*last == '0' && last[-1] != '.') *last-- = '\0';
+        *len = (size_t)(last + 1 - p);
+        return p;
       }
     }
   }
-  return 0;
+  return NULL;
 }
 
-/* Shortest text that reads back as the same double, always with a '.' or
- * an exponent so it reads back as a float. */
-static void enc_float(enc_t *e, double d) {
-  char tmp[40];
+/* Shortest text that reads back as the same finite double, always with a
+ * '.' or an exponent so it reads back as a float: written into tmp
+ * (NUM_TEXT bytes), its start returned and its length set in *len. */
+static const char *float_text(char *tmp, double d, size_t *len) {
+  char *p;
   int prec;
-  if (!isfinite(d)) {
-    ENC_OK(e, ludo__buf_add(e->b, "null", 4));
-    return;
-  }
   if (d > -1e15 && d < 1e15 && d == (double)(long long)d) {
     /* Integral values: "3.0" without a round trip through strtod. */
-    if (d == 0 && signbit(d))
-      ENC_OK(e, ludo__buf_add(e->b, "-0.0", 4));
-    else
-      enc_integer(e, (long long)d, ".0");
-    return;
+    if (d == 0 && signbit(d)) {
+      *len = 4;
+      return "-0.0";
+    }
+    memcpy(tmp + NUM_TEXT - 2, ".0", 2);
+    p = int_text(tmp + NUM_TEXT - 2, (long long)d);
+    *len = (size_t)(tmp + NUM_TEXT - p);
+    return p;
   }
-  if (enc_short_decimal(e, d)) return;
+  if ((p = short_decimal(tmp, d, len)) != NULL) return p;
   /* Out of its range (rare): the shortest of %.1g ... %.17g. */
   for (prec = 1; prec < 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+    snprintf(tmp, NUM_TEXT, "%.*g", prec, d);
     if (strtod(tmp, NULL) == d) break;
   }
-  if (prec == 17) snprintf(tmp, sizeof tmp, "%.17g", d);
+  if (prec == 17) snprintf(tmp, NUM_TEXT, "%.17g", d);
   if (strpbrk(tmp, ".eEn") == NULL) strcat(tmp, ".0");
-  ENC_OK(e, ludo__buf_adds(e->b, tmp));
+  *len = strlen(tmp);
+  return tmp;
+}
+
+int ludo__json_add_integer(ludo__buf_t *b, lua_Integer v) {
+  char tmp[32], *p = int_text(tmp + sizeof tmp, (long long)v);
+  return ludo__buf_add(b, p, (size_t)(tmp + sizeof tmp - p));
+}
+
+int ludo__json_add_float(ludo__buf_t *b, lua_Number d) {
+  char tmp[NUM_TEXT];
+  const char *p;
+  size_t n;
+  if (!isfinite(d)) return ludo__buf_add(b, "null", 4);
+  p = float_text(tmp, (double)d, &n);
+  return ludo__buf_add(b, p, n);
+}
+
+void ludo__json_nomem(lua_State *L) {
+  lua_pushliteral(L, "the JSON text reached the memory limit");
+  raise_code(L, LUDO_ENOMEM);
 }
 
 static void enc_value(enc_t *e, int idx, int depth);
@@ -942,9 +964,9 @@ static void enc_value(enc_t *e, int idx, int depth) {
       break;
     case LUA_TNUMBER:
       if (lua_isinteger(L, idx)) {
-        enc_integer(e, (long long)lua_tointeger(L, idx), NULL);
+        ENC_OK(e, ludo__json_add_integer(e->b, lua_tointeger(L, idx)));
       } else {
-        enc_float(e, (double)lua_tonumber(L, idx));
+        ENC_OK(e, ludo__json_add_float(e->b, lua_tonumber(L, idx)));
       }
       break;
     case LUA_TSTRING: {

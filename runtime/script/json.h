@@ -93,6 +93,16 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
                                 int maxdepth, const char *const *skip,
                                 const char *name);
 
+/* Append the text ludo__json_encode writes for a number (floats keep a
+ * '.' or an exponent; NaN and the infinities are null), without setting
+ * up an encoder: for callers that write a number they looked at already
+ * (a score). Return 0, or -1 when `b` cannot grow (then raise with
+ * ludo__json_nomem, as the encoder would). */
+int ludo__json_add_integer(ludo__buf_t *b, lua_Integer v);
+int ludo__json_add_float(ludo__buf_t *b, lua_Number d);
+/* Raises the encoder's ENOMEM: "the JSON text reached the memory limit".
+ * [-0, +1, v] */
+void ludo__json_nomem(lua_State *L);
 /* 1 when the value at idx is a table marked as a JSON array. [-0, +0, -] */
 int ludo__json_is_array(lua_State *L, int idx);
 
