@@ -211,6 +211,9 @@ static int build_protected(lua_State *L) {
   }
   lua_call(L, 7, 1);                       /* runner, named */
   prepare_named(L);                        /* runner, {keys, objs} */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, r->ps->encode_ref);
+  ludo__result_bind_rubrics(L, -1, -2);
+  lua_pop(L, 1);
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   lua_gc(L, LUA_GCCOLLECT);

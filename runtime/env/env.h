@@ -212,6 +212,11 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
 /* Pushes the closure that writes a call's result JSON (result.c).
  * [-0, +1, m] */
 void ludo__result_push_encoder(lua_State *L);
+/* Gives the encoder closure at `encoder` the state's rubric list, the
+ * {keys, objs, pairs} table at `named` (env.c, prepare_named), once the
+ * runner is loaded: the rubric tree no longer changes, and a step then
+ * reads the keys from a C array. [-0, +0, m] */
+void ludo__result_bind_rubrics(lua_State *L, int encoder, int named);
 
 /* tools.c. In the probe state: compiles the argument schemas of the tools
  * described in the envinfo table at `info` into env->tools and keeps their

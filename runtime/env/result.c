@@ -16,9 +16,28 @@ static const char *const envelope_skip[] = {"reward", "done", "metadata",
                                             NULL};
 
 /* encode_result's upvalues: the keys it reads, made once per state so the
- * hot path does not hash C strings. */
+ * hot path does not hash C strings; the null sentinel; and the state's
+ * rubric list, bound once its runner is loaded
+ * (ludo__result_bind_rubrics): the rubrics' keys (a rubric_keys_t
+ * userdata), their objects and the runner's pairs (nil before, or with no
+ * rubric). */
 enum { UV_REWARD = 1, UV_DONE, UV_METADATA, UV_LAST_SCORE, UV_STAMP,
-       UV_RB_STAMP };
+       UV_RB_STAMP, UV_NULL, UV_KEYS, UV_OBJS, UV_PAIRS };
+
+/* The rubrics' keys, the ready JSON text ',"name":' of each, in tree
+ * order: C pointers into the strings of the keys table that is this
+ * userdata's user value (which keeps them alive; the rubric tree is fixed
+ * once the runner is loaded), so a step reads no Lua table for them. */
+typedef struct {
+  lua_Integer n;
+  struct {
+    const char *s;
+    size_t len;
+  } key[];
+} rubric_keys_t;
+
+/* Appends the literal string s. */
+#define ADD_LIT(b, s) ludo__buf_add((b), (s), sizeof(s) - 1)
 static const char *const rubrics_skip[] = {"rubrics", NULL};
 
 /* The result did not fit: the session's memory cap (the buffer lives in
@@ -29,25 +48,39 @@ static int result_nomem(lua_State *L, ludo_session_t *s) {
                            (lua_Integer)s->ps->st.cap);
 }
 
-/* 1 when the value at idx is ludo.null. [-0, +0, m] */
+/* 1 when the value at idx is ludo.null (an upvalue of encode_result).
+ * [-0, +0, -] */
 static int is_null(lua_State *L, int idx) {
-  int r;
-  idx = lua_absindex(L, idx);
-  ludo__json_pushnull(L);
-  r = lua_rawequal(L, -1, idx);
-  lua_pop(L, 1);
-  return r;
+  return lua_rawequal(L, idx, lua_upvalueindex(UV_NULL));
 }
 
-/* 1 when the value at idx can be a reward or a score: a finite number,
- * nil, or ludo.null (no score). NaN and the infinities are refused: JSON
- * has neither, and writing them as null would pass a broken score off as
- * no score (OpenEnv's server fails such a response too). */
-static int is_score(lua_State *L, int idx) {
-  int t = lua_type(L, idx);
-  if (t == LUA_TNUMBER)
-    return lua_isinteger(L, idx) || isfinite(lua_tonumber(L, idx));
-  return t == LUA_TNIL || is_null(L, idx);
+/* Writes the value at idx when it can be a reward or a score, as
+ * ludo__json_encode would: a finite number, or nil or ludo.null (no
+ * score: null). Returns 1, or 0 with nothing written for any other value.
+ * NaN and the infinities are refused: JSON has neither, and writing them
+ * as null would pass a broken score off as no score (OpenEnv's server
+ * fails such a response too). Raises the encoder's ENOMEM. [-0, +0, v] */
+static int add_score(lua_State *L, ludo__buf_t *b, int idx) {
+  int rc;
+  switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+      if (lua_isinteger(L, idx)) {
+        rc = ludo__json_add_integer(b, lua_tointeger(L, idx));
+      } else {
+        lua_Number d = lua_tonumber(L, idx);
+        if (!isfinite(d)) return 0;
+        rc = ludo__json_add_float(b, d);
+      }
+      break;
+    case LUA_TNIL:
+      rc = ADD_LIT(b, "null");
+      break;
+    default:
+      if (!is_null(L, idx)) return 0;
+      rc = ADD_LIT(b, "null");
+  }
+  if (rc != 0) ludo__json_nomem(L);
+  return 1;
 }
 
 /* Raises: a score that is not a number, naming where it came from.
@@ -75,17 +108,16 @@ static int is_below(const char *key, size_t len, const char *up,
 }
 
 /* The step's stamp (ludo.rubric "Step stamps"): the `stamp` of the
- * runner's pairs, the third entry of the {keys, objs, pairs} table at
- * `named`; -1 when there is none (then every rubric counts as called).
- * [-0, +0, -] */
-static lua_Integer step_stamp(lua_State *L, int named) {
+ * runner's pairs; -1 when there is none (then every rubric counts as
+ * called). [-0, +0, -] */
+static lua_Integer step_stamp(lua_State *L) {
   lua_Integer v = -1;
-  if (lua_rawgeti(L, named, 3) == LUA_TTABLE) {
+  if (lua_type(L, lua_upvalueindex(UV_PAIRS)) == LUA_TTABLE) {
     lua_pushvalue(L, lua_upvalueindex(UV_STAMP));
-    if (lua_rawget(L, -2) == LUA_TNUMBER) v = lua_tointeger(L, -1);
+    if (lua_rawget(L, lua_upvalueindex(UV_PAIRS)) == LUA_TNUMBER)
+      v = lua_tointeger(L, -1);
     lua_pop(L, 1);
   }
-  lua_pop(L, 1);
   return v;
 }
 
@@ -102,64 +134,53 @@ static int called(lua_State *L, lua_Integer step) {
 }
 
 /* Writes "rubrics":{"total":S,"name":s,...} from the root score at index
- * `score` and the state's rubric list: ps->named_ref holds {keys, objs,
- * pairs} where keys[i] is the ready JSON text ',"name":', objs[i] the
- * rubric and pairs.stamp the step's stamp. A rubric this step did not
- * call (its stamp is another step's) is null, whatever last_score an
- * earlier step left. A score that is no number (NaN) fails the call,
- * naming the rubric it came from: a bad score reaches the parents that add
- * it up, so the one named is the first bad rubric in tree order none of
- * whose descendants is bad, and the root only when no rubric below it
- * is. [-0, +0, e] */
+ * `score` and the state's rubric list (the upvalues UV_KEYS and UV_OBJS:
+ * keys[i] is the ready JSON text ',"name":', objs[i] the rubric; the
+ * runner's pairs (UV_PAIRS) hold the step's stamp). A rubric this step
+ * did not call (its stamp is another step's) is null, whatever
+ * last_score an earlier step left. A score that is no number (NaN) fails
+ * the call, naming the rubric it came from: a bad score reaches the
+ * parents that add it up, so the one named is the first bad rubric in
+ * tree order none of whose descendants is bad, and the root only when no
+ * rubric below it is. [-0, +0, e] */
 static void encode_rubrics(lua_State *L, ludo_session_t *s, int score) {
   ludo__buf_t *b = &s->out;
-  lua_Integer i, n, bad = 0;
+  const rubric_keys_t *keys = lua_touserdata(L, lua_upvalueindex(UV_KEYS));
+  lua_Integer i, n = keys != NULL ? keys->n : 0, bad = 0;
   const char *bad_key = NULL;
   size_t bad_len = 0;
-  int root_ok = is_score(L, score), settled = 0;
+  int root_ok, settled = 0, top = lua_gettop(L);
   lua_Integer step;
-  if (ludo__buf_adds(b, "\"rubrics\":{\"total\":"))
+  if (ADD_LIT(b, "\"rubrics\":{\"total\":"))
     result_nomem(L, s);
-  if (root_ok) ludo__json_encode(L, score, b, LUDO__JSON_MAXDEPTH, NULL);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, s->ps->named_ref); /* {keys, objs} */
-  if (lua_type(L, -1) == LUA_TTABLE) {
-    step = step_stamp(L, lua_gettop(L));
-    lua_rawgeti(L, -1, 1);                              /* keys */
-    lua_rawgeti(L, -2, 2);                              /* keys, objs */
-    n = (lua_Integer)lua_rawlen(L, -2);
-    for (i = 1; i <= n; i++) {
-      size_t len;
-      const char *key; /* held by the keys table */
-      lua_rawgeti(L, -2, i);
-      key = lua_tolstring(L, -1, &len);
-      if (key == NULL || ludo__buf_add(b, key, len))
-        result_nomem(L, s);
-      if (lua_rawgeti(L, -2, i) == LUA_TTABLE && called(L, step)) {
-        lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
-        lua_rawget(L, -2);
-        if (is_score(L, -1)) {
-          ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
-        } else if (!settled) {
-          if (bad != 0 && !is_below(key, len, bad_key, bad_len))
-            settled = 1; /* the first bad one has no bad descendant */
-          else
-            bad = i, bad_key = key, bad_len = len;
-        }
-        lua_pop(L, 1);
-      } else if (ludo__buf_add(b, "null", 4)) {
-        result_nomem(L, s);
-      }
-      lua_pop(L, 2); /* the rubric (or nil) and the key */
-    }
-    if (bad != 0) {
-      lua_rawgeti(L, -1, bad);
+  root_ok = add_score(L, b, score);
+  step = n > 0 ? step_stamp(L) : -1;
+  for (i = 1; i <= n; i++) {
+    const char *key = keys->key[i - 1].s; /* held by the keys table */
+    size_t len = keys->key[i - 1].len;
+    if (ludo__buf_add(b, key, len))
+      result_nomem(L, s);
+    if (lua_rawgeti(L, lua_upvalueindex(UV_OBJS), i) == LUA_TTABLE &&
+        called(L, step)) {
       lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
       lua_rawget(L, -2);
-      bad_score(L, -1, "the score of rubric", bad_key + 2, bad_len - 4);
+      if (!add_score(L, b, -1) && !settled) {
+        if (bad != 0 && !is_below(key, len, bad_key, bad_len))
+          settled = 1; /* the first bad one has no bad descendant */
+        else
+          bad = i, bad_key = key, bad_len = len;
+      }
+    } else if (ADD_LIT(b, "null")) {
+      result_nomem(L, s);
     }
-    lua_pop(L, 2);
+    lua_settop(L, top); /* the rubric (or nil) and its score */
   }
-  lua_pop(L, 1);
+  if (bad != 0) {
+    lua_rawgeti(L, lua_upvalueindex(UV_OBJS), bad);
+    lua_pushvalue(L, lua_upvalueindex(UV_LAST_SCORE));
+    lua_rawget(L, -2);
+    bad_score(L, -1, "the score of rubric", bad_key + 2, bad_len - 4);
+  }
   if (!root_ok) bad_score(L, score, "the rubric's score", NULL, 0);
   if (ludo__buf_addc(b, '}'))
     result_nomem(L, s);
@@ -229,8 +250,9 @@ static int nest_metadata(lua_State *L, ludo__buf_t *b, size_t obs_end,
 static int encode_result(lua_State *L) {
   ludo_session_t *s = lua_touserdata(L, 3);
   ludo__buf_t *b = &s->out;
-  int tool_obs = lua_type(L, 2) == LUA_TBOOLEAN && !lua_toboolean(L, 2);
-  int has_score = !lua_isnil(L, 2) && !tool_obs, md;
+  int t2 = lua_type(L, 2), mt;
+  int tool_obs = t2 == LUA_TBOOLEAN && !lua_toboolean(L, 2);
+  int has_score = t2 != LUA_TNIL && t2 != LUA_TNONE && !tool_obs, md, done;
   size_t obs_at, obs_end, md_at = (size_t)-1; /* where the observation's
                                                   and metadata's text are */
   if (s->kind == LUDO__CALL_STATE || s->kind == LUDO__CALL_TOOL) {
@@ -251,7 +273,7 @@ static int encode_result(lua_State *L) {
                              "the call returned no observation");
   if (s->strict && s->env->obs_schema != NULL && !tool_obs)
     check_observation(L, s);
-  if (ludo__buf_adds(b, "{\"observation\":")) goto nomem;
+  if (ADD_LIT(b, "{\"observation\":")) goto nomem;
   obs_at = b->len;
   ludo__json_encode(L, 1, b, LUDO__JSON_MAXDEPTH, envelope_skip);
   if (b->p[obs_at] != '{') /* a sequence, or ludo.json.array{} */
@@ -260,35 +282,33 @@ static int encode_result(lua_State *L) {
                              "an array", s->kind == LUDO__CALL_RESET ? "reset"
                                                                  : "step");
   obs_end = b->len;
-  if (ludo__buf_adds(b, ",\"reward\":")) goto nomem;
+  if (ADD_LIT(b, ",\"reward\":")) goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_REWARD));
   if (lua_rawget(L, 1) == LUA_TNIL && has_score) { /* the step set none */
     /* A bad score is raised by encode_rubrics below (always called with
      * a score), which names the rubric it came from. */
-    if (is_score(L, 2)) ludo__json_encode(L, 2, b, LUDO__JSON_MAXDEPTH, NULL);
-  } else {
-    if (!is_score(L, -1)) bad_score(L, -1, "observation.reward", NULL, 0);
-    ludo__json_encode(L, -1, b, LUDO__JSON_MAXDEPTH, NULL);
+    add_score(L, b, 2);
+  } else if (!add_score(L, b, -1)) {
+    bad_score(L, -1, "observation.reward", NULL, 0);
   }
   lua_pushvalue(L, lua_upvalueindex(UV_DONE));
-  lua_rawget(L, 1);
-  if (!lua_isnoneornil(L, -1) && !lua_isboolean(L, -1))
+  mt = lua_rawget(L, 1);
+  if (mt != LUA_TNIL && mt != LUA_TBOOLEAN)
     return ludo__error_raise(L, LUDO_ESCRIPT, "observation.done must be a "
                              "boolean or nil, got %s", luaL_typename(L, -1));
-  if (ludo__buf_adds(b, lua_toboolean(L, -1) ? ",\"done\":true"
-                                              : ",\"done\":false"))
+  done = mt == LUA_TBOOLEAN && lua_toboolean(L, -1);
+  if (done ? ADD_LIT(b, ",\"done\":true") : ADD_LIT(b, ",\"done\":false"))
     goto nomem;
   lua_pushvalue(L, lua_upvalueindex(UV_METADATA));
-  lua_rawget(L, 1);
+  mt = lua_rawget(L, 1);
   md = lua_gettop(L);
-  if (!lua_isnil(L, md) && !is_null(L, md) &&
-      lua_type(L, md) != LUA_TTABLE)
+  if (mt != LUA_TNIL && mt != LUA_TTABLE && !is_null(L, md))
     return ludo__error_raise(L, LUDO_ESCRIPT, "observation.metadata must "
                              "be a table (an object) or nil, got %s",
                              luaL_typename(L, md));
-  if (lua_type(L, md) == LUA_TTABLE && !is_null(L, md)) {
+  if (mt == LUA_TTABLE && !is_null(L, md)) {
     size_t mark = b->len, n;
-    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    if (ADD_LIT(b, ",\"metadata\":{")) goto nomem;
     n = ludo__json_encode_fields(L, md, b, LUDO__JSON_MAXDEPTH,
                                  has_score ? rubrics_skip : NULL,
                                  "metadata");
@@ -304,7 +324,7 @@ static int encode_result(lua_State *L) {
     md_at = mark + 12;
   } else if (has_score) {
     size_t mark = b->len;
-    if (ludo__buf_adds(b, ",\"metadata\":{")) goto nomem;
+    if (ADD_LIT(b, ",\"metadata\":{")) goto nomem;
     encode_rubrics(L, s, 2);
     if (ludo__buf_addc(b, '}')) goto nomem;
     md_at = mark + 12;
@@ -324,6 +344,40 @@ void ludo__result_push_encoder(lua_State *L) {
   lua_pushliteral(L, "last_score");
   lua_pushliteral(L, "stamp");
   lua_pushliteral(L, "_rb_stamp");
-  lua_pushcclosure(L, encode_result, 6);
+  ludo__json_pushnull(L);
+  lua_pushnil(L); /* the rubric list: ludo__result_bind_rubrics */
+  lua_pushnil(L);
+  lua_pushnil(L);
+  lua_pushcclosure(L, encode_result, UV_PAIRS);
 }
 
+void ludo__result_bind_rubrics(lua_State *L, int encoder, int named) {
+  lua_Integer i, n;
+  rubric_keys_t *keys;
+  encoder = lua_absindex(L, encoder);
+  named = lua_absindex(L, named);
+  if (lua_type(L, named) != LUA_TTABLE) return;
+  lua_rawgeti(L, named, 1);                          /* keys */
+  if (lua_type(L, -1) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    return;
+  }
+  n = (lua_Integer)lua_rawlen(L, -1);
+  keys = lua_newuserdatauv(L, sizeof *keys + (size_t)n * sizeof keys->key[0],
+                           1);                       /* keys, ud */
+  keys->n = n;
+  for (i = 1; i <= n; i++) {
+    lua_rawgeti(L, -2, i);
+    keys->key[i - 1].s = lua_tolstring(L, -1, &keys->key[i - 1].len);
+    if (keys->key[i - 1].s == NULL) /* prepare_named made them all */
+      luaL_error(L, "rubric key %d is no string", (int)i);
+    lua_pop(L, 1);
+  }
+  lua_insert(L, -2);                                 /* ud, keys */
+  lua_setiuservalue(L, -2, 1);                       /* ud */
+  lua_setupvalue(L, encoder, UV_KEYS);
+  lua_rawgeti(L, named, 2);                          /* objs */
+  lua_setupvalue(L, encoder, UV_OBJS);
+  lua_rawgeti(L, named, 3);                          /* pairs */
+  lua_setupvalue(L, encoder, UV_PAIRS);
+}
