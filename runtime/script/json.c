@@ -498,27 +498,42 @@ static int plain8(uint64_t w) {
            ((bs - ones) & ~bs)) & high) == 0;
 }
 
-/* Length of the prefix of s that is printable ASCII with nothing to
- * escape: most keys and values, written with one copy. */
-static size_t plain_prefix(const char *s, size_t n) {
+/* The n < 8 bytes at s in one word, the rest spaces (which need no
+ * look): two overlapping loads for 4 to 7 bytes, the first, middle and
+ * last byte for 1 to 3, so every byte is in the word and no byte past s + n
+ * is read. */
+static uint64_t tail8(const char *s, size_t n) {
+  const uint64_t spaces = 0x0101010101010101ull * ' ';
+  uint32_t lo, hi;
+  if (n >= 4) {
+    memcpy(&lo, s, 4);
+    memcpy(&hi, s + n - 4, 4);
+    return (uint64_t)lo | (uint64_t)hi << 32;
+  }
+  if (n == 0) return spaces;
+  return (spaces << 24) | (uint64_t)(unsigned char)s[0] |
+         (uint64_t)(unsigned char)s[n / 2] << 8 |
+         (uint64_t)(unsigned char)s[n - 1] << 16;
+}
+
+/* 1 when s is printable ASCII with nothing to escape: most keys and
+ * values, written with one copy. Looks at 8 bytes at a time, the last
+ * word through tail8 (no loop over bytes). */
+static int is_plain(const char *s, size_t n) {
   size_t i = 0;
   uint64_t w;
   for (; n - i >= 8; i += 8) {
     memcpy(&w, s + i, 8);
-    if (!plain8(w)) break;
+    if (!plain8(w)) return 0;
   }
-  for (; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\') break;
-  }
-  return i;
+  return plain8(tail8(s + i, n - i));
 }
 
 static void enc_string(enc_t *e, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   ludo__buf_t *b = e->b;
   size_t i, start = 0, bad;
-  if (plain_prefix(s, n) == n) {
+  if (is_plain(s, n)) {
     ENC_OK(e, ludo__buf_reserve(b, n + 2));
     b->p[b->len] = '"';
     memcpy(b->p + b->len + 1, s, n);

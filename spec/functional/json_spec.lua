@@ -389,6 +389,34 @@ describe("ludo.json", function()
       end)
     end
 
+    -- Strings with nothing to escape are found 8 bytes at a time (the
+    -- last, short word read in overlapping pieces): a byte that needs a
+    -- look at any position of any length takes the careful path.
+    it("strings of 0 to 24 bytes with a byte to look at anywhere", function()
+      local special = {
+        { '"', '\\"' }, { "\\", "\\\\" }, { "\n", "\\n" },
+        { "\1", "\\u0001" }, { "\31", "\\u001f" }, { "\0", "\\u0000" },
+        { "\127", "\127" }, { "\195\169", "\195\169" },
+      }
+      for n = 0, 24 do
+        local plain = string.rep("a", n)
+        assert.are.equal('"' .. plain .. '"', encode(plain))
+        for p = 1, n do
+          for _, sp in ipairs(special) do
+            local s = plain:sub(1, p - 1) .. sp[1] .. plain:sub(p + 1)
+            local want = '"' .. plain:sub(1, p - 1) .. sp[2]
+              .. plain:sub(p + 1) .. '"'
+            assert.are.equal(want, encode(s))
+          end
+          local bad = plain:sub(1, p - 1) .. "\255" .. plain:sub(p + 1)
+          local none, err = encode(bad)
+          assert.is_nil(none)
+          assert.are.equal(string.format("EVALUE: invalid UTF-8 in string "
+            .. "(byte %d) at $", p - 1), err)
+        end
+      end
+    end)
+
     -- The encoder writes an object from the pairs its one walk kept on
     -- the stack, making room in batches of 16 pairs: every size around
     -- those batches, with values of each kind, against text built here.
