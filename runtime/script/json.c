@@ -534,7 +534,7 @@ static void enc_string(enc_t *e, const char *s, size_t n) {
   ludo__buf_t *b = e->b;
   size_t i, start = 0, bad;
   if (is_plain(s, n)) {
-    ENC_OK(e, ludo__buf_reserve(b, n + 2));
+    if (b->len + n + 3 > b->cap) ENC_OK(e, ludo__buf_reserve(b, n + 2));
     b->p[b->len] = '"';
     memcpy(b->p + b->len + 1, s, n);
     b->len += n + 2;
