@@ -199,9 +199,11 @@ local function load_nulls(decl)
   return schema.nulls(decl) or false
 end
 
-local function step(action)
+-- `is_table`: core.input()'s second result, true when the action is a
+-- table (cheaper than type(action) on every step).
+local function step(action, is_table)
   if action == nil then action = {} end
-  if tools_load and type(action) == "table"
+  if tools_load and is_table
     and (action.type == "list_tools" or action.type == "call_tool") then
     local obs = bound_tools().step(action)
     step_count = step_count + 1
@@ -270,16 +272,16 @@ end
 function M.dispatch(kind)
   doing[1] = 0
   if kind == 2 then return step(input()) end
-  if kind == 1 then return reset(input()) end
+  if kind == 1 then return reset((input())) end
   if kind == 3 then return state() end
   if kind == 5 then
     if not tools_load then
       raise("ENOENT", "environment " .. env_name .. " has no tools", 0)
     end
-    return bound_tools().call(input())
+    return bound_tools().call((input()))
   end
   if kind == 6 then -- only with tasks (the C core checks)
-    return tasks(6).call(input())
+    return tasks(6).call((input()))
   end
   if env_close then env_close() end
 end

@@ -82,7 +82,9 @@ static int decode_input(lua_State *L) {
 }
 
 /* ludo.core.input() -> the decoded JSON input of the running call, or nil
- * when the call has none. Raises EPARSE on malformed input. */
+ * when the call has none; and true when it is a table (an object or an
+ * array; the runner asks on every step, and type() would make a string).
+ * Raises EPARSE on malformed input. */
 static int ludo_l_core_input(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
@@ -94,7 +96,10 @@ static int ludo_l_core_input(lua_State *L) {
   lua_pushcfunction(L, decode_input);
   lua_pushlightuserdata(L, s);
   status = lua_pcall(L, 1, 1, 0);
-  if (status == LUA_OK) return 1;
+  if (status == LUA_OK) {
+    lua_pushboolean(L, lua_type(L, -1) == LUA_TTABLE);
+    return 2;
+  }
   if (ludo__error_code(L, -1) != 0) return lua_error(L);
   /* The decoder's text is the host input's, not a script's: it keeps
    * its code. */
