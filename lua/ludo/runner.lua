@@ -199,9 +199,12 @@ local function load_nulls(decl)
   return schema.nulls(decl) or false
 end
 
--- `is_table`: core.input()'s second result, true when the action is a
--- table (cheaper than type(action) on every step).
-local function step(action, is_table)
+-- A step (call 2): the C core starts it directly (M.step), without
+-- dispatch. `is_table` is core.input()'s second result, true when the
+-- action is a table (cheaper than type(action) on every step).
+local function step()
+  doing[1] = 0
+  local action, is_table = input()
   if action == nil then action = {} end
   if tools_load and is_table
     and (action.type == "list_tools" or action.type == "call_tool") then
@@ -268,10 +271,10 @@ local function state()
 end
 
 -- Runs one call (1 reset, 2 step, 3 state, 4 close, 5 tool, 6 tasks) in
--- the session's coroutine.
+-- the session's coroutine. (The C core starts a step with M.step.)
 function M.dispatch(kind)
   doing[1] = 0
-  if kind == 2 then return step(input()) end
+  if kind == 2 then return step() end
   if kind == 1 then return reset((input())) end
   if kind == 3 then return state() end
   if kind == 5 then
@@ -285,5 +288,6 @@ function M.dispatch(kind)
   end
   if env_close then env_close() end
 end
+M.step = step
 
 return M

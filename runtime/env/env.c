@@ -171,7 +171,8 @@ static int load_tasks(lua_State *L) {
 }
 
 /* Runs in the new state, protected and under the CPU budget: loads the
- * runner and the environment module, and keeps runner.dispatch.
+ * runner and the environment module, and keeps runner.dispatch (and
+ * runner.step, which a step starts without the dispatch).
  * [-0, +0, e] */
 static int build_protected(lua_State *L) {
   build_req_t *r = lua_touserdata(L, 1);
@@ -183,6 +184,8 @@ static int build_protected(lua_State *L) {
   ludo__modules_require(L, "ludo.runner"); /* runner */
   lua_getfield(L, -1, "dispatch");
   r->ps->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_getfield(L, -1, "step");
+  r->ps->step_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "doing");
   r->ps->doing_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "init");             /* runner, init */

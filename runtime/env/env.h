@@ -28,6 +28,7 @@ typedef struct ludo__pstate_s {
   ludo__state_t st;
   ludo__sched_t sched;
   int dispatch_ref;
+  int step_ref;                /* ludo.runner's step: a step skips dispatch */
   int named_ref;               /* the rubric's {name, rubric} pairs */
   int encode_ref;              /* the result encoder closure */
   int doing_ref;               /* ludo.runner's `doing`: what a call runs */

@@ -16,7 +16,8 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
   int rc;
   *out = NULL;
   if (ps == NULL) return LUDO_ENOMEM;
-  ps->dispatch_ref = ps->named_ref = ps->encode_ref = LUA_NOREF;
+  ps->dispatch_ref = ps->step_ref = ps->named_ref = ps->encode_ref =
+      LUA_NOREF;
   ps->doing_ref = LUA_NOREF;
   ps->st.heap = &rt->core.heap;
   ps->st.cap = rt->opts.memory_cap;

@@ -226,8 +226,10 @@ static void start(ludo_session_t *s, int sliceable) {
     wall = s->call_wall_ns;
   s->call_wall_ns = 0;
   sc->wall_ns = wall;
-  rc = ludo__sched_start(sc, s->ps->dispatch_ref, s->kind, json, len,
-                         on_done, s);
+  rc = ludo__sched_start(sc, s->kind == LUDO__CALL_STEP &&
+                                 s->ps->step_ref != LUA_NOREF
+                             ? s->ps->step_ref : s->ps->dispatch_ref,
+                         s->kind, json, len, on_done, s);
   if (rc != 0) { /* no call thread: fail the call */
     fail_call(s, rc, "ENOMEM: no memory left to start the call");
     if (s->cb != NULL)
