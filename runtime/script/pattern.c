@@ -13,12 +13,23 @@
  * quadratic on inputs such as ("a"):rep(1e6) searched for
  * ("a"):rep(5e5) .. "b").
  *
+ * Most patterns begin with one character class ("[^\32-\126]", "%d+",
+ * "(%w+)="): the class is compiled once per call into a 256-bit set (the
+ * "lead", below), start positions whose byte is not in it are skipped at
+ * one unit a byte without entering do_match (which would fail there at
+ * the first item, raising nothing), and a pattern that is only that class,
+ * or that class with '+', is matched from the set alone. A pattern the
+ * lead cannot describe exactly, or a malformed one, takes the general
+ * path, so every result and error is the general matcher's.
+ *
  * Lua strings end with a '\0' past their length, and the matcher, like
  * the library's, reads that byte at the ends of the subject and pattern
  * (a class at the pattern's end, a frontier at the subject's end). */
 #include "script/pattern.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -31,6 +42,14 @@
 #define PATTERN_MAX_CAPTURES 32 /* the library's LUA_MAXCAPTURES */
 #define PATTERN_ESC '%'
 #define PATTERN_SPECIALS "^$*+?.([%-"
+
+/* Sets longer than this (pattern bytes) are left to the general matcher:
+ * real sets are short, and a huge one is the abuse suite's example of
+ * per-byte work counted to the budget (spec/fixtures/c/abuse pat_class). */
+#define LEAD_MAX_ITEM 256
+/* At most this many '(' before the lead class: far below the 32 captures
+ * and 200 levels whose errors do_match would raise at a skipped start. */
+#define LEAD_MAX_OPENS 8
 
 #define CAP_UNFINISHED (-1)
 #define CAP_POSITION (-2)
@@ -53,7 +72,7 @@ static const char *do_match(mstate_t *ms, const char *s, const char *p);
 
 /* Spends n units; every PATTERN_CHECK_UNITS, raises the budget's error
  * when the call is over it. */
-static void spend(mstate_t *ms, ptrdiff_t n) {
+static inline void spend(mstate_t *ms, ptrdiff_t n) {
   if ((ms->left -= (long)n) > 0) return;
   ms->left = PATTERN_CHECK_UNITS;
   if (ludo__state_check(ms->L)) lua_error(ms->L);
@@ -346,6 +365,188 @@ done:
   return s;
 }
 
+/* --- the lead: the pattern's first class as a byte set ---------------- */
+
+typedef enum {
+  LEAD_NONE,  /* no filter: every start goes through do_match */
+  LEAD_FIRST, /* a match needs its first byte in the set */
+  LEAD_ONE,   /* the pattern is the class alone: a match is one byte */
+  LEAD_RUN    /* the pattern is the class and '+': the longest run */
+} lead_kind_t;
+
+typedef struct {
+  uint64_t set[4]; /* bit c: byte c matches the class */
+  lead_kind_t kind;
+} lead_t;
+
+static int lead_has(const lead_t *ld, int c) {
+  return (int)((ld->set[c >> 6] >> (c & 63)) & 1);
+}
+
+static void bits_add(uint64_t set[4], int c) {
+  set[c >> 6] |= (uint64_t)1 << (c & 63);
+}
+
+/* Adds the bytes lo..hi (none when lo > hi). */
+static void bits_range(uint64_t set[4], int lo, int hi) {
+  int w;
+  if (lo > hi) return;
+  for (w = lo >> 6; w <= hi >> 6; w++) {
+    uint64_t m = ~(uint64_t)0;
+    if (w == lo >> 6) m &= ~(uint64_t)0 << (lo & 63);
+    if (w == hi >> 6) m &= ~(uint64_t)0 >> (63 - (hi & 63));
+    set[w] |= m;
+  }
+}
+
+/* class_match's answers for every letter class over every byte, filled
+ * once by class_match itself so the two cannot disagree (other %x are
+ * the byte x). */
+static uint64_t class_bits[52][4];
+static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+
+static int letter_index(int cl) {
+  if (cl >= 'a' && cl <= 'z') return cl - 'a';
+  if (cl >= 'A' && cl <= 'Z') return 26 + cl - 'A';
+  return -1;
+}
+
+static void class_fill(void) {
+  int cl, c;
+  for (cl = 0; cl < 256; cl++) {
+    int i = letter_index(cl);
+    if (i < 0) continue;
+    for (c = 0; c < 256; c++)
+      if (class_match(c, cl)) bits_add(class_bits[i], c);
+  }
+}
+
+/* Adds the bytes %cl matches. */
+static void bits_class(uint64_t set[4], int cl) {
+  int i = letter_index(cl), w;
+  if (i < 0) {
+    bits_add(set, cl);
+    return;
+  }
+  pthread_once(&class_once, class_fill);
+  for (w = 0; w < 4; w++) set[w] |= class_bits[i][w];
+}
+
+/* The set of the bracket class p..ec (p at '[', ec at its ']'), read as
+ * set_match reads it. */
+static void bits_set(uint64_t set[4], const char *p, const char *ec) {
+  int neg = 0, w;
+  if (*(p + 1) == '^') {
+    neg = 1;
+    p++;
+  }
+  while (++p < ec) {
+    if (*p == PATTERN_ESC) {
+      p++;
+      bits_class(set, (unsigned char)*p);
+    } else if (*(p + 1) == '-' && p + 2 < ec) {
+      bits_range(set, (unsigned char)*p, (unsigned char)*(p + 2));
+      p += 2;
+    } else {
+      bits_add(set, (unsigned char)*p);
+    }
+  }
+  if (neg)
+    for (w = 0; w < 4; w++) set[w] = ~set[w];
+}
+
+/* class_end without its errors: NULL where class_end would raise. */
+static const char *lead_class_end(const char *p, const char *p_end) {
+  switch (*p++) {
+  case PATTERN_ESC:
+    return p == p_end ? NULL : p + 1;
+  case '[':
+    if (*p == '^') p++;
+    do {
+      if (p == p_end) return NULL;
+      if (*(p++) == PATTERN_ESC && p < p_end) p++;
+    } while (*p != ']');
+    return p + 1;
+  default:
+    return p;
+  }
+}
+
+/* Compiles the lead of the pattern p..p_end (after any '^' anchor); never
+ * raises: a pattern it cannot describe is LEAD_NONE. The class's length
+ * is spent once, as one general attempt would spend it. */
+static void lead_compile(mstate_t *ms, lead_t *ld, const char *p,
+                         const char *p_end) {
+  const char *q = p, *ep;
+  int opens = 0;
+  ld->kind = LEAD_NONE;
+  /* Captures open at the same position: skipping a start is still right
+   * when the class after them fails there. */
+  while (q < p_end && *q == '(') {
+    q += *(q + 1) == ')' ? 2 : 1;
+    if (++opens > LEAD_MAX_OPENS) return;
+  }
+  if (q == p_end || *q == ')') return;
+  if (*q == '$' && q + 1 == p_end) return;
+  if (*q == PATTERN_ESC &&
+      (*(q + 1) == 'b' || *(q + 1) == 'f' ||
+       isdigit((unsigned char)*(q + 1))))
+    return;
+  ep = lead_class_end(q, p_end);
+  if (ep == NULL || ep - q > LEAD_MAX_ITEM) return;
+  /* with '*', '?' or '-' the class may match nothing: no filter */
+  if (*ep == '*' || *ep == '?' || *ep == '-') return;
+  spend(ms, ep - q);
+  memset(ld->set, 0, sizeof ld->set);
+  switch (*q) {
+  case '.': memset(ld->set, 0xff, sizeof ld->set); break;
+  case PATTERN_ESC: bits_class(ld->set, (unsigned char)*(q + 1)); break;
+  case '[': bits_set(ld->set, q, ep - 1); break;
+  default: bits_add(ld->set, (unsigned char)*q); break;
+  }
+  if (opens == 0 && ep == p_end)
+    ld->kind = LEAD_ONE;
+  else if (opens == 0 && *ep == '+' && ep + 1 == p_end)
+    ld->kind = LEAD_RUN;
+  else
+    ld->kind = LEAD_FIRST;
+}
+
+/* The first start from s where a match may begin: s itself without a
+ * lead, else the first byte in the set, or src_end when there is none
+ * (where lead_match fails). One unit per byte passed, spent a chunk at a
+ * time so a long scan still meets the budget's checks. */
+static const char *lead_skip(mstate_t *ms, const lead_t *ld, const char *s) {
+  if (ld->kind == LEAD_NONE) return s;
+  for (;;) {
+    const char *from = s, *stop = ms->src_end;
+    if (stop - s > PATTERN_CHECK_UNITS) stop = s + PATTERN_CHECK_UNITS;
+    while (s < stop && !lead_has(ld, (unsigned char)*s)) s++;
+    spend(ms, s - from);
+    if (s < stop || s == ms->src_end) return s;
+  }
+}
+
+/* mstate_reset and do_match(ms, s, p), with what the lead knows: the end
+ * of the match at s, or NULL. */
+static const char *lead_match(mstate_t *ms, const lead_t *ld, const char *s,
+                              const char *p) {
+  mstate_reset(ms);
+  if (ld->kind == LEAD_NONE) return do_match(ms, s, p);
+  spend(ms, 1);
+  if (s >= ms->src_end || !lead_has(ld, (unsigned char)*s)) return NULL;
+  switch (ld->kind) {
+  case LEAD_ONE:
+    return s + 1;
+  case LEAD_RUN:
+    while (++s < ms->src_end && lead_has(ld, (unsigned char)*s))
+      spend(ms, 1);
+    return s;
+  default:
+    return do_match(ms, s, p);
+  }
+}
+
 /* --- captures to Lua ------------------------------------------------- */
 
 /* Capture i of the match s..e: its text in *cap and its length, or
@@ -403,6 +604,7 @@ static int find_aux(lua_State *L, int find) {
     }
   } else {
     mstate_t ms;
+    lead_t ld;
     const char *s1 = s + init;
     int anchor = *p == '^';
     if (anchor) {
@@ -410,10 +612,11 @@ static int find_aux(lua_State *L, int find) {
       lp--;
     }
     mstate_init(&ms, L, s, ls, p, lp);
+    lead_compile(&ms, &ld, p, ms.p_end);
     do {
       const char *e;
-      mstate_reset(&ms);
-      if ((e = do_match(&ms, s1, p)) != NULL) {
+      if (!anchor) s1 = lead_skip(&ms, &ld, s1);
+      if ((e = lead_match(&ms, &ld, s1, p)) != NULL) {
         if (!find) return captures_push(&ms, s1, e);
         lua_pushinteger(L, (s1 - s) + 1);
         lua_pushinteger(L, e - s);
@@ -434,6 +637,7 @@ static int p_match(lua_State *L) { return find_aux(L, 0); }
 typedef struct {
   const char *src, *p, *last;
   mstate_t ms;
+  lead_t ld;
 } gmatch_t;
 
 static int gmatch_next(lua_State *L) {
@@ -442,8 +646,9 @@ static int gmatch_next(lua_State *L) {
   gm->ms.L = L;
   for (src = gm->src; src <= gm->ms.src_end; src++) {
     const char *e;
-    mstate_reset(&gm->ms);
-    if ((e = do_match(&gm->ms, src, gm->p)) != NULL && e != gm->last) {
+    src = lead_skip(&gm->ms, &gm->ld, src);
+    e = lead_match(&gm->ms, &gm->ld, src, gm->p);
+    if (e != NULL && e != gm->last) {
       gm->src = gm->last = e;
       return captures_push(&gm->ms, src, e);
     }
@@ -462,6 +667,7 @@ static int p_gmatch(lua_State *L) {
   gm = lua_newuserdatauv(L, sizeof *gm, 0);
   if (init > ls) init = ls + 1;
   mstate_init(&gm->ms, L, s, ls, p, lp);
+  lead_compile(&gm->ms, &gm->ld, p, gm->ms.p_end);
   gm->src = s + init;
   gm->p = p;
   gm->last = NULL;
@@ -538,6 +744,7 @@ static int p_gsub(lua_State *L) {
   int anchor = *p == '^', changed = 0;
   lua_Integer n = 0;
   mstate_t ms;
+  lead_t ld;
   luaL_Buffer b;
   luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
                    tr == LUA_TFUNCTION || tr == LUA_TTABLE, 3,
@@ -548,10 +755,16 @@ static int p_gsub(lua_State *L) {
     lp--;
   }
   mstate_init(&ms, L, src, srcl, p, lp);
+  lead_compile(&ms, &ld, p, ms.p_end);
   while (n < max_s) {
     const char *e;
-    mstate_reset(&ms);
-    if ((e = do_match(&ms, src, p)) != NULL && e != last) {
+    if (!anchor) { /* skipped starts would each add their byte */
+      const char *at = lead_skip(&ms, &ld, src);
+      luaL_addlstring(&b, src, (size_t)(at - src));
+      src = at;
+    }
+    e = lead_match(&ms, &ld, src, p);
+    if (e != NULL && e != last) {
       n++;
       changed = add_value(&ms, &b, src, e, tr) | changed;
       src = last = e;
