@@ -547,6 +547,49 @@ static const char *lead_match(mstate_t *ms, const lead_t *ld, const char *s,
   }
 }
 
+/* The last pattern's lead, per state (the functions' shared upvalue 1):
+ * a rubric's find in every step compiles its class once. The pattern
+ * string is kept alive as the cache's user value, so while p is cached
+ * no other string can have that address: equal p and length mean the
+ * same text. Only short patterns are kept, so a dropped big one is still
+ * collected (and stops counting against the memory cap). */
+#define LEAD_CACHE_MAX 256
+
+typedef struct {
+  const char *p; /* after any '^' */
+  size_t lp;
+  int plain;     /* no specials in the whole pattern (find's test) */
+  lead_t ld;
+} lead_cache_t;
+
+/* Sets *ld to the lead of the pattern at stack index parg, whose text
+ * after any '^' is p..ms->p_end, and returns whether the whole pattern
+ * has no specials: from the cache, or compiled (and cached when short).
+ * [-0, +0, -] */
+static int lead_get(lua_State *L, mstate_t *ms, int parg, const char *p,
+                    lead_t *ld) {
+  lead_cache_t *c = lua_touserdata(L, lua_upvalueindex(1));
+  size_t lp = (size_t)(ms->p_end - p), lall;
+  const char *all;
+  int plain;
+  if (c->p == p && c->lp == lp) {
+    *ld = c->ld;
+    return c->plain;
+  }
+  lead_compile(ms, ld, p, ms->p_end);
+  all = lua_tolstring(L, parg, &lall);
+  plain = no_specials(all, lall);
+  if (lall <= LEAD_CACHE_MAX) {
+    lua_pushvalue(L, parg);
+    lua_setiuservalue(L, lua_upvalueindex(1), 1);
+    c->p = p;
+    c->lp = lp;
+    c->plain = plain;
+    c->ld = *ld;
+  }
+  return plain;
+}
+
 /* --- captures to Lua ------------------------------------------------- */
 
 /* Capture i of the match s..e: its text in *cap and its length, or
@@ -590,12 +633,18 @@ static int find_aux(lua_State *L, int find) {
   size_t ls, lp, init;
   const char *s = luaL_checklstring(L, 1, &ls);
   const char *p = luaL_checklstring(L, 2, &lp);
+  mstate_t ms;
+  lead_t ld;
+  int anchor, plain = find && lua_toboolean(L, 4);
   init = start_pos(luaL_optinteger(L, 3, 1), ls) - 1;
   if (init > ls) {
     luaL_pushfail(L);
     return 1;
   }
-  if (find && (lua_toboolean(L, 4) || no_specials(p, lp))) {
+  anchor = *p == '^';
+  mstate_init(&ms, L, s, ls, p + anchor, lp - (size_t)anchor);
+  if (!plain) plain = lead_get(L, &ms, 2, p + anchor, &ld) && find;
+  if (plain) {
     const char *at = memmem(s + init, ls - init, p, lp);
     if (at != NULL) {
       lua_pushinteger(L, (at - s) + 1);
@@ -603,16 +652,8 @@ static int find_aux(lua_State *L, int find) {
       return 2;
     }
   } else {
-    mstate_t ms;
-    lead_t ld;
     const char *s1 = s + init;
-    int anchor = *p == '^';
-    if (anchor) {
-      p++;
-      lp--;
-    }
-    mstate_init(&ms, L, s, ls, p, lp);
-    lead_compile(&ms, &ld, p, ms.p_end);
+    p += anchor;
     do {
       const char *e;
       if (!anchor) s1 = lead_skip(&ms, &ld, s1);
@@ -667,7 +708,7 @@ static int p_gmatch(lua_State *L) {
   gm = lua_newuserdatauv(L, sizeof *gm, 0);
   if (init > ls) init = ls + 1;
   mstate_init(&gm->ms, L, s, ls, p, lp);
-  lead_compile(&gm->ms, &gm->ld, p, gm->ms.p_end);
+  lead_get(L, &gm->ms, 2, p, &gm->ld);
   gm->src = s + init;
   gm->p = p;
   gm->last = NULL;
@@ -749,13 +790,13 @@ static int p_gsub(lua_State *L) {
   luaL_argexpected(L, tr == LUA_TNUMBER || tr == LUA_TSTRING ||
                    tr == LUA_TFUNCTION || tr == LUA_TTABLE, 3,
                    "string/function/table");
-  luaL_buffinit(L, &b);
   if (anchor) {
     p++;
     lp--;
   }
   mstate_init(&ms, L, src, srcl, p, lp);
-  lead_compile(&ms, &ld, p, ms.p_end);
+  lead_get(L, &ms, 2, p, &ld);
+  luaL_buffinit(L, &b);
   while (n < max_s) {
     const char *e;
     if (!anchor) { /* skipped starts would each add their byte */
@@ -791,7 +832,10 @@ void ludo__pattern_install(lua_State *L) {
                                  {"gmatch", p_gmatch},
                                  {"gsub", p_gsub},
                                  {NULL, NULL}};
+  lead_cache_t *c;
   lua_getglobal(L, LUA_STRLIBNAME);
-  luaL_setfuncs(L, fns, 0);
+  c = lua_newuserdatauv(L, sizeof *c, 1);
+  memset(c, 0, sizeof *c);
+  luaL_setfuncs(L, fns, 1); /* the cache: every function's upvalue 1 */
   lua_pop(L, 1);
 }

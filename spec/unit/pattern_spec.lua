@@ -154,8 +154,10 @@ local function pattern()
   return table.concat(parts)
 end
 
-local function gen_case()
-  local s, p = subject(), pattern()
+-- pool: when given, patterns come from it, so calls in a row share one
+-- (the per-state cache of the last pattern's lead is hit).
+local function gen_case(pool)
+  local s, p = subject(), pool and pick(pool) or pattern()
   local which = math.random(4)
   local init = pick(INITS) or nil
   if which == 1 then
@@ -233,14 +235,28 @@ describe("sandbox patterns", function()
       { "find", "a$b", "$b" }, { "gmatch", "^a^", "^a" },
       { "match", "xyz", "()y()" }, { "find", "aab", "(a)%1" },
       { "match", "a", ("(a)"):rep(33) }, { "match", "b", ("(a)"):rep(33) },
+      -- the cached lead of a pattern, then the same text used otherwise
+      { "find", "x^a", "^a" }, { "gmatch", "x^a", "^a" },
+      { "find", "x^a", "^a" }, { "gsub", "x^a^a", "^a", "-" },
+      { "find", "x^a", "^a", 1, true }, { "find", "x^a", "a" },
+      { "gsub", "aXa", "a", "b" }, { "find", "aXa", "a", 2 },
+      { "find", "a.b", "." }, { "find", "a.b", ".", 1, true },
+      { "find", "a.b", "." },
     })
   end)
 
   it("agrees with the library on 20,000 generated cases", function()
     math.randomseed(2718)
-    for _ = 1, 10 do
-      local cases = {}
-      for i = 1, 2000 do cases[i] = gen_case() end
+    for batch = 1, 10 do
+      local cases, pool = {}, nil
+      if batch % 2 == 0 then
+        pool = {}
+        for i = 1, 6 do pool[i] = pattern() end
+        -- the same text anchored and not, and '^' that gmatch keeps
+        pool[7] = "^" .. pool[1]
+        pool[8] = pool[1]:gsub("^%^", "")
+      end
+      for i = 1, 2000 do cases[i] = gen_case(pool) end
       agree(cases)
     end
   end)
