@@ -14,13 +14,15 @@
  * ("a"):rep(5e5) .. "b").
  *
  * Most patterns begin with one character class ("[^\32-\126]", "%d+",
- * "(%w+)="): the class is compiled once per call into a 256-bit set (the
- * "lead", below), start positions whose byte is not in it are skipped at
+ * "(%w+)="): the class is compiled into a 256-bit set (the "lead", below;
+ * once per call, and kept per state for the next call with the same
+ * short pattern), start positions whose byte is not in it are skipped at
  * one unit a byte without entering do_match (which would fail there at
  * the first item, raising nothing), and a pattern that is only that class,
- * or that class with '+', is matched from the set alone. A pattern the
- * lead cannot describe exactly, or a malformed one, takes the general
- * path, so every result and error is the general matcher's.
+ * or that class with '+', is matched from the set alone at one unit a
+ * byte. A pattern the lead cannot describe exactly, or a malformed one,
+ * takes the general path, so every result and error is the general
+ * matcher's.
  *
  * Lua strings end with a '\0' past their length, and the matcher, like
  * the library's, reads that byte at the ends of the subject and pattern
