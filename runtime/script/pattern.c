@@ -45,10 +45,6 @@
 #define PATTERN_ESC '%'
 #define PATTERN_SPECIALS "^$*+?.([%-"
 
-/* Sets longer than this (pattern bytes) are left to the general matcher:
- * real sets are short, and a huge one is the abuse suite's example of
- * per-byte work counted to the budget (spec/fixtures/c/abuse pat_class). */
-#define LEAD_MAX_ITEM 256
 /* At most this many '(' before the lead class: far below the 32 captures
  * and 200 levels whose errors do_match would raise at a skipped start. */
 #define LEAD_MAX_OPENS 8
@@ -495,7 +491,7 @@ static void lead_compile(mstate_t *ms, lead_t *ld, const char *p,
        isdigit((unsigned char)*(q + 1))))
     return;
   ep = lead_class_end(q, p_end);
-  if (ep == NULL || ep - q > LEAD_MAX_ITEM) return;
+  if (ep == NULL) return;
   /* with '*', '?' or '-' the class may match nothing: no filter */
   if (*ep == '*' || *ep == '?' || *ep == '-') return;
   spend(ms, ep - q);
