@@ -101,9 +101,13 @@ static int ludo_l_core_input(lua_State *L) {
     return 2;
   }
   if (ludo__error_code(L, -1) != 0) return lua_error(L);
+  /* A memory error goes on as Lua raised it: the core names the session's
+   * limit (ludo__state_error), wherever it struck (the decoder's stack or
+   * tables, or this call's own frame at the cap). */
+  if (status == LUA_ERRMEM) return lua_error(L);
   /* The decoder's text is the host input's, not a script's: it keeps
    * its code. */
-  ludo__error_push(L, status == LUA_ERRMEM ? LUDO_ENOMEM : LUDO_EPARSE,
+  ludo__error_push(L, LUDO_EPARSE,
                    lua_tostring(L, -1) ? lua_tostring(L, -1) : "bad input",
                    lua_tostring(L, -1) ? lua_rawlen(L, -1) : 9, 0);
   return lua_error(L);
