@@ -3,12 +3,14 @@
  * documented at its definition in lapi.c and lstate.c there), the
  * table library's loop check and the stop check before calls from C
  * (lua-5.4.4-loop-limits.patch), the emergency collection's check
- * (lua-5.4.4-emergency-gc.patch).
+ * (lua-5.4.4-emergency-gc.patch), the table walk by position
+ * (lua-5.4.4-table-walk.patch).
  *
  * The programs link that Lua statically. libludo.so links the system's
  * liblua5.4, which lacks these functions: the references are weak, so
  * there they are NULL and callers fall back to loading bytecode. Test
- * `lua_newstateshared != NULL` before using any of them. */
+ * `lua_newstateshared != NULL` before using any of them (lua_nextpos:
+ * itself, ludo__walk_next does, falling back to lua_next). */
 #ifndef LUDO_CORE_LUASHARE_H
 #define LUDO_CORE_LUASHARE_H
 
@@ -30,6 +32,14 @@ LUA_API unsigned int lua_sharedgen(lua_State *L, lua_State *owner)
 /* Pushes a closure of a shared prototype onto L, _ENV set as lua_load
  * sets it. [-0, +1, m] */
 LUA_API void lua_clonefunction(lua_State *L, const void *shared)
+    __attribute__((weak));
+
+/* lua_next(L, idx) with the walk's position in *pos (0 at the start)
+ * instead of the key at the top, which it replaces unread (the same stack
+ * effect): the same entries in the same order, without looking the key
+ * up again (lua-5.4.4-table-walk.patch). Walk with ludo__walk_next
+ * (script/tablewalk.h), which falls back to lua_next. [-1, +(2|0), -] */
+LUA_API int lua_nextpos(lua_State *L, int idx, unsigned int *pos)
     __attribute__((weak));
 
 /* Sets the function the table library's loops (insert, remove, concat,

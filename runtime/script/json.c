@@ -12,6 +12,7 @@
 #include "base/jsonparse.h"
 #include "base/utf8.h"
 #include "core/error.h"
+#include "script/tablewalk.h"
 
 static const char null_key = 'n';  /* registry: the null sentinel */
 static const char array_key = 'a'; /* registry: the array metatable */
@@ -824,6 +825,7 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
                          size_t nstr) {
   lua_State *L = e->L;
   int base = lua_gettop(L);
+  unsigned int pos = 0;
   if (nstr > LUDO__JSON_MAXKEYS || !lua_checkstack(L, 2 * (int)nstr + 4)) {
     char what[96];
     snprintf(what, sizeof what, "cannot encode an object of %zu keys (at "
@@ -832,7 +834,7 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
   }
   /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
   lua_pushnil(L);
-  while (lua_next(L, t)) lua_pushvalue(L, -2);
+  while (ludo__walk_next(L, t, &pos)) lua_pushvalue(L, -2);
   return write_fields(e, base, nstr, depth, skip);
 }
 
@@ -842,29 +844,30 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
 /* Starts the one pass over the pairs of the table at t (lua_next order)
  * that an object of string keys needs: with `keep`, the pairs are kept on
  * the stack above its top, k1, v1, k2, v2, ... (a copy of each key drives
- * lua_next), so the object is written from them without a second walk.
+ * the walk), so the object is written from them without a second walk.
  * Returns 1 when the walk went through that way, with *n pairs kept (all
  * keys strings, at most LUDO__JSON_MAXKEYS). Else returns 0 with the stack
  * as it was plus one value: the key the walk stopped at (*pending = 1,
  * its kind not yet looked at, *n the string keys before it), or nil to
- * start the walk (*pending = 0); the caller goes on with lua_next. The
- * walk stops keeping at a key that is not a string, past
+ * start the walk (*pending = 0); the caller goes on with ludo__walk_next
+ * from *pos. The walk stops keeping at a key that is not a string, past
  * LUDO__JSON_MAXKEYS keys or when the stack cannot grow: the caller's
  * count then names what is wrong, as it did before the pass kept pairs.
  * [-0, +(2n|1), m] */
 static int keep_pairs(lua_State *L, int t, int keep, size_t *n,
-                      int *pending) {
+                      int *pending, unsigned int *pos) {
   int base = lua_gettop(L), room = KEEP_BATCH;
   size_t k = 0;
   *n = 0;
   *pending = 0;
+  *pos = 0;
   if (!keep || !lua_checkstack(L, 2 * KEEP_BATCH + 4)) {
     need_stack(L, 4);
     lua_pushnil(L);
     return 0;
   }
   lua_pushnil(L);
-  while (lua_next(L, t)) { /* ..., k1, v1, ..., k, v */
+  while (ludo__walk_next(L, t, pos)) { /* ..., k1, v1, ..., k, v */
     if (room == 0) {
       if (!lua_checkstack(L, 2 * KEEP_BATCH + 4)) break;
       room = KEEP_BATCH;
@@ -908,6 +911,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   lua_State *L = e->L;
   lua_Integer nint = 0, maxint = 0;
   size_t nstr = 0, i;
+  unsigned int pos;
   int is_arr, pending, base;
   if (depth >= e->maxdepth) {
     char what[64];
@@ -926,7 +930,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   }
   /* An object of string keys: written from the pairs its one walk kept. */
   base = lua_gettop(L);
-  if (keep_pairs(L, t, !is_arr, &nstr, &pending)) {
+  if (keep_pairs(L, t, !is_arr, &nstr, &pending, &pos)) {
     enc_char(e, '{');
     write_fields(e, base, nstr, depth, skip);
     enc_char(e, '}');
@@ -934,7 +938,7 @@ static void enc_table(enc_t *e, int t, int depth, const char *const *skip) {
   }
   /* Count keys by kind (the walk goes on from where keep_pairs stopped). */
   if (pending) count_key(e, &nstr, &nint, &maxint);
-  while (lua_next(L, t)) {
+  while (ludo__walk_next(L, t, &pos)) {
     lua_pop(L, 1);
     count_key(e, &nstr, &nint, &maxint);
   }
@@ -1052,6 +1056,7 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
                                 const char *name) {
   enc_t e;
   size_t nstr;
+  unsigned int pos;
   int pending, base;
   enc_init(&e, L, b, maxdepth, NULL);
   e.path.elems[0].key = name; /* a path element over the depth's room */
@@ -1059,7 +1064,7 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
   e.path.n = 1;
   idx = lua_absindex(L, idx);
   base = lua_gettop(L);
-  if (keep_pairs(L, idx, 1, &nstr, &pending))
+  if (keep_pairs(L, idx, 1, &nstr, &pending, &pos))
     return write_fields(&e, base, nstr, 0, skip);
   /* Not kept: count the rest, failing at the first key that is no
    * string (the walk goes on from where keep_pairs stopped). */
@@ -1068,7 +1073,7 @@ size_t ludo__json_encode_fields(lua_State *L, int idx, ludo__buf_t *b,
     enc_fail(&e, "object has a key that is not a string");
   }
   nstr += (size_t)pending;
-  while (lua_next(L, idx)) {
+  while (ludo__walk_next(L, idx, &pos)) {
     lua_pop(L, 1);
     if (lua_type(L, -1) != LUA_TSTRING) {
       lua_pop(L, 1);

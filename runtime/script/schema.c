@@ -18,6 +18,7 @@
 #include "ludo_defs.h"
 #include "script/json.h"
 #include "script/state.h"
+#include "script/tablewalk.h"
 
 enum {
   T_NULL = 1, T_BOOLEAN = 2, T_INTEGER = 4, T_NUMBER = 8, T_STRING = 16,
@@ -908,6 +909,7 @@ static int equals_json(lua_State *L, int idx, json_t *j) {
       const char *k;
       json_t *v;
       size_t count = 0;
+      unsigned int pos = 0;
       if (lua_type(L, idx) != LUA_TTABLE) return 0;
       json_object_foreach(j, k, v) {
         int ok;
@@ -918,7 +920,7 @@ static int equals_json(lua_State *L, int idx, json_t *j) {
         if (!ok) return 0;
       }
       lua_pushnil(L);
-      while (lua_next(L, idx)) {
+      while (ludo__walk_next(L, idx, &pos)) {
         lua_pop(L, 1);
         count++;
       }
@@ -1002,8 +1004,9 @@ static int is_multiple(double d, double m) {
  * out. */
 static long count_keys(chk_t *c, int idx) {
   long k = 0;
+  unsigned int pos = 0;
   lua_pushnil(c->L);
-  while (lua_next(c->L, idx)) {
+  while (ludo__walk_next(c->L, idx, &pos)) {
     size_t klen;
     if (tick(c)) {
       lua_pop(c->L, 2);
@@ -1150,6 +1153,7 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
     return too_deep(c);
   if ((t & T_OBJECT) && n->has_object_rules) {
     size_t i;
+    unsigned int pos = 0;
     for (i = 0; i < n->nrequired; i++) {
       const prop_t *r = &n->required[i];
       int missing;
@@ -1167,7 +1171,7 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
         return fail(c, "missing required field '%s'", r->name);
     }
     lua_pushnil(L);
-    while (lua_next(L, idx)) {
+    while (ludo__walk_next(L, idx, &pos)) {
       size_t klen;
       const char *k;
       const node_t *sub = NULL;
