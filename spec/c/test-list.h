@@ -135,6 +135,9 @@
   /* test-pattern.c */                                                      \
   X(pattern_same_as_library)                                                \
   X(pattern_cases)                                                          \
+  /* test-tablewalk.c: lua_nextpos against lua_next */                    \
+  X(tablewalk_same_as_lua_next)                                             \
+  X(tablewalk_resized_while_walked)                                         \
   /* test-schema.c: compiling a declared schema, within limits */          \
   X(schema_compile_stops_and_bounds)                                         \
   X(schema_compile_refuses_deep_and_cut_refs)                                \
