@@ -481,8 +481,9 @@ static void enc_nomem(enc_t *e) { ludo__json_nomem(e->L); }
     if ((x) != 0) enc_nomem(e); \
   } while (0)
 
-/* Appends one byte (ludo__buf_addc without the call). */
-static void enc_char(enc_t *e, char c) {
+/* Appends one byte (ludo__buf_addc without the call; inline: GCC kept it
+ * out of line, a call for each brace, comma and colon). */
+static inline void enc_char(enc_t *e, char c) {
   ludo__buf_t *b = e->b;
   if (b->len + 2 > b->cap && ludo__buf_reserve(b, 1) != 0) enc_nomem(e);
   b->p[b->len++] = c;
