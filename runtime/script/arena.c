@@ -3,14 +3,8 @@
 
 #include <string.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
-#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+#define POISON LUDO__ARENA_POISON
+#define UNPOISON LUDO__ARENA_UNPOISON
 
 /* Chunk size: small, so a session's slack stays small. */
 #define CHUNK 4096

@@ -22,6 +22,15 @@
 
 #include "base/alloc.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define LUDO__ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define LUDO__ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define LUDO__ARENA_POISON(p, n) ((void)(p), (void)(n))
+#define LUDO__ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define LUDO__ARENA_MAX 256
 #define LUDO__ARENA_CLASSES (LUDO__ARENA_MAX / 16)
 #define LUDO__ARENA_LIMIT ((size_t)256 << 10)
@@ -44,6 +53,44 @@ void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap);
  * ptr untouched). osize must be the size the block was asked with. */
 void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
                           size_t nsize);
+
+/* The two common cases, inlined into the state's allocator so that most
+ * calls do not pay a call to ludo__arena_realloc and its tests of the
+ * rare cases. Each does exactly what ludo__arena_realloc would do for its
+ * case, and nothing when it cannot, so the caller then falls back to
+ * ludo__arena_realloc, which handles every case.
+ *
+ * ludo__arena_take: a fresh block of n bytes, 1 <= n <= LUDO__ARENA_MAX,
+ * from its class's free list or the current chunk; NULL when neither has
+ * one (a new chunk or the heap is needed). */
+static inline void *ludo__arena_take(ludo__arena_t *a, size_t n) {
+  size_t c = (n - 1) >> 4, size = (c + 1) << 4;
+  void *p = a->free[c];
+  if (p != NULL) {
+    LUDO__ARENA_UNPOISON(p, size);
+    a->free[c] = *(void **)p;
+    return p;
+  }
+  if ((size_t)(a->end - a->bump) < size) return NULL;
+  p = a->bump;
+  a->bump += size;
+  LUDO__ARENA_UNPOISON(p, size);
+  return p;
+}
+
+/* ludo__arena_give: frees p of n bytes (n >= 1, the size it was asked
+ * with) when it is surely a chunk block: small, and the arena never
+ * overflowed (after that a small block may be the heap's, which
+ * ludo__arena_realloc tells apart). Returns 1 when it did, else 0. */
+static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
+  size_t c = (n - 1) >> 4;
+  if (n - 1 >= LUDO__ARENA_MAX || a->overflow) return 0; /* n == 0 too */
+  LUDO__ARENA_UNPOISON(p, sizeof(void *));
+  *(void **)p = a->free[c];
+  a->free[c] = p;
+  LUDO__ARENA_POISON(p, (c + 1) << 4);
+  return 1;
+}
 
 /* Returns every chunk to the heap (after lua_close). */
 void ludo__arena_release(ludo__arena_t *a);

@@ -48,7 +48,6 @@ typedef struct ludo__state_s {
   ludo__arena_t arena;        /* small blocks of this state */
   size_t used;                /* bytes held by this state */
   size_t cap;                 /* refuse growth past this; 0 = no cap */
-  size_t peak;
   unsigned refused;          /* growths refused at the cap in this call */
   unsigned failed;           /* growths that failed in this call, at the
                                 cap or not (the heap, fault injection) */
