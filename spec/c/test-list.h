@@ -144,6 +144,8 @@
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
+  X(arena_fast_paths_agree)                                                  \
+  X(state_alloc_fast_path_limits)                                            \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \
