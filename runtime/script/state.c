@@ -69,21 +69,25 @@ failed:
   return NULL;
 }
 
-/* Most calls free a small block or ask for a fresh small one (a step's
- * tables, their parts, strings): those are done here without a call, with
- * the same effect alloc_any would have, and everything else goes there
- * (a tail call, so this path saves no registers). A fresh block is only
- * taken here when neither the cap nor fault injection could refuse it:
- * cap - 1 is SIZE_MAX when there is no cap (0), so one comparison stands
- * for "cap != 0 && used + nsize > cap" (1 <= nsize <= 256: no overflow). */
+/* Most calls free a small block (or nothing) or ask for a fresh small
+ * one (a step's tables, their parts, strings): those are done here without
+ * a call, with the same effect alloc_any would have, and everything else
+ * goes there (a tail call, so this path saves no registers). A fresh block
+ * is only taken here when neither the cap nor fault injection could refuse
+ * it: cap - 1 is SIZE_MAX when there is no cap (0), so one comparison
+ * stands for "cap != 0 && used + nsize > cap" (1 <= nsize <= 256: no
+ * overflow). */
 void *ludo__state_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   ludo__state_t *st = ud;
   void *p;
-  if (nsize == 0 && ptr != NULL &&
-      ludo__arena_give(&st->arena, ptr, osize)) {
-    st->used -= osize;
-    if (st->total) *st->total -= osize;
-    return NULL;
+  if (nsize == 0) {
+    if (ptr == NULL) return NULL; /* Lua frees absent parts (an empty
+                                     table's array) this way */
+    if (ludo__arena_give(&st->arena, ptr, osize)) {
+      st->used -= osize;
+      if (st->total) *st->total -= osize;
+      return NULL;
+    }
   }
   if (ptr == NULL && nsize - 1 < LUDO__ARENA_MAX &&
       (st->used + nsize - 1 <= st->cap - 1) & (st->fail_after < 0) &&
