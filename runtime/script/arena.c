@@ -25,10 +25,7 @@ void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap) {
 }
 
 static void push_free(ludo__arena_t *a, int c, void *p) {
-  UNPOISON(p, sizeof(void *));
-  *(void **)p = a->free[c];
-  a->free[c] = p;
-  POISON(p, (size_t)(c + 1) << 4);
+  ludo__arena_push(a, (size_t)c, p);
 }
 
 /* Starts a new chunk; the old chunk's tail goes to a free list. */
@@ -47,25 +44,19 @@ static int new_chunk(ludo__arena_t *a) {
   return 0;
 }
 
-static void *small_alloc(ludo__arena_t *a, int c, size_t want) {
-  size_t n = (size_t)(c + 1) << 4;
-  void *p = a->free[c];
-  if (p != NULL) {
-    UNPOISON(p, n);
-    a->free[c] = *(void **)p;
-    return p;
+/* A block of `want` bytes (1..LUDO__ARENA_MAX): from its free list or the chunk
+ * (ludo__arena_take), else from a new chunk, else from the heap. (A new
+ * chunk puts the old one's tail, smaller than the block, on a lower
+ * class's list: the second take cuts the block from the new chunk.) */
+static void *small_alloc(ludo__arena_t *a, size_t want) {
+  void *p = ludo__arena_take(a, want);
+  if (p != NULL) return p;
+  if (a->held + CHUNK > LUDO__ARENA_LIMIT) {
+    a->overflow = 1; /* the arena is full: the heap takes the rest */
+    return ludo__alloc_fn(a->heap, NULL, 0, want);
   }
-  if ((size_t)(a->end - a->bump) < n) {
-    if (a->held + CHUNK > LUDO__ARENA_LIMIT) {
-      a->overflow = 1; /* the arena is full: the heap takes the rest */
-      return ludo__alloc_fn(a->heap, NULL, 0, want);
-    }
-    if (new_chunk(a) != 0) return NULL;
-  }
-  p = a->bump;
-  a->bump += n;
-  UNPOISON(p, n);
-  return p;
+  if (new_chunk(a) != 0) return NULL;
+  return ludo__arena_take(a, want);
 }
 
 /* Is p a block of the arena's chunks? Asked only once the arena
@@ -98,7 +89,7 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
   if (ptr != NULL && !small_o && small_n && osize <= LUDO__ARENA_MAX)
     return ludo__alloc_fn(a->heap, ptr, osize, nsize); /* heap-held small */
   if (!small_o && !small_n) return ludo__alloc_fn(a->heap, ptr, osize, nsize);
-  p = small_n ? small_alloc(a, cls_of(nsize), nsize)
+  p = small_n ? small_alloc(a, nsize)
               : ludo__alloc_fn(a->heap, NULL, 0, nsize);
   if (p == NULL) return NULL;
   if (ptr != NULL) {

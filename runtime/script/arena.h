@@ -78,6 +78,14 @@ static inline void *ludo__arena_take(ludo__arena_t *a, size_t n) {
   return p;
 }
 
+/* Puts chunk block p of class c on its free list (poisoned there). */
+static inline void ludo__arena_push(ludo__arena_t *a, size_t c, void *p) {
+  LUDO__ARENA_UNPOISON(p, sizeof(void *));
+  *(void **)p = a->free[c];
+  a->free[c] = p;
+  LUDO__ARENA_POISON(p, (c + 1) << 4);
+}
+
 /* ludo__arena_give: frees p of n bytes (n >= 1, the size it was asked
  * with) when it is surely a chunk block: small, and the arena never
  * overflowed (after that a small block may be the heap's, which
@@ -85,10 +93,7 @@ static inline void *ludo__arena_take(ludo__arena_t *a, size_t n) {
 static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
   size_t c = (n - 1) >> 4;
   if (n - 1 >= LUDO__ARENA_MAX || a->overflow) return 0; /* n == 0 too */
-  LUDO__ARENA_UNPOISON(p, sizeof(void *));
-  *(void **)p = a->free[c];
-  a->free[c] = p;
-  LUDO__ARENA_POISON(p, (c + 1) << 4);
+  ludo__arena_push(a, c, p);
   return 1;
 }
 

@@ -950,11 +950,8 @@ static void json_text(json_t *j, char *out, size_t n) {
 /* Counts a step; 1 when the running call's budget ran out (now or
  * before): everything then stops, and the caller raises. */
 static int tick(chk_t *c) {
-  /* (the test of ludo__state_stopped, on the state found once) */
   if (!c->stopped &&
-      (++c->steps % CHECK_POLL == 0 ||
-       (c->st != NULL && c->st->armed && c->st->running &&
-        c->st->killed != 0)) &&
+      (++c->steps % CHECK_POLL == 0 || ludo__state_is_stopped(c->st)) &&
       ludo__state_check(c->L)) {
     lua_pop(c->L, 1); /* raised again by the caller (ludo__schema_stop) */
     c->stopped = 1;

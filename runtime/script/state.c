@@ -756,8 +756,7 @@ size_t ludo__state_cap(lua_State *L) {
 }
 
 int ludo__state_stopped(lua_State *L) {
-  ludo__state_t *st = ludo__state_of(L);
-  return st != NULL && st->armed && st->running && st->killed != 0;
+  return ludo__state_is_stopped(ludo__state_of(L));
 }
 
 int ludo__state_check(lua_State *L) {

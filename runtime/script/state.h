@@ -181,6 +181,12 @@ int ludo__state_check(lua_State *L);
  * pushes the error. [-0, +0, -] */
 int ludo__state_stopped(lua_State *L);
 
+/* ludo__state_stopped on a state already found (NULL: not ludo's), for
+ * loops that ask at every step. [-0, +0, -] */
+static inline int ludo__state_is_stopped(const ludo__state_t *st) {
+  return st != NULL && st->armed && st->running && st->killed != 0;
+}
+
 /* ludo__state_stopped(L) for loops below Lua (base/regex.h's `stopped`,
  * with ludo__state_stop as its `stop`). */
 int ludo__state_stopped_ud(void *L);
