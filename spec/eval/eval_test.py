@@ -790,6 +790,17 @@ def rubric_sums_count_only_the_steps_a_rubric_scored_in():
     assert s["rubrics"]["seq.second"]["mean"] == 2.0, s["rubrics"]
 
 
+def sessions_closed(base, timeout=20.0):
+    """Waits until the server at `base` has no session open (/metrics)."""
+    end = time.time() + timeout
+    while True:
+        text = urlopen(base + "/metrics").read().decode()
+        if re.search(r"^ludo_sessions_open 0$", text, re.M):
+            return
+        assert time.time() < end, "sessions still open:\n" + text[:300]
+        time.sleep(0.05)
+
+
 @test
 def a_server_at_capacity_loses_episodes_then_resume_runs_them():
     """A server refusing sessions over its --max-sessions (ECAPACITY) is
@@ -813,6 +824,10 @@ def a_server_at_capacity_loses_episodes_then_resume_runs_them():
         assert refused and s["episodes"]["lost"] == len(refused), s
         assert s["errors"] == {}, s["errors"]
         assert s["success"]["n"] == s["episodes"]["finished"], s
+        # The first run's sessions close on the server once it reads their
+        # connections' ends: wait for that, or the resume may find them
+        # still counted against --max-sessions (a loaded host).
+        sessions_closed("http://127.0.0.1:%s" % m.group(1))
         r = ludo(*args, "--concurrency", "2", "--resume")
         assert r.returncode == 0, (r.returncode, r.stderr)
         s = json.load(open(os.path.join(d, "summary.json")))
