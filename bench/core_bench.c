@@ -12,7 +12,8 @@
  *                   them all; baseline the same for bare Lua states
  *   memory.idle     Lua heap of one idle echo session after a full GC
  *   step.echo @N    echo steps/s, N sessions stepped round-robin (blocking)
- *                   or all at once (step_async on each, ludo_runtime_run)
+ *                   or all at once (step_async on each, ludo_runtime_run;
+ *                   or one ludo_session_step_batch of the N)
  *   step.noop       no-op steps/s, blocking and batched over 256 sessions
  *                   (ludo_session_step_batch); baseline an empty lua_pcall
  *   latency.*       p50/p99/p99.9 of one echo step and of an async round
@@ -511,13 +512,42 @@ static double rate_async(ludo_runtime_t *rt, ludo_session_t **ss, int k,
   return (double)issued / ((bench_now_us() - t0) / 1e6);
 }
 
+static void echo_batch_cb(size_t i, ludo_session_t *s, int status,
+                          const char *data, size_t len, void *ud) {
+  (void)i;
+  count_cb(s, status, data, len, ud);
+}
+
+/* The k sessions stepped together (ludo_session_step_batch), the way a
+ * trainer steps many agents per frame. */
+static double rate_batch_echo(ludo_session_t **ss, int k, long steps) {
+  static const char *acts[4096];
+  static size_t lens[4096];
+  long issued = 0, done = 0;
+  int j, rc;
+  double t0;
+  for (j = 0; j < k; j++) {
+    acts[j] = ECHO;
+    lens[j] = ECHO_LEN;
+  }
+  t0 = bench_now_us();
+  while (issued < steps) {
+    if ((rc = ludo_session_step_batch(ss, acts, lens, (size_t)k,
+                                      echo_batch_cb, &done)) != 0)
+      die("step_batch", rc);
+    issued += k;
+  }
+  return (double)issued / ((bench_now_us() - t0) / 1e6);
+}
+
 #define SCALE_ROUNDS 5
 
 static void group_scale(void) {
   static const int ks[] = {1, 16, 256, 4096};
   enum { NK = sizeof ks / sizeof ks[0] };
-  double blk[NK][SCALE_ROUNDS], asy[NK][SCALE_ROUNDS], call[SCALE_ROUNDS];
-  double mb[NK], ma[NK];
+  double blk[NK][SCALE_ROUNDS], asy[NK][SCALE_ROUNDS], bat[NK][SCALE_ROUNDS],
+      call[SCALE_ROUNDS];
+  double mb[NK], ma[NK], mt[NK];
   ludo_runtime_t *rt = runtime_new(4, 0);
   ludo_env_t *env = env_load(rt, "examples/echo");
   ludo_session_t **ss = calloc(4096, sizeof *ss);
@@ -534,11 +564,13 @@ static void group_scale(void) {
     for (i = 0; i < NK; i++) {
       blk[i][r] = rate_blocking(ss, ks[i], steps);
       asy[i][r] = rate_async(rt, ss, ks[i], steps);
+      bat[i][r] = rate_batch_echo(ss, ks[i], steps);
     }
   }
   for (i = 0; i < NK; i++) {
     mb[i] = bench_median(blk[i], SCALE_ROUNDS);
     ma[i] = bench_median(asy[i], SCALE_ROUNDS);
+    mt[i] = bench_median(bat[i], SCALE_ROUNDS);
   }
   /* Target at 1 session: 1.4x the 285-320k/s measured before the direct
    * JSON path (issue 7), taken at 300k. */
@@ -554,6 +586,13 @@ static void group_scale(void) {
   for (i = 1; i < NK; i++) {
     snprintf(fig, sizeof fig, "step.echo async @%d", ks[i]);
     emit(fig, "/s", ma[i], "step.echo async @1", ma[0],
+         ks[i] == 4096 ? T_GE : T_NONE, ON_RATIO, 0.5);
+  }
+  /* Batched: against the blocking step at 1 session (a batch of 1 is a
+   * blocking step with a callback). */
+  for (i = 1; i < NK; i++) {
+    snprintf(fig, sizeof fig, "step.echo batch @%d", ks[i]);
+    emit(fig, "/s", mt[i], "step.echo blocking @1", mb[0],
          ks[i] == 4096 ? T_GE : T_NONE, ON_RATIO, 0.5);
   }
   lua_close(L);

@@ -244,6 +244,8 @@ static void run_queue(ludo__core_t *c) {
     if (c->ready.head == NULL) c->ready.tail = NULL;
     t->queued = 0;
     unhold(c, t);
+    if (c->hint != NULL && c->ready.head != NULL)
+      c->hint(c->ready.head, c->hint_ud);
     t->fn(t);
     if (ludo__core_over(c) ||
         (c->pass_end_ns != 0 && ludo__clock_ns() >= c->pass_end_ns))

@@ -92,6 +92,11 @@ typedef struct ludo__core_s {
   size_t trim_freed;         /* bytes freed since the last malloc_trim */
   struct ludo__curlm_s *curlm; /* libcurl's multi handle on this loop
                                 (net/curlm.c), made on first use; NULL */
+  /* Called by the run queue with the next ready task before it runs the
+   * current one, so the owner can have the next task's memory brought
+   * into the caches while the current runs (env/session.c). NULL: none. */
+  void (*hint)(ludo__task_t *next, void *ud);
+  void *hint_ud;
   /* Called once the last handle finished closing after ludo__core_close;
    * the owner frees the memory holding `c` there. */
   void (*on_closed)(struct ludo__core_s *c);

@@ -24,6 +24,13 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
        LUDO__CALL_CLOSE, LUDO__CALL_TOOL, LUDO__CALL_TASKS };
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
+/* Past this many bytes in the runtime's Lua states, sessions stepped in
+ * turn no longer find their lines in the caches (a last-level cache is
+ * 16-64 MiB): then the memory of the next sessions is asked for while the
+ * current one steps. Below it the lines come from the caches anyway and
+ * asking costs more than it saves (docs/performance.md, "Session 28"). */
+#define LUDO__PREFETCH_LIVE ((size_t)32 << 20)
+
 typedef struct ludo__pstate_s {
   ludo__state_t st;
   ludo__sched_t sched;
@@ -49,6 +56,9 @@ struct ludo_runtime_s {
   ludo_session_t *sessions;    /* all open sessions */
   ludo_script_t *scripts;      /* all open scripts */
   size_t lua_live;             /* bytes in session and pool states */
+  size_t prefetch_live;        /* lua_live past which a step's memory is
+                                  asked for ahead (session.c, prefetch):
+                                  LUDO__PREFETCH_LIVE */
   unsigned nsessions, calls;
   int freeing;                 /* ludo_runtime_free runs: nothing new */
   unsigned gc_seed;            /* spreads the states' GC pacing */
@@ -207,6 +217,10 @@ int ludo__session_step_batch(ludo_session_t *const *ss,
                              const char *const *actions, const size_t *lens,
                              size_t n, ludo_batch_cb cb, void *ud,
                              int blocking);
+/* The core's hint (ludo__core_t.hint, `ud` the runtime): when `next` is
+ * a session's task and the runtime's sessions no longer fit in the
+ * caches, has its memory brought in while the current task runs. */
+void ludo__session_hint(ludo__task_t *next, void *ud);
 int ludo__session_call(ludo_session_t *s, int kind, const char *json,
                        size_t len, ludo_call_cb cb, void *ud,
                        const char **out, size_t *out_len);

@@ -79,6 +79,9 @@ int ludo__runtime_new(ludo_runtime_t **out, const ludo_options_t *opts) {
   }
   rt->core.heap.live += sizeof *rt;
   rt->core.on_closed = core_closed;
+  rt->core.hint = ludo__session_hint;
+  rt->core.hint_ud = rt;
+  rt->prefetch_live = LUDO__PREFETCH_LIVE;
   rt->core.slice_ns = (uint64_t)opts->slice_us * 1000u;
   if (rt->core.has_watchdog)
     ludo__watchdog_set_slice(&rt->core.watchdog, rt->core.slice_ns);

@@ -239,6 +239,37 @@ static void start(ludo_session_t *s, int sliceable) {
   }
 }
 
+/* ---- memory brought in ahead ----------------------------------------- */
+
+/* Asks the processor for the lines the step of `s` reads, without waiting
+ * for them, in three stages a step apart, each reading only what the one
+ * before brought: 2, the session's record; 1, its state's arena and call
+ * records; 0, every chunk of the arena (the state's tables, closures,
+ * strings and threads). Callers stepping sessions in turn run stage k for
+ * the session k + 1 turns ahead. */
+static void prefetch(const ludo_session_t *s, int stage) {
+  const ludo__pstate_t *ps;
+  size_t i;
+  if (stage == 2) {
+    for (i = 0; i < sizeof *s; i += 64)
+      __builtin_prefetch((const char *)s + i, 0, 3);
+    return;
+  }
+  ps = s->ps;
+  if (ps == NULL) return;
+  if (stage == 1) {
+    for (i = 0; i < sizeof ps->st.arena; i += 64)
+      __builtin_prefetch((const char *)&ps->st.arena + i, 0, 3);
+    __builtin_prefetch(&ps->sched, 0, 3);
+  } else {
+    ludo__arena_prefetch(&ps->st.arena);
+  }
+}
+
+static int prefetching(const ludo_runtime_t *rt) {
+  return rt->lua_live > rt->prefetch_live;
+}
+
 /* The session's task: one step of its life, run from the loop. */
 static void session_task(ludo__task_t *t) {
   ludo_session_t *s = (ludo_session_t *)((char *)t -
@@ -489,6 +520,22 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   return 0;
 }
 
+static ludo_session_t *of_task(ludo__task_t *t) {
+  return (ludo_session_t *)((char *)t - offsetof(ludo_session_t, task));
+}
+
+void ludo__session_hint(ludo__task_t *next, void *ud) {
+  ludo__task_t *t = next;
+  int stage;
+  if (!prefetching(ud)) return;
+  /* The third task's record is asked for whatever it is (a hint reads
+   * nothing); the first two were asked for before, so reading them is
+   * cheap. */
+  for (stage = 0; stage < 2 && t != NULL; stage++, t = t->next)
+    if (t->fn == session_task) prefetch(of_task(t), stage);
+  if (t != NULL) prefetch(of_task(t), 2);
+}
+
 /* ---- batched steps --------------------------------------------------- */
 
 typedef struct ludo__batch_s {
@@ -546,13 +593,24 @@ static void batch_hold(ludo_runtime_t *rt, ludo_session_t *const *ss,
   }
 }
 
+/* Before starting entry i, asks for the memory of the three after it
+ * (see prefetch). */
+static void batch_prefetch(ludo_session_t *const *ss, size_t n,
+                           const int *rcs, size_t i) {
+  int stage;
+  for (stage = 0; stage < 3 && i + 1 + stage < n; stage++)
+    if (rcs[i + 1 + stage] == 0) prefetch(ss[i + 1 + stage], stage);
+}
+
 /* Starts the held entries; one closed before its turn (by an earlier
  * entry's host function) ends with ECANCELED without running. */
 static void batch_start(ludo_runtime_t *rt, ludo_session_t *const *ss,
                         size_t n, int *rcs) {
   size_t i;
+  int ahead = prefetching(rt);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
+    if (ahead) batch_prefetch(ss, n, rcs, i);
     if (rcs[i] != 0) continue;
     if (s->close_requested) {
       fail_call(s, LUDO_ECANCELED, "ECANCELED: the session was closed");

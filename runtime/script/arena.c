@@ -37,6 +37,7 @@ static int new_chunk(ludo__arena_t *a) {
   ch->next = a->chunks;
   ch->size = size;
   a->chunks = ch;
+  if (a->held < LUDO__ARENA_FIRST * CHUNK) a->first[a->held / CHUNK] = ch;
   a->held += size;
   a->bump = (char *)ch + HDR;
   a->end = (char *)ch + size;
@@ -102,6 +103,19 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
   return p;
 }
 
+static void prefetch_chunk(const ludo__arena_chunk_t *ch) {
+  size_t i;
+  for (i = 0; i < CHUNK; i += 64)
+    __builtin_prefetch((const char *)ch + i, 0, 3);
+}
+
+void ludo__arena_prefetch(const ludo__arena_t *a) {
+  size_t n = a->held / CHUNK, i;
+  const ludo__arena_chunk_t *ch = a->chunks;
+  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++) prefetch_chunk(a->first[i]);
+  for (; i < n && ch != NULL; i++, ch = ch->next) prefetch_chunk(ch);
+}
+
 void ludo__arena_release(ludo__arena_t *a) {
   while (a->chunks != NULL) {
     ludo__arena_chunk_t *ch = a->chunks;
@@ -110,6 +124,7 @@ void ludo__arena_release(ludo__arena_t *a) {
     ludo__alloc_fn(a->heap, ch, ch->size, 0);
   }
   memset(a->free, 0, sizeof a->free);
+  memset(a->first, 0, sizeof a->first);
   a->bump = a->end = NULL;
   a->held = 0;
   a->overflow = 0;

@@ -34,6 +34,9 @@
 #define LUDO__ARENA_MAX 256
 #define LUDO__ARENA_CLASSES (LUDO__ARENA_MAX / 16)
 #define LUDO__ARENA_LIMIT ((size_t)256 << 10)
+/* The first chunks, whose addresses the arena keeps in order (for
+ * ludo__arena_prefetch, which then needs no walk of the list). */
+#define LUDO__ARENA_FIRST 8
 
 typedef struct ludo__arena_chunk_s ludo__arena_chunk_t;
 
@@ -41,7 +44,8 @@ typedef struct ludo__arena_s {
   ludo__alloc_t *heap;                    /* chunks come from here */
   void *free[LUDO__ARENA_CLASSES];        /* free blocks per class */
   char *bump, *end;                       /* unused space of the chunk */
-  ludo__arena_chunk_t *chunks;
+  ludo__arena_chunk_t *chunks;            /* newest first */
+  ludo__arena_chunk_t *first[LUDO__ARENA_FIRST]; /* oldest first */
   size_t held;                            /* bytes of chunks */
   int overflow;                           /* small blocks also from heap */
 } ludo__arena_t;
@@ -96,6 +100,13 @@ static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
   ludo__arena_push(a, c, p);
   return 1;
 }
+
+/* Asks the processor to bring every line of the arena's chunks into its
+ * caches, without waiting for them: what a step of the state will read is
+ * mostly there (its tables, closures, strings, threads). Reads only the
+ * arena record and, past the first LUDO__ARENA_FIRST chunks, the newer
+ * chunks' headers; changes nothing. */
+void ludo__arena_prefetch(const ludo__arena_t *a);
 
 /* Returns every chunk to the heap (after lua_close). */
 void ludo__arena_release(ludo__arena_t *a);

@@ -146,6 +146,9 @@
   X(arena_reuse_and_limit)                                                   \
   X(arena_fast_paths_agree)                                                  \
   X(state_alloc_fast_path_limits)                                            \
+  /* test-prefetch.c: a step's memory asked for ahead */                  \
+  X(arena_first_chunks)                                                      \
+  X(prefetch_ahead_same_results)                                             \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \
