@@ -25,11 +25,12 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
 /* Past this many bytes in the runtime's Lua states, sessions stepped in
- * turn no longer find their lines in the caches (a last-level cache is
- * 16-64 MiB): then the memory of the next sessions is asked for while the
- * current one steps. Below it the lines come from the caches anyway and
- * asking costs more than it saves (docs/performance.md, "Session 28"). */
-#define LUDO__PREFETCH_LIVE ((size_t)32 << 20)
+ * turn no longer find their lines in the caches: then the memory of the
+ * next sessions is asked for while the current one steps. Below it the
+ * lines come from the caches anyway and asking costs more than it saves:
+ * with echo sessions (40 KB each), asking made 256 of them (10 MiB) 0.8x
+ * as fast and 512 (20 MiB) 1.27x (docs/performance.md, "Session 28"). */
+#define LUDO__PREFETCH_LIVE ((size_t)16 << 20)
 
 typedef struct ludo__pstate_s {
   ludo__state_t st;

@@ -244,8 +244,8 @@ static void start(ludo_session_t *s, int sliceable) {
 /* Asks the processor for the lines the step of `s` reads, without waiting
  * for them, in three stages a step apart, each reading only what the one
  * before brought: 2, the session's record; 1, its state's arena and call
- * records; 0, every chunk of the arena (the state's tables, closures,
- * strings and threads). Callers stepping sessions in turn run stage k for
+ * records, its result and input buffers; 0, every chunk of the arena (the
+ * state's tables, closures, strings and threads). Callers stepping sessions in turn run stage k for
  * the session k + 1 turns ahead. */
 static void prefetch(const ludo_session_t *s, int stage) {
   const ludo__pstate_t *ps;
@@ -261,6 +261,12 @@ static void prefetch(const ludo_session_t *s, int stage) {
     for (i = 0; i < sizeof ps->st.arena; i += 64)
       __builtin_prefetch((const char *)&ps->st.arena + i, 0, 3);
     __builtin_prefetch(&ps->sched, 0, 3);
+    /* the last result's buffer (the next is written there) and the
+     * copy of a queued call's input, both outside the arena */
+    for (i = 0; s->out.p != NULL && i < s->out.len && i < 1024; i += 64)
+      __builtin_prefetch(s->out.p + i, 1, 3);
+    for (i = 0; s->in.p != NULL && i < s->in.len && i < 1024; i += 64)
+      __builtin_prefetch(s->in.p + i, 0, 3);
   } else {
     ludo__arena_prefetch(&ps->st.arena);
   }
