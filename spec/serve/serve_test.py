@@ -723,7 +723,17 @@ async def unread_replies_end_the_connection():
             for _ in range(20):
                 await w.send(json.dumps({"type": "step",
                                          "data": {"mib": 4}}))
-            await asyncio.sleep(2)
+            # Reading starts once the server has run all 20 steps: then
+            # their 80 MiB of replies were queued or, past the queue, the
+            # connection was ended (a fixed 2 s sleep was too short on a
+            # loaded host: the client began to read before the queue was
+            # full, got all 20 replies and no close, and waited). Steps
+            # after the close still run, their replies dropped.
+            for _ in range(400):
+                m = c.http("GET", "/metrics")[1]
+                if re.search(r"^ludo_step_seconds_count 20$", m, re.M):
+                    break
+                await asyncio.sleep(0.05)
             got, code = 0, None
             try:
                 while True:
