@@ -8,6 +8,7 @@ test and ends with "N passed, N failed"; exit status 1 on any failure.
 SERVE_ONLY=a,b runs only the tests whose names contain one of those words
 (the shared servers still start, and are still checked for their exit)."""
 import asyncio
+import contextlib
 import http.client
 import json
 import os
@@ -1461,6 +1462,31 @@ def workers_forward_mcp_sessions():
     check(v["error"]["code"] == -32602, v)
 
 
+@contextlib.asynccontextmanager
+async def attached(srv, sid, first):
+    """A WebSocket attached to session sid, and its reply to `first`. The
+    one attached before may still be leaving: when it was on another
+    worker than the session's, its detach reaches the owner a moment after
+    its client saw the close, and until then an attach is refused
+    ("already has an attached WebSocket"): this tries again then."""
+    for _ in range(200):
+        ws = await srv.ws("/ws?session_id=" + sid)
+        try:
+            v = await rpc(ws, first)
+        except websockets.ConnectionClosed:
+            v = None  # refused, and closed before `first` went
+        if v is not None and not (v["type"] == "error" and "already has"
+                                  in v["data"]["message"]):
+            try:
+                yield ws, v
+            finally:
+                await ws.close()
+            return
+        await ws.close()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"session {sid} stayed attached")
+
+
 @test
 async def workers_forward_attached_websocket():
     c0, c1 = conns_by_worker(W2)
@@ -1470,8 +1496,8 @@ async def workers_forward_attached_websocket():
     crossed = 0
     for i in range(40):
         before = sum(forwarded(W2))
-        async with W2.ws("/ws?session_id=" + msid) as ws:
-            v = await rpc(ws, {"type": "step", "data": {"message": f"a{i}"}})
+        async with attached(W2, msid, {"type": "step", "data": {
+                "message": f"a{i}"}}) as (ws, v):
             check(v["type"] == "observation" and
                   v["data"]["observation"]["echoed_message"] == f"a{i}", v)
             v = await rpc(ws, {"type": "mcp", "data": {
@@ -1490,8 +1516,7 @@ async def workers_forward_attached_websocket():
             break
     check(crossed, "40 WebSockets, none reached worker 1")
     # the detached session stayed; one attached at a time, across workers
-    async with W2.ws("/ws?session_id=" + msid) as ws:
-        v = await rpc(ws, {"type": "state"})
+    async with attached(W2, msid, {"type": "state"}) as (ws, v):
         check(v["type"] == "state" and v["data"]["step_count"] >= 1, v)
         for _ in range(4):
             async with W2.ws("/ws?session_id=" + msid) as ws2:
