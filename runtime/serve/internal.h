@@ -238,6 +238,13 @@ int sv_sess_call(sv_sess_t *x, int kind, const char *json, size_t len,
  * completes). Idempotent. */
 void sv_sess_close(sv_sess_t *x);
 
+/* Gives the capacity slot of x back now when x is a session made for one
+ * request (SV_SESS_EPHEMERAL), whose close comes after its answer: call
+ * it before the answer goes out, so that a client that read the answer
+ * and asks for a session at once, on any worker, finds the slot free.
+ * sv_sess_close does not give it twice. Does nothing for other kinds. */
+void sv_sess_release_slot(sv_sess_t *x);
+
 /* The record of session `id`, or NULL. */
 sv_sess_t *sv_sess_find(ludo__serve_t *sv, const char *id);
 

@@ -183,6 +183,7 @@ static void tool_done(sv_sess_t *x, int status, const char *data,
   int rpc_ws;
   json_t *id;
   take(x, &req, &ws, &rpc_ws, &id);
+  sv_sess_release_slot(x); /* a stateless call's: free before the answer */
   if (req != NULL || ws != NULL) {
     if (status == 0) {
       sv_rpc_reply(sv, req, ws, rpc_ws, id, data, len);

@@ -357,6 +357,7 @@ static void http_done(sv_sess_t *x, int status, const char *data,
   ludo__http_header_t h[1];
   size_t nh = 0;
   x->req = NULL;
+  sv_sess_release_slot(x); /* a stateless call's: free before the answer */
   if (x->kind == SV_SESS_HTTP) {
     h[0].name = SESSION_HEADER;
     h[0].value = x->id;

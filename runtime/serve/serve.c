@@ -78,7 +78,8 @@ static void unhash(sv_sess_t *x) {
 /* Frees the record: the session is closed and no callback will come. */
 /* Gives x's capacity slot back, once: at close, not when x is freed (a
  * call's continuation may hold x a while after its answer went out, and a
- * client that read the answer may ask for a session at once). */
+ * client that read the answer may ask for a session at once); for a
+ * session made for one request, before its answer (sv_sess_release_slot). */
 static void give_back_slot(sv_sess_t *x) {
   if (x->slot_given) return; /* gone already, or to a newcomer (reclaim.c) */
   x->slot_given = 1;
@@ -264,6 +265,10 @@ void sv_sess_close(sv_sess_t *x) {
   x->in_close--;
   if (x->busy || x->in_cb) return; /* on_call frees it */
   sess_free(x);
+}
+
+void sv_sess_release_slot(sv_sess_t *x) {
+  if (x->kind == SV_SESS_EPHEMERAL && !x->owner) give_back_slot(x);
 }
 
 void sv_sess_detach(sv_sess_t *x) {

@@ -257,6 +257,7 @@ static void task_done(sv_sess_t *x, int status, const char *data,
   ludo__http_req_t *req = x->req;
   const task_route_t *r = &task_routes[x->route];
   x->req = NULL;
+  sv_sess_release_slot(x); /* before the answer: the slot is free then */
   if (req != NULL) {
     ludo__http_req_set_data(req, NULL);
     if (status == 0) {

@@ -1546,6 +1546,39 @@ async def workers_forward_attached_websocket():
           "sessions left open")
 
 
+@test
+def a_stateless_call_s_slot_is_free_when_its_answer_comes():
+    # A server of one session on two workers; a call that names no
+    # session (a task request, POST /step, tools/call over POST /mcp)
+    # runs on a throwaway session, whose close takes 100 ms here (its
+    # close() spins until the cleanup budget stops it). Once its answer
+    # came, a reset on the other worker finds the slot free: the slot
+    # went back before the answer (it went back at the close, after the
+    # answer, and a client quick enough got 503, as tasks_production_and_
+    # capacity's WebSocket got CAPACITY_REACHED on a loaded host).
+    w = Server("spec/fixtures/serve/slowclose", "--workers", "2",
+               "--max-sessions", "1")
+    try:
+        c0, c1 = conns_by_worker(w)
+        calls = (("/slowclose/num_tasks", {"split": "dev"}),
+                 ("/step", {"action": {"message": "x"}}),
+                 ("/mcp", {"jsonrpc": "2.0", "id": 1, "method":
+                           "tools/call", "params": {
+                               "name": "echo",
+                               "arguments": {"message": "x"}}}))
+        for a, b in ((c0, c1), (c1, c0)):
+            for path, body in calls:
+                st, v, _ = a.call("POST", path, body)
+                check(st == 200 and "error" not in v, (path, st, v))
+                st, v, h = b.call("POST", "/reset", {})
+                check(st == 200, ("after " + path, st, v))
+                v = b.rpc("openenv/session/close",
+                          {"session_id": h["X-Session-Id"]})
+                check(v["result"]["closed"] is True, v)
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
 class GenericEnvClientFrames:
     """The frames OpenEnv's GenericEnvClient sends and how it reads the
     answers (OPENENV.md 2.1, 2.2), for the README's snippet: openenv
