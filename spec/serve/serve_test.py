@@ -1911,12 +1911,60 @@ def worker_ports(srv, n=2):
     raise AssertionError(f"400 source ports, workers reached: {got}")
 
 
+def wait_counted(srv, name, more, polls_count=False):
+    """Polls /metrics until counter `name` has grown by `more` from its
+    value now: the server has read the request or message sent next (it
+    counts them as they come, before their call starts). polls_count: each
+    poll is one of the requests counted (ludo_http_requests_total)."""
+    base = metric(srv.http("GET", "/metrics")[1], name)
+
+    def wait():
+        for polls in range(1, 2000):
+            n = metric(srv.http("GET", "/metrics")[1], name)
+            if n - base - (polls if polls_count else 0) >= more:
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"{name} did not grow by {more}")
+    return wait
+
+
+def wait_detached(srv, sid):
+    """Waits until HTTP calls may name session sid: its last WebSocket's
+    detach reached the owner (409 until then)."""
+    for _ in range(200):
+        st, v, _ = srv.http("GET", "/state?session_id=" + sid)
+        if st != 409:
+            check(st == 200, (st, v))
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"session {sid} stayed attached")
+
+
+def attach_raw(port, sid, sport, frames):
+    """A raw WebSocket attached to session sid from source port sport, with
+    `frames` sent, and its first reply; tried again while the session's
+    last WebSocket is still leaving (see attached())."""
+    for _ in range(200):
+        s = raw_ws(port, "/ws?session_id=" + sid, sport)
+        s.sendall(frames)
+        v = json.loads(read_frame(s)[1])
+        if not (v["type"] == "error" and
+                "already has" in v["data"]["message"]):
+            return s, v
+        reset_close(s)
+        time.sleep(0.02)
+    raise AssertionError(f"session {sid} stayed attached")
+
+
 @test
 def a_call_answers_the_client_that_made_it():
     # A session with a slow call in flight from a client that left (a
     # WebSocket attached from either worker, or an HTTP request): a
     # WebSocket attached next, on either worker, has its own messages
-    # wait for that call and gets exactly their replies, in order.
+    # wait for that call and gets exactly their replies, in order. (The
+    # slow step is read by the server before its client leaves, and the
+    # next client attaches once the last one's detach reached the owner:
+    # waited for, not slept for.)
     c = Server("spec/fixtures/serve/slow", "--workers", "2")
     try:
         ports = worker_ports(c)
@@ -1928,6 +1976,7 @@ def a_call_answers_the_client_that_made_it():
         for first, second in ((0, 0), (1, 0), (0, 1), (1, 1), ("http", 0),
                               ("http", 1)):
             w2 = (owner + second) % 2
+            wait_detached(c, sid)  # the last s2 is gone
             if first == "http":
                 # the step runs while its HTTP client stays; the WebSocket
                 # attaches meanwhile
@@ -1935,20 +1984,20 @@ def a_call_answers_the_client_that_made_it():
                 t = threading.Thread(target=c.http, args=(
                     "POST", "/step", {"action": {"ms": 400}},
                     {"X-Session-Id": sid}))
+                read = wait_counted(c, "ludo_http_requests_total", 1, True)
                 t.start()
-                time.sleep(0.1)
+                read()
             else:
                 w1 = (owner + first) % 2
                 s1 = raw_ws(c.port, "/ws?session_id=" + sid, ports[w1][0])
+                read = wait_counted(c, "ludo_ws_messages_total", 1)
                 s1.sendall(ws_frame(1, b'{"type":"step","data":{"ms":400}}'))
-                time.sleep(0.1)
+                read()
                 reset_close(s1)  # gone without a close frame
-                time.sleep(0.05)
-            s2 = raw_ws(c.port, "/ws?session_id=" + sid, ports[w2][1])
-            s2.sendall(ws_frame(1, b'{"type":"step","data":{"ms":0}}') +
-                       ws_frame(1, b'{"type":"state"}'))
+            s2, v = attach_raw(c.port, sid, ports[w2][1],
+                               ws_frame(1, b'{"type":"step","data":{"ms":0}}')
+                               + ws_frame(1, b'{"type":"state"}'))
             steps += 2
-            v = json.loads(read_frame(s2)[1])
             check(v["type"] == "observation" and
                   v["data"]["observation"].get("slept") == 0,
                   (first, second, v))
@@ -1962,7 +2011,6 @@ def a_call_answers_the_client_that_made_it():
             reset_close(s2)
             if first == "http":
                 t.join()
-            time.sleep(0.05)  # the detach reaches the owner
     finally:
         check(c.stop() == 0, "exit status")
 
