@@ -2363,13 +2363,18 @@ def ws_queued_bytes_share_one_bound():
         for s in (a, b):
             s.sendall(ws_frame(1, b'{"type":"reset"}'))
             read_frame(s)
-        step = ws_frame(1, b'{"type":"step","data":{"ms":800}}')
+        # a's pad waits behind its 2 s step, b's comes meanwhile (once
+        # the server has read a's: polled, not slept for)
+        step = ws_frame(1, b'{"type":"step","data":{"ms":2000}}')
         a.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
             "ms": 0, "pad": "x" * 900000}}).encode()))
-        time.sleep(0.3)
-        # the gauge shows what waits past each connection's 64 KiB
-        _, text, _ = c.http("GET", "/metrics")
-        pending = metric(text, "ludo_input_pending_bytes")
+        for _ in range(500):
+            # the gauge shows what waits past each connection's 64 KiB
+            _, text, _ = c.http("GET", "/metrics")
+            pending = metric(text, "ludo_input_pending_bytes")
+            if pending > 800000:
+                break
+            time.sleep(0.01)
         check(800000 < pending < 900000, pending)
         b.sendall(step + ws_frame(1, json.dumps({"type": "step", "data": {
             "ms": 0, "pad": "x" * 300000}}).encode()))
