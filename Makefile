@@ -262,6 +262,11 @@ $(BUILD)/ludo-echo-rate: bench/echo_rate.c $(BUILD)/libludo.a $(LUA_A)
 bench-then: all $(BUILD)/ludo-echo-rate
 	@BUILD=$(BUILD) bench/then_and_now.sh
 
+# Asking for the next sessions' memory ahead, on and off in alternated
+# rounds (reads the runtime's record to set the threshold).
+$(BUILD)/ludo-prefetch-ab: bench/prefetch_ab.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 $(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
