@@ -23,7 +23,6 @@
 enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
        LUDO__CALL_CLOSE, LUDO__CALL_TOOL, LUDO__CALL_TASKS };
 
-/* A prepared session state: sandboxed state + scheduler + runner. */
 /* Past this many bytes in the runtime's Lua states, sessions stepped in
  * turn no longer find their lines in the caches: then the memory of the
  * next sessions is asked for while the current one steps. Below it the
@@ -32,6 +31,7 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
  * as fast and 512 (20 MiB) 1.27x (docs/performance.md, "Session 28"). */
 #define LUDO__PREFETCH_LIVE ((size_t)16 << 20)
 
+/* A prepared session state: sandboxed state + scheduler + runner. */
 typedef struct ludo__pstate_s {
   ludo__state_t st;
   ludo__sched_t sched;

@@ -243,10 +243,11 @@ static void start(ludo_session_t *s, int sliceable) {
 
 /* Asks the processor for the lines the step of `s` reads, without waiting
  * for them, in three stages a step apart, each reading only what the one
- * before brought: 2, the session's record; 1, its state's arena and call
- * records, its result and input buffers; 0, every chunk of the arena (the
- * state's tables, closures, strings and threads). Callers stepping sessions in turn run stage k for
- * the session k + 1 turns ahead. */
+ * before brought: 2, the session's record (reads nothing); 1, its state's
+ * arena and call records, its result and input buffers; 0, every chunk of
+ * the arena (the state's tables, closures, strings and threads). Callers
+ * stepping sessions in turn run stage k for the session k + 1 turns
+ * ahead. */
 static void prefetch(const ludo_session_t *s, int stage) {
   const ludo__pstate_t *ps;
   size_t i;
@@ -526,8 +527,11 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   return 0;
 }
 
-static ludo_session_t *of_task(ludo__task_t *t) {
-  return (ludo_session_t *)((char *)t - offsetof(ludo_session_t, task));
+/* The session whose task t would be (integer arithmetic: t may be
+ * another owner's task, whose would-be session is only asked for). */
+static const ludo_session_t *of_task(const ludo__task_t *t) {
+  return (const ludo_session_t *)((uintptr_t)t -
+                                  offsetof(ludo_session_t, task));
 }
 
 void ludo__session_hint(ludo__task_t *next, void *ud) {
