@@ -3,10 +3,12 @@
 
 #include <lauxlib.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/prefetch.h"
 #include "script/json.h"
 
 /* CPU budget of an environment's close(): cleanup gets a small one. */
@@ -250,24 +252,21 @@ static void start(ludo_session_t *s, int sliceable) {
  * ahead. */
 static void prefetch(const ludo_session_t *s, int stage) {
   const ludo__pstate_t *ps;
-  size_t i;
   if (stage == 2) {
-    for (i = 0; i < sizeof *s; i += 64)
-      __builtin_prefetch((const char *)s + i, 0, 3);
+    ludo__prefetch(s, sizeof *s, 0);
     return;
   }
   ps = s->ps;
   if (ps == NULL) return;
   if (stage == 1) {
-    for (i = 0; i < sizeof ps->st.arena; i += 64)
-      __builtin_prefetch((const char *)&ps->st.arena + i, 0, 3);
-    __builtin_prefetch(&ps->sched, 0, 3);
+    ludo__prefetch(&ps->st.arena, sizeof ps->st.arena, 0);
+    ludo__prefetch(&ps->sched, 1, 0);
     /* the last result's buffer (the next is written there) and the
      * copy of a queued call's input, both outside the arena */
-    for (i = 0; s->out.p != NULL && i < s->out.len && i < 1024; i += 64)
-      __builtin_prefetch(s->out.p + i, 1, 3);
-    for (i = 0; s->in.p != NULL && i < s->in.len && i < 1024; i += 64)
-      __builtin_prefetch(s->in.p + i, 0, 3);
+    if (s->out.p != NULL)
+      ludo__prefetch(s->out.p, s->out.len < 1024 ? s->out.len : 1024, 1);
+    if (s->in.p != NULL)
+      ludo__prefetch(s->in.p, s->in.len < 1024 ? s->in.len : 1024, 0);
   } else {
     ludo__arena_prefetch(&ps->st.arena);
   }
@@ -277,10 +276,15 @@ static int prefetching(const ludo_runtime_t *rt) {
   return rt->lua_live > rt->prefetch_live;
 }
 
+/* The session whose task t is (integer arithmetic: t may be another
+ * owner's task, whose would-be session the hint only asks for). */
+static ludo_session_t *of_task(const ludo__task_t *t) {
+  return (ludo_session_t *)((uintptr_t)t - offsetof(ludo_session_t, task));
+}
+
 /* The session's task: one step of its life, run from the loop. */
 static void session_task(ludo__task_t *t) {
-  ludo_session_t *s = (ludo_session_t *)((char *)t -
-                                         offsetof(ludo_session_t, task));
+  ludo_session_t *s = of_task(t);
   if (s->closing) { /* ludo_session_close_async */
     if (s->env->rt->core.blocking)
       close_after_blocking(s); /* its callbacks wait for the call's end */
@@ -525,13 +529,6 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   if (out) *out = s->out.p ? s->out.p : "";
   if (out_len) *out_len = s->out.len;
   return 0;
-}
-
-/* The session whose task t would be (integer arithmetic: t may be
- * another owner's task, whose would-be session is only asked for). */
-static const ludo_session_t *of_task(const ludo__task_t *t) {
-  return (const ludo_session_t *)((uintptr_t)t -
-                                  offsetof(ludo_session_t, task));
 }
 
 void ludo__session_hint(ludo__task_t *next, void *ud) {

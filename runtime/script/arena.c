@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "base/prefetch.h"
+
 #define POISON LUDO__ARENA_POISON
 #define UNPOISON LUDO__ARENA_UNPOISON
 
@@ -103,17 +105,13 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
   return p;
 }
 
-static void prefetch_chunk(const ludo__arena_chunk_t *ch) {
-  size_t i;
-  for (i = 0; i < CHUNK; i += 64)
-    __builtin_prefetch((const char *)ch + i, 0, 3);
-}
-
 void ludo__arena_prefetch(const ludo__arena_t *a) {
   size_t n = a->held / CHUNK, i;
   const ludo__arena_chunk_t *ch = a->chunks;
-  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++) prefetch_chunk(a->first[i]);
-  for (; i < n && ch != NULL; i++, ch = ch->next) prefetch_chunk(ch);
+  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++)
+    ludo__prefetch(a->first[i], CHUNK, 0);
+  for (; i < n && ch != NULL; i++, ch = ch->next)
+    ludo__prefetch(ch, CHUNK, 0);
 }
 
 void ludo__arena_release(ludo__arena_t *a) {
