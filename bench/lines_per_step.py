@@ -5,7 +5,7 @@ from memory once sessions no longer fit in the caches): the quantity that
 bounds the steps/s at 4,096 sessions and the batch of 256
 (docs/performance.md, "Session 23").
 
-  python3 bench/lines_per_step.py [ENV ACTION STEPS SESSIONS]
+  python3 bench/lines_per_step.py [--coverage] [ENV ACTION STEPS SESSIONS]
   (default: examples/echo '{"message":"hello"}' 200 2; from the repo root,
   after make bench)
 
@@ -15,7 +15,12 @@ and counts per step the lines touched (a line counts as the session's when
 only steps of that session touched it: with 2 sessions stepped in turn,
 code, constants, C statics and shared prototypes are touched by both).
 The lines of the session are attributed to the function whose instruction
-touched them first. Deterministic: the host's load does not move it."""
+touched them first. Deterministic: the host's load does not move it.
+
+--coverage: also counts how many of the session's lines are in the memory
+the runtime asks for ahead of the session's step (runtime/env/session.c,
+prefetch; ranges written by ludo-step-count after the steps), and names
+the functions that touched the lines it does not ask for."""
 import bisect
 import collections
 import os
@@ -39,14 +44,20 @@ def symbols(exe, base):
 
 
 def main():
-    args = sys.argv[1:] or ["examples/echo", '{"message":"hello"}', "200",
-                            "2"]
+    args = sys.argv[1:]
+    coverage = bool(args) and args[0] == "--coverage"
+    if coverage:
+        args = args[1:]
+    args = args or ["examples/echo", '{"message":"hello"}', "200", "2"]
     k = int(args[3]) if len(args) > 3 else 1
     fd, marker_file = tempfile.mkstemp()
     os.close(fd)
     os.unlink(marker_file)
     r, w = os.pipe()
     env = dict(os.environ, LUDO_STEP_MARKER_FILE=marker_file)
+    ranges_file = marker_file + ".ranges"
+    if coverage:
+        env["LUDO_PREFETCH_RANGES"] = ranges_file
     p = subprocess.Popen(["valgrind", "--tool=lackey", "--trace-mem=yes",
                           "--log-fd=%d" % w, EXE] + args, pass_fds=(w,),
                          env=env, stdout=subprocess.DEVNULL,
@@ -99,6 +110,38 @@ def main():
           "(%.1f KB)" % (total / n, own_total / n, own_total / n * 64 / 1024))
     print("the session's lines by the function that touched them first:")
     for name, c in by_fn.most_common(15):
+        print("  %6.1f  %s" % (c / n, name))
+    if coverage:
+        report_coverage(ranges_file, steps, owners, k, addrs, names)
+
+
+def report_coverage(path, steps, owners, k, addrs, names):
+    asked = collections.defaultdict(set)  # session -> lines asked for
+    with open(path) as f:
+        for row in f:
+            i, a, b = row.split()
+            a, b = int(a, 16), int(b, 16)
+            asked[int(i)].update(range(a >> 6, ((b - 1) >> 6) + 1))
+    os.unlink(path)
+    missed = collections.Counter()
+    own = hit = 0
+    for i, s in enumerate(steps):
+        for line, at in s.items():
+            if len(owners[line]) != 1:
+                continue
+            own += 1
+            if line in asked[i % k]:
+                hit += 1
+                continue
+            j = bisect.bisect_right(addrs, at) - 1
+            missed[names[j] if j >= 0 else hex(at)] += 1
+    n = len(steps)
+    print("asked for ahead: %.1f of the session's %.1f lines per step "
+          "(%.0f%%; %.1f lines asked for in all)"
+          % (hit / n, own / n, 100.0 * hit / max(own, 1),
+             sum(len(v) for v in asked.values()) / max(len(asked), 1)))
+    print("the session's lines not asked for, by function:")
+    for name, c in missed.most_common(12):
         print("  %6.1f  %s" % (c / n, name))
 
 

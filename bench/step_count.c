@@ -18,11 +18,14 @@
  * Step mode writes ludo_step_marker before each step and, when
  * LUDO_STEP_MARKER_FILE is set, the marker's address into that file:
  * bench/lines_per_step.py finds the steps by those stores in a valgrind
- * lackey trace. Budgets are raised for valgrind's slowness. */
+ * lackey trace. Budgets are raised for valgrind's slowness. With
+ * LUDO_PREFETCH_RANGES set it also writes, after the steps, the memory
+ * the runtime asks for ahead of each session's step (write_ranges). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "env/env.h"
 #include "ludo.h"
 
 static void die(const char *what, int rc) {
@@ -75,6 +78,27 @@ static void write_marker_address(void) {
   fclose(f);
 }
 
+/* Writes "SESSION START END" for each range the runtime would ask for
+ * ahead of a step of each session (when LUDO_PREFETCH_RANGES names a
+ * file): bench/lines_per_step.py --coverage reads them. */
+typedef struct {
+  FILE *f;
+  long i;
+} ranges_t;
+
+static void range_line(const void *p, size_t n, void *ud) {
+  ranges_t *r = ud;
+  fprintf(r->f, "%ld %p %p\n", r->i, p, (const void *)((const char *)p + n));
+}
+
+static void write_ranges(ludo_session_t **ss, long k) {
+  const char *path = getenv("LUDO_PREFETCH_RANGES");
+  ranges_t r;
+  if (path == NULL || (r.f = fopen(path, "w")) == NULL) return;
+  for (r.i = 0; r.i < k; r.i++) ludo__session_ranges(ss[r.i], range_line, &r);
+  fclose(r.f);
+}
+
 static void steps(const char *path, const char *action, long n, long k) {
   ludo_options_t o;
   ludo_runtime_t *rt;
@@ -102,6 +126,7 @@ static void steps(const char *path, const char *action, long n, long k) {
       die("step", rc);
   }
   ludo_step_marker = -1;
+  write_ranges(ss, k);
   printf("%.*s\n", (int)len, out);
   ludo_runtime_free(rt);
   free(ss);

@@ -60,6 +60,9 @@ struct ludo_runtime_s {
   size_t prefetch_live;        /* lua_live past which a step's memory is
                                   asked for ahead (session.c, prefetch):
                                   LUDO__PREFETCH_LIVE */
+  uint64_t starts;             /* calls started, ever (session.c, cold) */
+  ludo_session_t *last_blocking; /* the session of the last blocking call
+                                  (session.c, learn) */
   unsigned nsessions, calls;
   int freeing;                 /* ludo_runtime_free runs: nothing new */
   unsigned gc_seed;            /* spreads the states' GC pacing */
@@ -138,7 +141,18 @@ struct ludo_session_s {
                                   flight until its teardown (its `cb`
                                   may be NULL) */
   ludo_session_t *next, *prev;
+  uint64_t started_at;         /* rt->starts when its last call started
+                                  (session.c, cold) */
+  ludo_session_t *after, *before; /* learned order of blocking calls: the
+                                  session called after this one, last time
+                                  (after->before == this; session.c, learn) */
 };
+
+/* Calls fn(p, n, ud) for each range of memory the runtime asks for ahead
+ * of a step of `s` (session.c, prefetch): for tools that measure what it
+ * covers (bench/step_count.c). */
+void ludo__session_ranges(const ludo_session_t *s, ludo__range_fn fn,
+                          void *ud);
 
 /* Builds a prepared state for env. On failure writes rt->errmsg. */
 int ludo__env_build(ludo_env_t *env, ludo__pstate_t **out);

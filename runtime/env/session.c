@@ -222,6 +222,7 @@ static void start(ludo_session_t *s, int sliceable) {
   size_t len = s->input_len;
   uint64_t wall = rt_wall_ns(s);
   int rc;
+  s->started_at = ++s->env->rt->starts;
   sc->sliceable = sliceable;
   /* A limit set for this call alone, when it is the shorter one. */
   if (s->call_wall_ns != 0 && (wall == 0 || s->call_wall_ns < wall))
@@ -243,37 +244,99 @@ static void start(ludo_session_t *s, int sliceable) {
 
 /* ---- memory brought in ahead ----------------------------------------- */
 
+/* Is the memory of `s` likely out of the caches? Every call started
+ * since its last one touched another state, so the states' bytes touched
+ * since are about (calls started since) x (mean state size): cold once
+ * that passes prefetch_live. A session stepped in a small working set
+ * stays warm however many sessions are open. */
+static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
+  size_t mean = rt->lua_live / (rt->nsessions + 1u) + 1u;
+  return rt->starts - s->started_at > rt->prefetch_live / mean;
+}
+
 /* Asks the processor for the lines the step of `s` reads, without waiting
  * for them, in three stages a step apart, each reading only what the one
  * before brought: 2, the session's record (reads nothing); 1, its state's
  * arena and call records, its result and input buffers; 0, every chunk of
- * the arena (the state's tables, closures, strings and threads). Callers
- * stepping sessions in turn run stage k for the session k + 1 turns
- * ahead. */
-static void prefetch(const ludo_session_t *s, int stage) {
+ * the arena and its larger blocks (the state's tables, closures, strings,
+ * threads and stack). Callers stepping sessions in turn run stage k for
+ * the session k + 1 turns ahead. Stages 1 and 0 skip a session that is
+ * not cold: asking for lines already in the caches costs more than it
+ * saves. */
+static void stage_ranges(const ludo_session_t *s, int stage,
+                         ludo__range_fn fn, void *ud) {
   const ludo__pstate_t *ps;
-  if (stage == 2) {
-    ludo__prefetch(s, sizeof *s, 0);
+  if (stage == 2) { /* reads nothing: s may be another owner's task */
+    fn(s, sizeof *s, ud);
     return;
   }
   ps = s->ps;
   if (ps == NULL) return;
   if (stage == 1) {
-    ludo__prefetch(&ps->st.arena, sizeof ps->st.arena, 0);
-    ludo__prefetch(&ps->sched, 1, 0);
+    fn(ps, sizeof *ps, ud); /* its arena, limits, scheduler */
     /* the last result's buffer (the next is written there) and the
      * copy of a queued call's input, both outside the arena */
     if (s->out.p != NULL)
-      ludo__prefetch(s->out.p, s->out.len < 1024 ? s->out.len : 1024, 1);
+      fn(s->out.p, s->out.len < 1024 ? s->out.len : 1024, ud);
     if (s->in.p != NULL)
-      ludo__prefetch(s->in.p, s->in.len < 1024 ? s->in.len : 1024, 0);
+      fn(s->in.p, s->in.len < 1024 ? s->in.len : 1024, ud);
   } else {
-    ludo__arena_prefetch(&ps->st.arena);
+    ludo__arena_ranges(&ps->st.arena, fn, ud);
   }
 }
 
+static void ask(const void *p, size_t n, void *ud) {
+  (void)ud;
+  ludo__prefetch(p, n, 0);
+}
+
+/* Asks for stage `stage` of `s` (see stage_ranges). */
+static void prefetch(const ludo_runtime_t *rt, const ludo_session_t *s,
+                     int stage) {
+  if (stage == 2 || cold(rt, s)) stage_ranges(s, stage, ask, NULL);
+}
+
+void ludo__session_ranges(const ludo_session_t *s, ludo__range_fn fn,
+                          void *ud) {
+  int stage;
+  for (stage = 2; stage >= 0; stage--) stage_ranges(s, stage, fn, ud);
+}
+
+/* A cheap first test: below prefetch_live of Lua state every session's
+ * memory stays in the caches. */
 static int prefetching(const ludo_runtime_t *rt) {
   return rt->lua_live > rt->prefetch_live;
+}
+
+/* Learns the order of blocking calls, which tell the runtime nothing
+ * about the session called next: a host stepping its sessions in turn
+ * calls them in the same order each round, so the session called after
+ * `s` last time is likely the one after it again. Links the last blocking
+ * call's session to `s`; when that link was already there (the order
+ * held), asks for the memory of the three sessions that followed `s` last
+ * time, as a batch asks for its next entries. */
+static void learn(ludo_runtime_t *rt, ludo_session_t *s) {
+  ludo_session_t *p = rt->last_blocking, *t = s->after;
+  int stage;
+  rt->last_blocking = s;
+  if (p == NULL || p == s) return;
+  if (p->after != s) {
+    if (p->after != NULL) p->after->before = NULL;
+    if (s->before != NULL) s->before->after = NULL;
+    p->after = s;
+    s->before = p;
+    return;
+  }
+  for (stage = 0; stage < 3 && t != NULL && t != s; stage++, t = t->after)
+    prefetch(rt, t, stage);
+}
+
+/* Forgets a closing session in the learned order (see learn). */
+static void unlearn(ludo_runtime_t *rt, ludo_session_t *s) {
+  if (s->before != NULL) s->before->after = NULL;
+  if (s->after != NULL) s->after->before = NULL;
+  s->before = s->after = NULL;
+  if (rt->last_blocking == s) rt->last_blocking = NULL;
 }
 
 /* The session whose task t is (integer arithmetic: t may be another
@@ -517,6 +580,7 @@ int ludo__session_call(ludo_session_t *s, int kind, const char *json,
   }
   ludo__core_block(&rt->core);
   s->held++;
+  if (prefetching(rt)) learn(rt, s);
   start(s, 0);
   while (!s->done) ludo__core_run_once(&rt->core);
   s->held--;
@@ -539,8 +603,8 @@ void ludo__session_hint(ludo__task_t *next, void *ud) {
    * nothing); the first two were asked for before, so reading them is
    * cheap. */
   for (stage = 0; stage < 2 && t != NULL; stage++, t = t->next)
-    if (t->fn == session_task) prefetch(of_task(t), stage);
-  if (t != NULL) prefetch(of_task(t), 2);
+    if (t->fn == session_task) prefetch(ud, of_task(t), stage);
+  if (t != NULL) prefetch(ud, of_task(t), 2);
 }
 
 /* ---- batched steps --------------------------------------------------- */
@@ -602,11 +666,12 @@ static void batch_hold(ludo_runtime_t *rt, ludo_session_t *const *ss,
 
 /* Before starting entry i, asks for the memory of the three after it
  * (see prefetch). */
-static void batch_prefetch(ludo_session_t *const *ss, size_t n,
+static void batch_prefetch(const ludo_runtime_t *rt,
+                           ludo_session_t *const *ss, size_t n,
                            const int *rcs, size_t i) {
   int stage;
   for (stage = 0; stage < 3 && i + 1 + stage < n; stage++)
-    if (rcs[i + 1 + stage] == 0) prefetch(ss[i + 1 + stage], stage);
+    if (rcs[i + 1 + stage] == 0) prefetch(rt, ss[i + 1 + stage], stage);
 }
 
 /* Starts the held entries; one closed before its turn (by an earlier
@@ -617,7 +682,7 @@ static void batch_start(ludo_runtime_t *rt, ludo_session_t *const *ss,
   int ahead = prefetching(rt);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    if (ahead) batch_prefetch(ss, n, rcs, i);
+    if (ahead) batch_prefetch(rt, ss, n, rcs, i);
     if (rcs[i] != 0) continue;
     if (s->close_requested) {
       fail_call(s, LUDO_ECANCELED, "ECANCELED: the session was closed");
@@ -804,6 +869,7 @@ static void teardown(ludo_session_t *s) {
   ludo__buf_free(&s->out); /* in the state's memory: before the state */
   ludo__pstate_retire(rt, s->ps);
   s->ps = NULL;
+  unlearn(rt, s);
   if (s->prev)
     s->prev->next = s->next;
   else

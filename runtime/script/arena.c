@@ -10,6 +10,8 @@
 
 /* Chunk size: small, so a session's slack stays small. */
 #define CHUNK 4096
+/* How much of a larger block ludo__arena_prefetch asks for. */
+#define BIG_AHEAD 2048
 
 struct ludo__arena_chunk_s {
   ludo__arena_chunk_t *next;
@@ -73,6 +75,41 @@ static int in_chunks(const ludo__arena_t *a, const void *p) {
   return 0;
 }
 
+/* Keeps the record of the larger blocks: `old` (NULL: none) became `nw`
+ * (NULL: freed) of n bytes. A block not yet kept takes a free slot if
+ * there is one (a state's first large blocks are its stack and its
+ * tables' parts, which every step reads). */
+static void big_note(ludo__arena_t *a, const void *old, void *nw, size_t n) {
+  int i, empty = -1;
+  for (i = 0; i < LUDO__ARENA_BIG; i++) {
+    if (old != NULL && a->big[i].p == old) {
+      a->big[i].p = nw;
+      a->big[i].n = nw != NULL ? n : 0;
+      return;
+    }
+    if (a->big[i].p == NULL && empty < 0) empty = i;
+  }
+  if (nw != NULL && empty >= 0) {
+    a->big[empty].p = nw;
+    a->big[empty].n = n;
+  }
+}
+
+/* The parent's realloc of a block of the heap, keeping the record of the
+ * larger ones (osize > LUDO__ARENA_MAX: it was kept; nsize: it is). */
+static void *heap_realloc(ludo__arena_t *a, void *ptr, size_t osize,
+                          size_t nsize) {
+  void *p = ludo__alloc_fn(a->heap, ptr, osize, nsize);
+  int was = ptr != NULL && osize > LUDO__ARENA_MAX;
+  if (nsize == 0 || p != NULL) {
+    if (nsize > LUDO__ARENA_MAX)
+      big_note(a, was ? ptr : NULL, p, nsize);
+    else if (was)
+      big_note(a, ptr, NULL, 0);
+  }
+  return p;
+}
+
 void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
                           size_t nsize) {
   int small_o = ptr != NULL && osize <= LUDO__ARENA_MAX &&
@@ -84,34 +121,44 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
     if (small_o)
       push_free(a, cls_of(osize), ptr);
     else if (ptr != NULL)
-      ludo__alloc_fn(a->heap, ptr, osize, 0);
+      heap_realloc(a, ptr, osize, 0);
     return NULL;
   }
   if (small_o && small_n && cls_of(nsize) <= cls_of(osize))
     return ptr; /* fits where it is (a smaller class keeps the block) */
   if (ptr != NULL && !small_o && small_n && osize <= LUDO__ARENA_MAX)
     return ludo__alloc_fn(a->heap, ptr, osize, nsize); /* heap-held small */
-  if (!small_o && !small_n) return ludo__alloc_fn(a->heap, ptr, osize, nsize);
-  p = small_n ? small_alloc(a, nsize)
-              : ludo__alloc_fn(a->heap, NULL, 0, nsize);
+  if (!small_o && !small_n) return heap_realloc(a, ptr, osize, nsize);
+  p = small_n ? small_alloc(a, nsize) : heap_realloc(a, NULL, 0, nsize);
   if (p == NULL) return NULL;
   if (ptr != NULL) {
     memcpy(p, ptr, osize < nsize ? osize : nsize);
     if (small_o)
       push_free(a, cls_of(osize), ptr);
     else
-      ludo__alloc_fn(a->heap, ptr, osize, 0);
+      heap_realloc(a, ptr, osize, 0);
   }
   return p;
 }
 
-void ludo__arena_prefetch(const ludo__arena_t *a) {
+void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn,
+                       void *ud) {
   size_t n = a->held / CHUNK, i;
   const ludo__arena_chunk_t *ch = a->chunks;
-  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++)
-    ludo__prefetch(a->first[i], CHUNK, 0);
-  for (; i < n && ch != NULL; i++, ch = ch->next)
-    ludo__prefetch(ch, CHUNK, 0);
+  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++) fn(a->first[i], CHUNK, ud);
+  for (; i < n && ch != NULL; i++, ch = ch->next) fn(ch, CHUNK, ud);
+  for (i = 0; i < LUDO__ARENA_BIG; i++)
+    if (a->big[i].p != NULL)
+      fn(a->big[i].p, a->big[i].n < BIG_AHEAD ? a->big[i].n : BIG_AHEAD, ud);
+}
+
+static void ask(const void *p, size_t n, void *ud) {
+  (void)ud;
+  ludo__prefetch(p, n, 0);
+}
+
+void ludo__arena_prefetch(const ludo__arena_t *a) {
+  ludo__arena_ranges(a, ask, NULL);
 }
 
 void ludo__arena_release(ludo__arena_t *a) {
@@ -123,6 +170,7 @@ void ludo__arena_release(ludo__arena_t *a) {
   }
   memset(a->free, 0, sizeof a->free);
   memset(a->first, 0, sizeof a->first);
+  memset(a->big, 0, sizeof a->big);
   a->bump = a->end = NULL;
   a->held = 0;
   a->overflow = 0;

@@ -11,7 +11,9 @@
  * allocator. Chunks are kept until the state closes; a state holds at most
  * LUDO__ARENA_LIMIT bytes of them, and past that its small blocks come from
  * the parent allocator too, so a session that once built a large structure
- * does not keep its memory.
+ * does not keep its memory. The arena keeps the addresses of the first
+ * LUDO__ARENA_BIG larger blocks alive (an echo session has 11, 9 KB), so
+ * that they can be asked for ahead with the chunks.
  *
  * Under AddressSanitizer free slots and unused chunk space are poisoned,
  * so use-after-free and overflows inside chunks are still caught. */
@@ -37,6 +39,9 @@
 /* The first chunks, whose addresses the arena keeps in order (for
  * ludo__arena_prefetch, which then needs no walk of the list). */
 #define LUDO__ARENA_FIRST 8
+/* The larger blocks (the parent's) whose addresses the arena keeps, for
+ * ludo__arena_prefetch: a state's stack and its bigger tables' parts. */
+#define LUDO__ARENA_BIG 12
 
 typedef struct ludo__arena_chunk_s ludo__arena_chunk_t;
 
@@ -46,6 +51,7 @@ typedef struct ludo__arena_s {
   char *bump, *end;                       /* unused space of the chunk */
   ludo__arena_chunk_t *chunks;            /* newest first */
   ludo__arena_chunk_t *first[LUDO__ARENA_FIRST]; /* oldest first */
+  struct { void *p; size_t n; } big[LUDO__ARENA_BIG]; /* oldest kept */
   size_t held;                            /* bytes of chunks */
   int overflow;                           /* small blocks also from heap */
 } ludo__arena_t;
@@ -101,12 +107,18 @@ static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
   return 1;
 }
 
-/* Asks the processor to bring every line of the arena's chunks into its
- * caches, without waiting for them: what a step of the state will read is
- * mostly there (its tables, closures, strings, threads). Reads only the
- * arena record and, past the first LUDO__ARENA_FIRST chunks, the newer
- * chunks' headers; changes nothing. */
+/* Asks the processor to bring every line of the arena's chunks, and the
+ * first BIG_AHEAD (2 KiB) of each larger block it keeps, into its caches,
+ * without waiting for them: what a step of the state will read is mostly
+ * there (its tables, closures, strings, threads, its stack and its bigger
+ * tables' parts). Reads only the arena record and, past the first
+ * LUDO__ARENA_FIRST chunks, the newer chunks' headers; changes nothing. */
 void ludo__arena_prefetch(const ludo__arena_t *a);
+
+/* Calls fn(p, n, ud) for each range ludo__arena_prefetch asks for (for
+ * tools that measure what it covers: bench/lines_per_step.py). */
+typedef void (*ludo__range_fn)(const void *p, size_t n, void *ud);
+void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn, void *ud);
 
 /* Returns every chunk to the heap (after lua_close). */
 void ludo__arena_release(ludo__arena_t *a);

@@ -149,6 +149,8 @@
   /* test-prefetch.c: a step's memory asked for ahead */                  \
   X(arena_first_chunks)                                                      \
   X(prefetch_ahead_same_results)                                             \
+  X(arena_big_blocks)                                                        \
+  X(prefetch_learned_order)                                                  \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \
