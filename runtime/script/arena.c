@@ -80,18 +80,19 @@ static int in_chunks(const ludo__arena_t *a, const void *p) {
  * there is one (a state's first large blocks are its stack and its
  * tables' parts, which every step reads). */
 static void big_note(ludo__arena_t *a, const void *old, void *nw, size_t n) {
+  unsigned short ahead = (unsigned short)(n < BIG_AHEAD ? n : BIG_AHEAD);
   int i, empty = -1;
   for (i = 0; i < LUDO__ARENA_BIG; i++) {
-    if (old != NULL && a->big[i].p == old) {
-      a->big[i].p = nw;
-      a->big[i].n = nw != NULL ? n : 0;
+    if (old != NULL && a->big[i] == old) {
+      a->big[i] = nw;
+      a->big_n[i] = nw != NULL ? ahead : 0;
       return;
     }
-    if (a->big[i].p == NULL && empty < 0) empty = i;
+    if (a->big[i] == NULL && empty < 0) empty = i;
   }
   if (nw != NULL && empty >= 0) {
-    a->big[empty].p = nw;
-    a->big[empty].n = n;
+    a->big[empty] = nw;
+    a->big_n[empty] = ahead;
   }
 }
 
@@ -148,8 +149,7 @@ void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn,
   for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++) fn(a->first[i], CHUNK, ud);
   for (; i < n && ch != NULL; i++, ch = ch->next) fn(ch, CHUNK, ud);
   for (i = 0; i < LUDO__ARENA_BIG; i++)
-    if (a->big[i].p != NULL)
-      fn(a->big[i].p, a->big[i].n < BIG_AHEAD ? a->big[i].n : BIG_AHEAD, ud);
+    if (a->big[i] != NULL) fn(a->big[i], a->big_n[i], ud);
 }
 
 static void ask(const void *p, size_t n, void *ud) {
@@ -171,6 +171,7 @@ void ludo__arena_release(ludo__arena_t *a) {
   memset(a->free, 0, sizeof a->free);
   memset(a->first, 0, sizeof a->first);
   memset(a->big, 0, sizeof a->big);
+  memset(a->big_n, 0, sizeof a->big_n);
   a->bump = a->end = NULL;
   a->held = 0;
   a->overflow = 0;

@@ -51,7 +51,8 @@ typedef struct ludo__arena_s {
   char *bump, *end;                       /* unused space of the chunk */
   ludo__arena_chunk_t *chunks;            /* newest first */
   ludo__arena_chunk_t *first[LUDO__ARENA_FIRST]; /* oldest first */
-  struct { void *p; size_t n; } big[LUDO__ARENA_BIG]; /* oldest kept */
+  void *big[LUDO__ARENA_BIG];             /* larger blocks, oldest kept, */
+  unsigned short big_n[LUDO__ARENA_BIG];  /* and the bytes asked of each */
   size_t held;                            /* bytes of chunks */
   int overflow;                           /* small blocks also from heap */
 } ludo__arena_t;

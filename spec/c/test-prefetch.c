@@ -217,7 +217,7 @@ TEST_IMPL(arena_big_blocks) {
   ludo__arena_realloc(&a, b[0], 10000, 0);
   for (i = 3; i < LUDO__ARENA_BIG + 2; i++)
     ludo__arena_realloc(&a, b[i], 300 + i, 0);
-  for (i = 0; i < LUDO__ARENA_BIG; i++) ASSERT_NULL(a.big[i].p);
+  for (i = 0; i < LUDO__ARENA_BIG; i++) ASSERT_NULL(a.big[i]);
   ludo__arena_release(&a);
   ASSERT_EQ(heap.live, 0);
 }
