@@ -19,4 +19,11 @@
       __builtin_prefetch(ludo__pf_p + ludo__pf_i, (write), 3);             \
   } while (0)
 
+/* ludo__prefetch of n bytes at p, to be read, as a range callback (fn,
+ * ud) for walkers that list ranges (script/arena.h, ludo__arena_ranges). */
+static inline void ludo__prefetch_range(const void *p, size_t n, void *ud) {
+  (void)ud;
+  ludo__prefetch(p, n, 0);
+}
+
 #endif

@@ -285,15 +285,11 @@ static void stage_ranges(const ludo_session_t *s, int stage,
   }
 }
 
-static void ask(const void *p, size_t n, void *ud) {
-  (void)ud;
-  ludo__prefetch(p, n, 0);
-}
-
 /* Asks for stage `stage` of `s` (see stage_ranges). */
 static void prefetch(const ludo_runtime_t *rt, const ludo_session_t *s,
                      int stage) {
-  if (stage == 2 || cold(rt, s)) stage_ranges(s, stage, ask, NULL);
+  if (stage == 2 || cold(rt, s))
+    stage_ranges(s, stage, ludo__prefetch_range, NULL);
 }
 
 void ludo__session_ranges(const ludo_session_t *s, ludo__range_fn fn,

@@ -152,13 +152,8 @@ void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn,
     if (a->big[i] != NULL) fn(a->big[i], a->big_n[i], ud);
 }
 
-static void ask(const void *p, size_t n, void *ud) {
-  (void)ud;
-  ludo__prefetch(p, n, 0);
-}
-
 void ludo__arena_prefetch(const ludo__arena_t *a) {
-  ludo__arena_ranges(a, ask, NULL);
+  ludo__arena_ranges(a, ludo__prefetch_range, NULL);
 }
 
 void ludo__arena_release(ludo__arena_t *a) {
