@@ -260,9 +260,7 @@ static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
  * arena and call records, its result and input buffers; 0, every chunk of
  * the arena and its larger blocks (the state's tables, closures, strings,
  * threads and stack). Callers stepping sessions in turn run stage k for
- * the session k + 1 turns ahead. Stages 1 and 0 skip a session that is
- * not cold: asking for lines already in the caches costs more than it
- * saves. */
+ * the session k + 1 turns ahead. */
 static void stage_ranges(const ludo_session_t *s, int stage,
                          ludo__range_fn fn, void *ud) {
   const ludo__pstate_t *ps;
@@ -285,7 +283,9 @@ static void stage_ranges(const ludo_session_t *s, int stage,
   }
 }
 
-/* Asks for stage `stage` of `s` (see stage_ranges). */
+/* Asks for stage `stage` of `s` (see stage_ranges). Stages 1 and 0 skip
+ * a session that is not cold: asking for lines already in the caches
+ * costs more than it saves. */
 static void prefetch(const ludo_runtime_t *rt, const ludo_session_t *s,
                      int stage) {
   if (stage == 2 || cold(rt, s))

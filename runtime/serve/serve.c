@@ -74,8 +74,6 @@ static void unhash(sv_sess_t *x) {
   }
 }
 
-
-/* Frees the record: the session is closed and no callback will come. */
 /* Gives x's capacity slot back, once: at close, not when x is freed (a
  * call's continuation may hold x a while after its answer went out, and a
  * client that read the answer may ask for a session at once); for a
@@ -86,6 +84,7 @@ static void give_back_slot(sv_sess_t *x) {
   atomic_fetch_sub(&x->sv->shared->open, 1);
 }
 
+/* Frees the record: the session is closed and no callback will come. */
 static void sess_free(sv_sess_t *x) {
   ludo__serve_t *sv = x->sv;
   sv_reclaim_drop(x);
