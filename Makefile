@@ -143,11 +143,11 @@ $(BUILD)/cmod/ludo/%.so: $(BUILD)/libludo-cmod.so
 	@mkdir -p $(dir $@)
 	ln -sf ../../libludo-cmod.so $@
 
-# test-evalresult.c tests a part of the CLI (eval_result.c, no I/O).
-$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(BUILD)/obj/runtime/cli/eval_result.o \
-    $(BUILD)/libludo.a $(LUA_A)
-	$(CC) -o $@ $(CTEST_OBJ) $(BUILD)/obj/runtime/cli/eval_result.o \
-	  $(BUILD)/libludo.a $(PROG_LIBS)
+# test-evalresult.c tests parts of the CLI (eval_result.c, buf.c; no I/O).
+CTEST_CLI_OBJ := $(BUILD)/obj/runtime/cli/eval_result.o \
+  $(BUILD)/obj/runtime/cli/buf.o
+$(BUILD)/ludo-ctest: $(CTEST_OBJ) $(CTEST_CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
+	$(CC) -o $@ $(CTEST_OBJ) $(CTEST_CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Examples with C parts. A host library (gridworld-host.so) is a shared
 # object without libludo or Lua in it: it uses those of the program that

@@ -33,10 +33,11 @@ BUILD=${BUILD:-build}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-eval_rate() { # one eval run (with $1 workers, default 1); its steps/s
+eval_rate() { # one eval run of $2 episodes (500 steps each; default 1000)
+  # with $1 workers (default 1); its steps/s
   rm -rf "$tmp/out"
   "$BUILD/ludo" eval examples/echo --policy bench/eval/echo_policy.lua \
-    --episodes 200 --max-steps 500 --seed 1 --concurrency 16 \
+    --episodes "${2:-1000}" --max-steps 500 --seed 1 --concurrency 16 \
     --no-trajectories --quiet --out "$tmp/out" --workers "${1:-1}"
   python3 -c 'import json,sys
 s = json.load(open(sys.argv[1]))
@@ -45,26 +46,31 @@ print(s["steps"]["total"] / s["timing"]["wall_s"])' "$tmp/out/summary.json"
 
 best=0
 best2=0
+short2=0
 for i in 1 2; do
   best=$(python3 -c "print(max($best, $(eval_rate)))")
   best2=$(python3 -c "print(max($best2, $(eval_rate 2)))")
+  short2=$(python3 -c "print(max($short2, $(eval_rate 2 200)))")
 done
 echo "== ludo-bench --only scale (the in-process baseline, ~30 s)"
 "$BUILD/ludo-bench" --only scale --json "$tmp/bench.json" >/dev/null
 best=$(python3 -c "print(max($best, $(eval_rate)))")
 best2=$(python3 -c "print(max($best2, $(eval_rate 2)))")
-python3 - "$tmp/bench.json" "$best" "$best2" <<'PY'
+short2=$(python3 -c "print(max($short2, $(eval_rate 2 200)))")
+python3 - "$tmp/bench.json" "$best" "$best2" "$short2" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["figures"]
 base = [r for r in rows if r["figure"] == "step.echo async @16"][0]["measured"]
-for what, ev, target in (("1 process", float(sys.argv[2]), False),
-                         ("--workers 2", float(sys.argv[3]), True)):
+for what, ev, target in (("1 process", float(sys.argv[2]), None),
+                         ("--workers 2", float(sys.argv[3]), True),
+                         ("--workers 2, 100k", float(sys.argv[4]), False)):
     ratio = ev / base
-    print("eval.echo (Lua policy, @16, %-11s) %8.1fk steps/s   baseline "
+    print("eval.echo (Lua policy, @16, %-17s) %8.1fk steps/s   baseline "
           "step.echo async @16 %8.1fk/s   ratio %.2fx   %s"
           % (what, ev / 1e3, base / 1e3, ratio,
              ("target >= 0.8x  " + ("met" if ratio >= 0.8 else "MISSED"))
-             if target else "(one core)"))
+             if target else "(one core)" if target is None
+             else "(a 0.3 s run: the fixed cost shows)"))
 PY
 echo "== eval.echo against the bare chain of its calls (bench/eval_chain.c)"
 ev=0
@@ -77,7 +83,7 @@ python3 -c "
 ev, ch = $ev, $ch
 print('eval.echo (Lua policy, @16)   %8.1fk steps/s   baseline act+step '
       'chain @16 %8.1fk/s   ratio %.2fx' % (ev / 1e3, ch / 1e3, ev / ch))"
-echo "== CPU time per step (user + sys; eval: 100,000 steps, setup and report included)"
+echo "== CPU time per step (user + sys; eval: 500,000 steps, setup and report included)"
 cpu() { # CPU seconds of one run of the command
   python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
@@ -90,10 +96,10 @@ for i in 1 2 3; do
   ba=$(cpu "$BUILD/ludo-eval-chain" 400000 batch)
   rm -rf "$tmp/out"
   ev=$(cpu "$BUILD/ludo" eval examples/echo \
-    --policy bench/eval/echo_policy.lua --episodes 200 --max-steps 500 \
+    --policy bench/eval/echo_policy.lua --episodes 1000 --max-steps 500 \
     --seed 1 --concurrency 16 --no-trajectories --quiet --out "$tmp/out")
   python3 -c "
-st, ch, ba, ev = $st / 4e5, $ch / 4e5, $ba / 4e5, $ev / 1e5
+st, ch, ba, ev = $st / 4e5, $ch / 4e5, $ba / 4e5, $ev / 5e5
 print('round $i: us/step: steps %.2f  chain %.2f  batched chain %.2f  '
       'eval %.2f   rate vs the steps alone: chain %.2fx  batched %.2fx  '
       'eval %.2fx'

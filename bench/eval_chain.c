@@ -48,6 +48,7 @@ static const char ECHO[] = "{\"message\":\"hello\"}";
 static void batch_round(void);
 
 static void act(chain_t *c, const char *result, size_t len);
+static size_t build_args(chain_t *c, const char *result, size_t len);
 
 static void on_step(ludo_session_t *s, int status, const char *data,
                     size_t len, void *ud) {
@@ -57,10 +58,7 @@ static void on_step(ludo_session_t *s, int status, const char *data,
     exit(1);
   }
   if (batch != NULL) {
-    chain_t *c = ud;
-    int n = snprintf(c->args, sizeof c->args, "[%.*s,{\"step\":1,"
-                     "\"done\":false}]", (int)len, data);
-    if (n < 0 || (size_t)n >= sizeof c->args) exit(1);
+    build_args(ud, data, len);
     if (++stepped == CHAINS) {
       stepped = 0;
       if ((left -= CHAINS) > 0) batch_round();
@@ -115,7 +113,8 @@ static void on_actions(ludo_script_t *sc, int status, const char *out,
   }
 }
 
-/* One call for the round: [[[result, context], ...]]. */
+/* One call for the round: [[args, ...]], each chain's args as act()
+ * passes them. */
 static void batch_round(void) {
   static char args[CHAINS * 4096 + 8];
   size_t k = 0, n;
@@ -148,10 +147,30 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
     exit(1);
 }
 
+/* The policy's arguments as `ludo eval` makes them, into c->args: [step,
+ * reward, error, the result's text as a JSON string, its observation];
+ * their length. */
+static size_t build_args(chain_t *c, const char *result, size_t len) {
+  static const char ctx[] = "[1,null,null,\"";
+  const char *obs = strstr(result, "\"observation\":"), *e;
+  size_t i, n = sizeof ctx - 1;
+  memcpy(c->args, ctx, n);
+  for (i = 0; i < len && n + 8 < sizeof c->args; i++) {
+    if (result[i] == '"' || result[i] == '\\') c->args[n++] = '\\';
+    c->args[n++] = result[i];
+  }
+  if (obs == NULL || i < len) exit(1);
+  obs += 14;
+  e = value_end(obs, result + len);
+  n += (size_t)snprintf(c->args + n, sizeof c->args - n, "\",%.*s]",
+                        (int)(e - obs), obs);
+  if (n >= sizeof c->args) exit(1);
+  return n;
+}
+
 static void act(chain_t *c, const char *result, size_t len) {
-  int n = snprintf(c->args, sizeof c->args,
-                   "[%.*s,{\"step\":1,\"done\":false}]", (int)len, result);
-  if (ludo_script_call_async(c->p, "action", c->args, (size_t)n, on_act, c))
+  size_t n = build_args(c, result, len);
+  if (ludo_script_call_async(c->p, "action", c->args, n, on_act, c))
     exit(1);
 }
 
@@ -185,11 +204,10 @@ int main(int argc, char **argv) {
   left = steps;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (i = 0; i < CHAINS && batch != NULL; i++) {
-    static const char first[] = "[{\"observation\":{\"echoed_message\":"
+    static const char first[] = "{\"observation\":{\"echoed_message\":"
                                 "\"\",\"message_length\":0},\"reward\":"
-                                "0.0,\"done\":false},{\"step\":1,"
-                                "\"done\":false}]";
-    memcpy(c[i].args, first, sizeof first);
+                                "0.0,\"done\":false}";
+    build_args(&c[i], first, sizeof first - 1);
   }
   steps_only = argc > 2 && strcmp(argv[2], "steps") == 0;
   for (i = 0; i < CHAINS && steps_only; i++)

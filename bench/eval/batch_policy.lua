@@ -9,10 +9,12 @@ local M = {}
 
 M.init = P.init
 
--- items: {{result, context}, ...} -> the actions, in order.
+-- items: {args, ...} (each the arguments `ludo eval` gives a Lua
+-- policy's action: step, reward, error, result text, observation) -> the
+-- actions, in order.
 function M.actions(items)
   local out, action = json.array(), P.action
-  for i = 1, #items do out[i] = action(items[i][1], items[i][2]) end
+  for i = 1, #items do out[i] = action(table.unpack(items[i], 1, 5)) end
   return out
 end
 

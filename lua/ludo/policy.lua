@@ -109,4 +109,43 @@ function M.act(result, context)
   return act(result.observation, context)
 end
 
+-- context.result of act_text, decoded from the result's text when first
+-- read; the context is a plain table again from then on. Its observation
+-- is the one act got (the same table, as with M.act).
+local function decode_result(context)
+  local mt = getmetatable(context)
+  setmetatable(context, nil)
+  local result = json.decode(mt[1])
+  if type(result) == "table" and mt[2] ~= nil then
+    result.observation = mt[2]
+  end
+  context.result = result
+  return result
+end
+
+local lazy_index = function(context, k)
+  if k == "result" then return decode_result(context) end
+end
+
+local lazy_pairs = function(context)
+  decode_result(context)
+  return next, context, nil
+end
+
+-- As M.act, for a runner that has the result as JSON text and its
+-- observation decoded (`ludo eval`, `ludo run`): the context's fields come
+-- as arguments (reward and err null when there are none; a table made
+-- here costs a tenth of one decoded from JSON), and context.result is
+-- decoded only when the policy reads it (most read the observation alone,
+-- and decoding the whole result cost more than the echo step itself).
+-- Until then `result` is missing from rawget and next(context);
+-- context.result and pairs(context) see it.
+function M.act_text(step, reward, err, text, observation)
+  local context = setmetatable({ step = step, done = false, seed = seed,
+      reward = reward ~= null and reward or nil,
+      error = err ~= null and err or nil },
+    { text, observation, __index = lazy_index, __pairs = lazy_pairs })
+  return act(observation, context)
+end
+
 return M

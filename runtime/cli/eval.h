@@ -274,14 +274,17 @@ typedef struct {
   const char *reward_text;  /* the reward's text, when it is a short
                                decimal read exactly (else NULL) */
   size_t reward_len;
+  const char *obs;          /* the observation's text, when there is one */
+  size_t obs_len;           /* (else NULL and 0) */
 } eval_step_t;
 
 /* Called for each rubric score: its path (not NUL-terminated) and value. */
 typedef void (*eval_score_fn)(void *ud, const char *path, size_t n,
                               double score);
 
-/* Reads a step's result (JSON text): reward, done, and fn(ud, ...) per
- * score of metadata.rubrics, without building the value. Returns 0, or
+/* Reads a step's result (JSON text): reward, done, the observation's
+ * text, and fn(ud, ...) (NULL: none) per score of metadata.rubrics,
+ * without building the value. Returns 0, or
  * -1 when the text holds what the walk does not read (an escaped key,
  * malformed JSON): then read it with jansson instead (fn may have run for
  * some scores already). */
@@ -352,6 +355,15 @@ extern volatile sig_atomic_t eval_interrupted;
 /* What a slot waits for. */
 enum { P_NONE, P_OPEN, P_RESET, P_POLICY, P_STEP, P_JUDGE };
 
+/* Where the i-th rubric score of a step went last time (eval_episode.c):
+ * its path and its sum in the slot's `rubrics`. */
+#define EVAL_SUMS 16
+typedef struct {
+  char path[48];
+  size_t len;
+  json_t *sum;             /* borrowed from `rubrics`; NULL: none */
+} eval_sum_t;
+
 struct eval_slot_s {
   eval_run_t *run;
   ludo_script_t *policy;   /* ludo.eval.policy */
@@ -368,8 +380,11 @@ struct eval_slot_s {
   char reward_arg[32];     /* last_reward as the policy gets it */
   size_t reward_arg_len;
   json_t *rubrics;         /* per rubric path: the sum of its scores */
+  eval_sum_t sums[EVAL_SUMS];
   char err_class[32];      /* "" while no error */
   ludo__cli_buf_t err, args, last, action, refusal;
+  ludo__cli_buf_t obs;     /* the observation of `last`, when has_obs */
+  int has_obs;
   json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
   int reset_written;       /* the trajectory's line 1 is written */

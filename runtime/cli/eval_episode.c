@@ -182,11 +182,46 @@ static void reward_arg(eval_slot_t *sl, const eval_step_t *st) {
       (size_t)snprintf(sl->reward_arg, sizeof sl->reward_arg, "%.17g", v);
 }
 
-/* Asks the policy for the next action, or ends a long enough episode:
- * [last result, {"step", "done", "reward", "error"}] to the policy's
- * `action` (a Lua policy) or `act` (an LLM policy). */
+/* Appends the policy's context: {"step", "done", "reward", "error"}, or
+ * (`fields`) its fields as ludo.policy.act_text takes them: step, reward,
+ * error (null when there is none). */
+static void add_context(eval_slot_t *sl, int fields) {
+  char t[24], *p = fmt_int(t, sl->steps);
+  int reward = sl->has_reward && sl->reward_arg_len > 0;
+  if (fields) {
+    ludo__cli_buf_add(&sl->args, p, (size_t)(t + sizeof t - p));
+    ludo__cli_buf_add(&sl->args, ",", 1);
+    if (reward)
+      ludo__cli_buf_add(&sl->args, sl->reward_arg, sl->reward_arg_len);
+    else
+      ludo__cli_buf_add(&sl->args, "null", 4);
+    ludo__cli_buf_add(&sl->args, ",", 1);
+    if (sl->refusal.len > 0)
+      ludo__cli_buf_add(&sl->args, sl->refusal.p, sl->refusal.len);
+    else
+      ludo__cli_buf_add(&sl->args, "null", 4);
+    return;
+  }
+  ludo__cli_buf_add(&sl->args, "{\"step\":", 8);
+  ludo__cli_buf_add(&sl->args, p, (size_t)(t + sizeof t - p));
+  ludo__cli_buf_add(&sl->args, ",\"done\":false", 13);
+  if (reward) {
+    ludo__cli_buf_add(&sl->args, ",\"reward\":", 10);
+    ludo__cli_buf_add(&sl->args, sl->reward_arg, sl->reward_arg_len);
+  }
+  if (sl->refusal.len > 0) {
+    ludo__cli_buf_add(&sl->args, ",\"error\":", 9);
+    ludo__cli_buf_add(&sl->args, sl->refusal.p, sl->refusal.len);
+  }
+  ludo__cli_buf_add(&sl->args, "}", 1);
+}
+
+/* Asks the policy for the next action, or ends a long enough episode.
+ * A Lua policy's `action` gets [step, reward, error, the last result's
+ * text as a JSON string, its observation] (ludo.policy.act_text: the
+ * observation decoded, the rest of the result only when the policy reads
+ * context.result); an LLM policy's `act` gets [last result, context]. */
 static void ask_policy(eval_slot_t *sl) {
-  char t[24], *p;
   int rc;
   if (eval_interrupted) { /* Ctrl-C, before the loop has heard of it */
     sl->cancelled = 1;
@@ -200,20 +235,20 @@ static void ask_policy(eval_slot_t *sl) {
   }
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_add(&sl->args, "[", 1);
-  ludo__cli_buf_add(&sl->args, sl->last.p, sl->last.len);
-  ludo__cli_buf_add(&sl->args, ",{\"step\":", 9);
-  p = fmt_int(t, sl->steps);
-  ludo__cli_buf_add(&sl->args, p, (size_t)(t + sizeof t - p));
-  ludo__cli_buf_add(&sl->args, ",\"done\":false", 13);
-  if (sl->has_reward && sl->reward_arg_len > 0) {
-    ludo__cli_buf_add(&sl->args, ",\"reward\":", 10);
-    ludo__cli_buf_add(&sl->args, sl->reward_arg, sl->reward_arg_len);
+  if (sl->run->cfg->policy_llm) {
+    ludo__cli_buf_add(&sl->args, sl->last.p, sl->last.len);
+    ludo__cli_buf_add(&sl->args, ",", 1);
+    add_context(sl, 0);
+  } else {
+    add_context(sl, 1);
+    ludo__cli_buf_add(&sl->args, ",", 1);
+    ludo__cli_buf_json_stringn(&sl->args, sl->last.p, sl->last.len);
+    if (sl->has_obs) {
+      ludo__cli_buf_add(&sl->args, ",", 1);
+      ludo__cli_buf_add(&sl->args, sl->obs.p, sl->obs.len);
+    }
   }
-  if (sl->refusal.len > 0) {
-    ludo__cli_buf_add(&sl->args, ",\"error\":", 9);
-    ludo__cli_buf_add(&sl->args, sl->refusal.p, sl->refusal.len);
-  }
-  ludo__cli_buf_add(&sl->args, "}]", 2);
+  ludo__cli_buf_add(&sl->args, "]", 1);
   ludo__cli_buf_reset(&sl->refusal);
   sl->pending = P_POLICY;
   rc = ludo_script_call_async(sl->policy,
@@ -306,10 +341,31 @@ static void score(void *ud, const char *path, size_t n, double v) {
 
 static int finite(double x) { return x == x && x - x == 0; }
 
-/* Adds a rubric score to its sum; a sum that is not a finite number
- * (JSON has none) is noted in sl->nonfinite and left as it was. */
-static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
-  json_t *sum = json_object_getn(sl->rubrics, k, n);
+/* The sum of the rubric at path k: the one the i-th score of the last
+ * step went to when the path is the same (a rubric tree scores its
+ * rubrics in the same order every step: no hash lookup then), else looked
+ * up (NULL: none yet) and remembered for the i-th score. */
+static json_t *score_sum(eval_slot_t *sl, int i, const char *k, size_t n) {
+  eval_sum_t *c = &sl->sums[i];
+  json_t *sum;
+  if (c->sum != NULL && c->len == n && memcmp(c->path, k, n) == 0)
+    return c->sum;
+  sum = json_object_getn(sl->rubrics, k, n);
+  c->sum = n <= sizeof c->path ? sum : NULL; /* a longer path: not kept */
+  if (c->sum != NULL) {
+    memcpy(c->path, k, n);
+    c->len = n;
+  }
+  return sum;
+}
+
+/* Adds a rubric score (the i-th of its step; -1: not counted) to its sum;
+ * a sum that is not a finite number (JSON has none) is noted in
+ * sl->nonfinite and left as it was. */
+static void add_score(eval_slot_t *sl, int i, const char *k, size_t n,
+                      double x) {
+  json_t *sum = i >= 0 && i < EVAL_SUMS ? score_sum(sl, i, k, n)
+                                        : json_object_getn(sl->rubrics, k, n);
   double to = sum != NULL ? json_real_value(sum) + x : x;
   if (!finite(to))
     sl->nonfinite = 1;
@@ -321,34 +377,62 @@ static void add_score(eval_slot_t *sl, const char *k, size_t n, double x) {
 
 /* The result's reward, done and rubric scores (added to the sums: a
  * rubric that has no score in this step adds nothing, and one that never
- * scored has no sum in the record): read
- * by eval_step_read, or by jansson when it gives up. */
-static void read_step(eval_slot_t *sl, const char *data, size_t len,
-                      eval_step_t *st) {
+ * scored has no sum in the record): read by eval_step_read (returns 1),
+ * or by jansson when it gives up (returns 0; st->obs is then NULL). */
+static int read_step(eval_slot_t *sl, const char *data, size_t len,
+                     eval_step_t *st) {
   scores_t sc;
   json_t *res, *rub, *v;
   const char *k;
   int i;
   sc.n = sc.over = 0;
   if (eval_step_read(data, len, st, score, &sc) == 0 && !sc.over) {
-    for (i = 0; i < sc.n; i++) add_score(sl, sc.path[i], sc.len[i], sc.v[i]);
-    return;
+    for (i = 0; i < sc.n; i++)
+      add_score(sl, i, sc.path[i], sc.len[i], sc.v[i]);
+    return 1;
   }
   res = json_loadb(data, len, 0, NULL);
   st->reward_text = NULL;
+  st->obs = NULL;
   v = json_object_get(res, "reward");
   st->has_reward = json_is_number(v);
   st->reward = st->has_reward ? json_number_value(v) : 0.0;
   st->done = json_is_true(json_object_get(res, "done"));
   rub = json_object_get(json_object_get(res, "metadata"), "rubrics");
   json_object_foreach(rub, k, v) /* a null is no score: not added */
-    if (json_is_number(v)) add_score(sl, k, strlen(k), json_number_value(v));
+    if (json_is_number(v))
+      add_score(sl, -1, k, strlen(k), json_number_value(v));
   json_decref(res);
+  return 0;
+}
+
+/* Keeps the result the policy is asked about next: its text (sl->last)
+ * and its observation's (sl->obs and sl->has_obs): the walk's span when
+ * `walked`, else jansson's text of the value. */
+static void keep_last(eval_slot_t *sl, const char *data, size_t len,
+                      const eval_step_t *st, int walked) {
+  ludo__cli_buf_reset(&sl->last);
+  ludo__cli_buf_add(&sl->last, data, len);
+  ludo__cli_buf_reset(&sl->obs);
+  sl->has_obs = 0;
+  if (walked) {
+    if (st->obs != NULL) ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
+    sl->has_obs = st->obs != NULL;
+  } else {
+    json_t *res = json_loadb(data, len, 0, NULL);
+    json_t *o = json_object_get(res, "observation");
+    char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    if (t != NULL) ludo__cli_buf_add(&sl->obs, t, strlen(t));
+    sl->has_obs = t != NULL;
+    free(t);
+    json_decref(res);
+  }
 }
 
 static void stepped(eval_slot_t *sl, int status, const char *data,
                     size_t len) {
   eval_step_t st;
+  int walked;
   if (sl->cancelled) {
     finish_error(sl, LUDO_ECANCELED, data, len);
     return;
@@ -365,7 +449,7 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   }
   sl->steps++;
   eval_traj_step(sl, data, len);
-  read_step(sl, data, len, &st);
+  walked = read_step(sl, data, len, &st);
   if (sl->nonfinite || !finite(sl->reward + st.reward)) {
     char why[160];
     snprintf(why, sizeof why, "EVALUE: step %lld's %s is not a finite "
@@ -379,8 +463,7 @@ static void stepped(eval_slot_t *sl, int status, const char *data,
   if (st.has_reward) reward_arg(sl, &st);
   sl->reward += st.reward;
   sl->done = st.done;
-  ludo__cli_buf_reset(&sl->last);
-  ludo__cli_buf_add(&sl->last, data, len);
+  keep_last(sl, data, len, &st, walked);
   if (sl->done)
     finish(sl);
   else
@@ -413,6 +496,7 @@ static void on_policy_reset(ludo_script_t *sc, int status, const char *out,
 
 static void was_reset(eval_slot_t *sl, int status, const char *data,
                       size_t len) {
+  eval_step_t st;
   json_t *res;
   int rc;
   if (status != 0 || sl->cancelled) {
@@ -423,8 +507,8 @@ static void was_reset(eval_slot_t *sl, int status, const char *data,
   res = json_loadb(data, len, 0, NULL);
   sl->done = json_is_true(json_object_get(res, "done"));
   json_decref(res);
-  ludo__cli_buf_reset(&sl->last);
-  ludo__cli_buf_printf(&sl->last, "%.*s", (int)len, data);
+  keep_last(sl, data, len, &st,
+            eval_step_read(data, len, &st, NULL, NULL) == 0);
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_printf(&sl->args, "[%llu,%.*s]",
                        (unsigned long long)sl->ep->seed, (int)len, data);
@@ -486,6 +570,7 @@ static void start(eval_slot_t *sl, eval_ep_t *e) {
   ludo__cli_buf_reset(&sl->refusal);
   json_decref(sl->rubrics);
   sl->rubrics = json_object();
+  memset(sl->sums, 0, sizeof sl->sums); /* they were sl->rubrics' */
   r->active++;
   sl->wall0 = eval_now();
   sl->cpu0 = r->cpu_share;

@@ -176,7 +176,7 @@ static int each_number(cur_t *c, eval_score_fn fn, void *ud) {
     if (!string(c, &k, &n, &esc) || esc || !eat(c, ':') ||
         !number(c, &v, &is_num, NULL, NULL))
       return 0;
-    if (is_num) fn(ud, k, n, v);
+    if (is_num && fn) fn(ud, k, n, v);
   } while (eat(c, ','));
   return eat(c, '}');
 }
@@ -213,6 +213,18 @@ static int field(cur_t *c, const char *k, size_t n, eval_step_t *r,
     return skip(c);
   }
   if (n == 8 && memcmp(k, "metadata", 8) == 0) return metadata(c, fn, ud);
+  if (n == 11 && memcmp(k, "observation", 11) == 0) {
+    ws(c);
+    r->obs = c->p;
+    if (!skip(c)) return 0;
+    r->obs_len = (size_t)(c->p - r->obs);
+    while (r->obs_len > 0 && (r->obs[r->obs_len - 1] == ' ' ||
+                              r->obs[r->obs_len - 1] == '\n' ||
+                              r->obs[r->obs_len - 1] == '\r' ||
+                              r->obs[r->obs_len - 1] == '\t'))
+      r->obs_len--; /* skip() also passed the blanks after it */
+    return 1;
+  }
   return skip(c);
 }
 

@@ -28,6 +28,8 @@ static int parse_count(const char *opt, const char *s, long long min,
 typedef struct {
   ludo_script_t *sc;
   ludo__cli_buf_t args;
+  ludo__cli_buf_t obs;  /* the last result's observation (JSON), if any */
+  int has_obs;
 } policy_t;
 
 /* Calls ludo.policy.<fn> with the JSON array `args`; prints failures. */
@@ -88,16 +90,24 @@ static int policy_open(policy_t *p, ludo_runtime_t *rt, const char *file,
 static void policy_close(policy_t *p) {
   ludo_script_free(p->sc);
   ludo__cli_buf_free(&p->args);
+  ludo__cli_buf_free(&p->obs);
 }
 
-/* Reads reward (number or null) and done from a result. */
-static void read_result(const char *json, size_t len, double *reward,
-                        int *has_reward, int *done) {
+/* Reads reward (number or null) and done from a result, and keeps its
+ * observation's text for the policy's next call. */
+static void read_result(policy_t *pol, const char *json, size_t len,
+                        double *reward, int *has_reward, int *done) {
   json_t *root = json_loadb(json, len, 0, NULL);
   json_t *r = root ? json_object_get(root, "reward") : NULL;
+  json_t *o = root ? json_object_get(root, "observation") : NULL;
+  char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
   *has_reward = r != NULL && json_is_number(r);
   *reward = *has_reward ? json_number_value(r) : 0.0;
   *done = root != NULL && json_is_true(json_object_get(root, "done"));
+  ludo__cli_buf_reset(&pol->obs);
+  if (t != NULL) ludo__cli_buf_add(&pol->obs, t, strlen(t));
+  pol->has_obs = t != NULL;
+  free(t);
   json_decref(root);
 }
 
@@ -340,7 +350,7 @@ static int episode_reset(const run_args_t *ra, int i, target_t *s,
                          (int)*out_len, *out);
   else
     ludo__cli_buf_printf(&pol->args, "[null,%.*s]", (int)*out_len, *out);
-  read_result(*out, *out_len, &r, &has_r, &ep->done);
+  read_result(pol, *out, *out_len, &r, &has_r, &ep->done);
   if (policy_call(pol, "reset", NULL, NULL) != 0) {
     episode_fail(ep, ludo_script_errmsg(pol->sc));
     return -1;
@@ -354,13 +364,22 @@ static int episode_step(const run_args_t *ra, int i, target_t *s,
                         double *r, int *has_r, episode_t *ep) {
   const char *action;
   size_t alen;
+  /* [step, reward, error, the last result's text, its observation]:
+   * act_text decodes the rest of the result only when the policy reads
+   * context.result. (No step follows a result that is done.) */
   ludo__cli_buf_reset(&pol->args);
-  ludo__cli_buf_printf(&pol->args, "[%.*s,{\"step\":%lld,\"done\":%s",
-                       (int)*out_len, *out, ep->steps,
-                       ep->done ? "true" : "false");
-  if (*has_r) ludo__cli_buf_printf(&pol->args, ",\"reward\":%.17g", *r);
-  ludo__cli_buf_printf(&pol->args, "}]");
-  if (policy_call(pol, "act", &action, &alen) != 0) {
+  ludo__cli_buf_printf(&pol->args, "[%lld,", ep->steps);
+  if (*has_r)
+    ludo__cli_buf_printf(&pol->args, "%.17g,null,", *r);
+  else
+    ludo__cli_buf_add(&pol->args, "null,null,", 10);
+  ludo__cli_buf_json_stringn(&pol->args, *out, *out_len);
+  if (pol->has_obs) {
+    ludo__cli_buf_add(&pol->args, ",", 1);
+    ludo__cli_buf_add(&pol->args, pol->obs.p, pol->obs.len);
+  }
+  ludo__cli_buf_add(&pol->args, "]", 1);
+  if (policy_call(pol, "act_text", &action, &alen) != 0) {
     episode_fail(ep, ludo_script_errmsg(pol->sc));
     return -1;
   }
@@ -372,7 +391,7 @@ static int episode_step(const run_args_t *ra, int i, target_t *s,
   }
   ep->steps++;
   trace_step(ra, i, ep->steps, action, alen, *out, *out_len);
-  read_result(*out, *out_len, r, has_r, &ep->done);
+  read_result(pol, *out, *out_len, r, has_r, &ep->done);
   if (*has_r) ep->total += *r;
   return 0;
 }

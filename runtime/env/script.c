@@ -66,7 +66,7 @@ static int script_call(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo_script_t *sc = st->owner;
   ludo__sched_t *s = st->sched;
-  lua_Integer i, n = 0;
+  int n = 0;
   lua_settop(L, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, sc->mod_ref);
   if (lua_type(L, 1) != LUA_TTABLE ||
@@ -74,16 +74,14 @@ static int script_call(lua_State *L) {
     return ludo__error_raise(L, LUDO_EINVAL, "module %s has no function %s",
                              sc->name, sc->fn);
   if (s->input_len > 0) {
-    ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
-    if (!ludo__json_is_array(L, -1))
+    /* The array's values straight onto the stack: no table for them. */
+    n = ludo__json_decode_args(L, s->input, s->input_len,
+                               LUDO__JSON_MAXDEPTH);
+    if (n < 0)
       return ludo__error_raise(L, LUDO_EINVAL, "the arguments of %s.%s "
                                "must be a JSON array", sc->name, sc->fn);
-    n = (lua_Integer)lua_rawlen(L, -1);
-    luaL_checkstack(L, (int)n + 2, "too many arguments");
-    for (i = 1; i <= n; i++) lua_rawgeti(L, 3, i);
-    lua_remove(L, 3);
   }
-  lua_callk(L, (int)n, 1, 0, script_call_k);
+  lua_callk(L, n, 1, 0, script_call_k);
   return script_call_k(L, LUA_OK, 0);
 }
 

@@ -155,6 +155,8 @@ static void run_check(lua_State *L, int *stop) {
 typedef struct {
   int base;       /* stack index of the table, or of the first value held */
   int has_table;  /* the table exists (at base) */
+  int spread;     /* the top-level array of ludo__json_decode_args: its
+                     values stay on the stack, no table is made */
   int is_obj;
   int held;       /* values (objects: key-value pairs) held on the stack */
   int key_slot;   /* an object's current key */
@@ -164,6 +166,8 @@ typedef struct {
 typedef struct {
   lua_State *L;
   int depth, maxdepth;
+  int spread;            /* ludo__json_decode_args: -1 asked, else the
+                            count of the spread array's values */
   int *stop;             /* set when the check hook raises */
   char *scratch;         /* the registry's scratch userdata */
   size_t scratch_len;
@@ -226,6 +230,8 @@ static void dec_check_growth(dec_t *d, const frame_t *f) {
   raise_code(d->L, LUDO_ENOMEM);
 }
 
+static void need_stack(lua_State *L, int n);
+
 /* Gives the value on top (and an object's key below it) to the innermost
  * container, if any. [-(0|1|2), +(0|1), m] */
 static void dec_place(dec_t *d) {
@@ -233,6 +239,10 @@ static void dec_place(dec_t *d) {
   if (d->depth == 0) return;
   f = &d->fr[d->depth - 1];
   f->n++;
+  if (f->spread) { /* room for the next batch, as dec_begin makes it */
+    if (++f->held % DEC_BATCH == 0) need_stack(d->L, 2 * DEC_BATCH + 4);
+    return;
+  }
   if (f->has_table) dec_check_growth(d, f);
   if (!f->has_table) {
     if (++f->held == DEC_BATCH) dec_make_table(d->L, f, 2 * DEC_BATCH);
@@ -310,6 +320,7 @@ static int dec_begin(dec_t *d, int is_obj) {
   need_stack(d->L, 2 * DEC_BATCH + 4);
   f->base = lua_gettop(d->L) + 1;
   f->has_table = 0;
+  f->spread = d->spread == -1 && d->depth == 1 && !is_obj;
   f->is_obj = is_obj;
   f->held = 0;
   f->n = 0;
@@ -340,6 +351,10 @@ static int dec_end_object(void *ud) {
 
 static int dec_end_array(void *ud) {
   dec_t *d = ud;
+  if (d->fr[d->depth - 1].spread) {
+    d->spread = (int)d->fr[--d->depth].n;
+    return 0;
+  }
   dec_end(d);
   lua_rawgetp(d->L, LUA_REGISTRYINDEX, &array_key);
   lua_setmetatable(d->L, -2);
@@ -426,9 +441,12 @@ static void dec_fail(dec_t *d, const ludo__jsonparse_err_t *e) {
   raise_code(L, LUDO_EPARSE);
 }
 
-/* Decodes like ludo__json_decode; `stop` as in run_check. [-0, +1, e] */
-static void decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
-                        int *stop) {
+/* Decodes like ludo__json_decode; `stop` as in run_check. With `spread`,
+ * a top-level array's values are pushed instead of the array, and their
+ * number returned; a top-level value of another kind is pushed and -1
+ * returned. [-0, +(1|n), e] */
+static int decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
+                       int *stop, int spread) {
   ludo__jsonparse_err_t err;
   dec_t d;
   if (maxdepth <= 0 || maxdepth > LUDO__JSON_MAXDEPTH)
@@ -440,6 +458,7 @@ static void decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
   d.L = L;
   d.depth = 0;
   d.maxdepth = maxdepth;
+  d.spread = spread ? -1 : 0;
   d.stop = stop;
   d.scratch = NULL;
   d.scratch_len = 0;
@@ -449,11 +468,17 @@ static void decode_text(lua_State *L, const char *s, size_t len, int maxdepth,
     lua_pushnil(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &box_key);
   }
+  return d.spread;
 }
 
 void ludo__json_decode(lua_State *L, const char *s, size_t len,
                        int maxdepth) {
-  decode_text(L, s, len, maxdepth, NULL);
+  decode_text(L, s, len, maxdepth, NULL, 0);
+}
+
+int ludo__json_decode_args(lua_State *L, const char *s, size_t len,
+                           int maxdepth) {
+  return decode_text(L, s, len, maxdepth, NULL, 1);
 }
 
 /* ---- encoding -------------------------------------------------------- */
@@ -1137,7 +1162,7 @@ static int encode_protected(lua_State *L) {
 static int decode_protected(lua_State *L) {
   size_t n;
   const char *s = lua_tolstring(L, 1, &n);
-  decode_text(L, s, n, (int)lua_tointeger(L, 2), lua_touserdata(L, 3));
+  decode_text(L, s, n, (int)lua_tointeger(L, 2), lua_touserdata(L, 3), 0);
   return 1;
 }
 

@@ -70,6 +70,14 @@ void ludo__json_setup(lua_State *L);
 void ludo__json_decode(lua_State *L, const char *s, size_t len,
                        int maxdepth);
 
+/* Decodes the arguments of a call, a JSON array (as ludo__json_decode
+ * otherwise), and pushes its values, not the array: returns their number
+ * (the stack grows as needed; a memory error when it cannot). A text
+ * whose top-level value is not an array pushes that value and returns -1.
+ * [-0, +(n|1), e] */
+int ludo__json_decode_args(lua_State *L, const char *s, size_t len,
+                           int maxdepth);
+
 /* Appends the JSON text of the value at `idx` to `b`. `skip`, when not
  * NULL, is a NULL-terminated list of keys left out of a top-level object.
  * Raises "EVALUE: <what> at <path>" for values JSON cannot carry

@@ -65,3 +65,86 @@ TEST_IMPL(eval_result_null_scores) {
   ASSERT_EQ(eval_step_read(json, sizeof json - 1, &st, collect, got), 0);
   ASSERT_STR_EQ(got, "total=1;seq=0.5;");
 }
+
+/* The walk keeps the observation's text (what the policy gets decoded):
+ * the whole value, nested or with strings holding brackets, without the
+ * blanks around it; none when the result has no observation. */
+TEST_IMPL(eval_result_observation) {
+  static const struct {
+    const char *json, *obs;
+  } cases[] = {
+      {"{\"observation\":{\"a\":[1,{\"b\":\"}]\"}]},\"done\":false}",
+       "{\"a\":[1,{\"b\":\"}]\"}]}"},
+      {"{\"done\":false, \"observation\" : \"x\\\"}\" \n}", "\"x\\\"}\""},
+      {"{\"reward\":1,\"observation\":  -2.5e3  ,\"done\":true}", "-2.5e3"},
+      {"{\"observation\":null}", "null"},
+      {"{\"reward\":1,\"done\":false}", NULL},
+  };
+  size_t i;
+  for (i = 0; i < sizeof cases / sizeof *cases; i++) {
+    eval_step_t st;
+    ASSERT_EQ(eval_step_read(cases[i].json, strlen(cases[i].json), &st, NULL,
+                             NULL), 0);
+    if (cases[i].obs == NULL) {
+      ASSERT_TRUE(st.obs == NULL && st.obs_len == 0);
+      continue;
+    }
+    ASSERT_TRUE(st.obs != NULL);
+    ASSERT_EQ(st.obs_len, strlen(cases[i].obs));
+    ASSERT_TRUE(memcmp(st.obs, cases[i].obs, st.obs_len) == 0);
+  }
+}
+
+/* cli/buf.c ends the process through this on out of memory. */
+void ludo__cli_error(const char *fmt, ...) {
+  (void)fmt;
+  abort();
+}
+
+/* A result's text as a JSON string (ludo eval's policy argument): every
+ * '"', '\\' and control byte escaped wherever it falls in the 8-byte
+ * words the escaper reads, other bytes (UTF-8) as they are; appended after
+ * what the buffer held, and the buffer kept NUL-terminated. */
+TEST_IMPL(cli_json_string) {
+  ludo__cli_buf_t b = {0};
+  unsigned char in[300];
+  char want[2000];
+  int t;
+  srand(6455);
+  for (t = 0; t < 5000; t++) {
+    size_t n = (size_t)(rand() % 300), k = 0, i;
+    for (i = 0; i < n; i++) {
+      int r = rand() % 8;
+      in[i] = r == 0   ? '"'
+              : r == 1 ? '\\'
+              : r == 2 ? (unsigned char)(rand() % 32)
+              : r == 3 ? (unsigned char)(0x80 + rand() % 128)
+                       : (unsigned char)(' ' + rand() % 95);
+    }
+    ludo__cli_buf_reset(&b);
+    if (t % 2) {
+      ludo__cli_buf_add(&b, "[1,", 3);
+      memcpy(want, "[1,", 3);
+      k = 3;
+    }
+    want[k++] = '"';
+    for (i = 0; i < n; i++) {
+      unsigned c = in[i];
+      if (c == '"' || c == '\\') {
+        want[k++] = '\\';
+        want[k++] = (char)c;
+      } else if (c < 0x20) {
+        k += (size_t)snprintf(want + k, 7, "\\u%04x", c);
+      } else {
+        want[k++] = (char)c;
+      }
+    }
+    want[k++] = '"';
+    ludo__cli_buf_json_stringn(&b, (const char *)in, n);
+    ASSERT_EQ(b.len, k);
+    ASSERT_TRUE(memcmp(b.p, want, k) == 0);
+    ASSERT_TRUE(b.p[b.len] == '\0');
+    if (t % 5 == 0) ludo__cli_buf_free(&b); /* from an empty buffer too */
+  }
+  ludo__cli_buf_free(&b);
+}

@@ -40,6 +40,7 @@
   X(script_async_result_from_loop)                                           \
   X(script_async_wait_overlaps)                                              \
   X(script_async_errors)                                                     \
+  X(script_call_arguments)                                                   \
   X(script_async_ebusy)                                                      \
   X(script_async_free_in_flight)                                             \
   X(script_blocking_wait_beside_host_handles)                                \
@@ -263,6 +264,8 @@
   /* test-evalresult.c: the step-result walk of ludo eval (runtime/cli) */  \
   X(eval_result_numbers)                                                     \
   X(eval_result_null_scores)                                                 \
+  X(eval_result_observation)                                                 \
+  X(cli_json_string)                                                         \
   /* test-netsock.c: the server on loopback sockets (runtime/net) */        \
   X(net_socket_http)                                                         \
   X(net_socket_ws_echo)                                                      \

@@ -1,5 +1,7 @@
 /* test-scriptasync.c - ludo_script_call_async: results from the loop, a
  * waiting script beside one that goes on, errors, EBUSY, free in flight. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
@@ -92,6 +94,61 @@ TEST_IMPL(script_async_errors) {
              LUDO_EINVAL);
   ASSERT_ERR(ludo_script_call_async(sc, "now", NULL, 0, NULL, &g),
              LUDO_EINVAL);
+  ludo_script_free(sc);
+  test_rt_free(rt);
+}
+
+/* The arguments are the values of the JSON array, in order, however many
+ * (more than the decoder's batch of 16), nested values as they are; a
+ * text that is not an array is refused, naming the function. */
+TEST_IMPL(script_call_arguments) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_script_t *sc = open_script(rt);
+  char args[512], want[512];
+  const char *out;
+  size_t len, k = 0, w = 0;
+  int i;
+  ASSERT_OK(ludo_script_call(sc, "args", J("[]"), &out, &len));
+  ASSERT_STR_EQ(out, "\"0:\"");
+  ASSERT_OK(ludo_script_call(sc, "args", NULL, 0, &out, &len));
+  ASSERT_STR_EQ(out, "\"0:\"");
+  ASSERT_OK(ludo_script_call(sc, "args",
+                             J("[1,null,[2,[3]],{\"a\":[]},\"s\",true]"),
+                             &out, &len));
+  ASSERT_STR_EQ(out, "\"6:1,null,array2,table,s,true\"");
+  args[k++] = '[';
+  w += (size_t)snprintf(want, sizeof want, "\"40:");
+  for (i = 1; i <= 40; i++) {
+    k += (size_t)snprintf(args + k, sizeof args - k, "%s%d", i > 1 ? "," : "",
+                          i);
+    w += (size_t)snprintf(want + w, sizeof want - w, "%s%d",
+                          i > 1 ? "," : "", i);
+  }
+  args[k++] = ']';
+  snprintf(want + w, sizeof want - w, "\"");
+  ASSERT_OK(ludo_script_call(sc, "args", args, k, &out, &len));
+  ASSERT_STR_EQ(out, want);
+  ASSERT_ERR(ludo_script_call(sc, "args", J("{\"a\":1}"), &out, &len),
+             LUDO_EINVAL);
+  ASSERT_TRUE(strstr(ludo_script_errmsg(sc), "ascript.args must be a JSON "
+                                             "array") != NULL);
+  ASSERT_ERR(ludo_script_call(sc, "args", J("[1,"), &out, &len),
+             LUDO_EPARSE);
+  ASSERT_OK(ludo_script_call(sc, "args", J("[[]]"), &out, &len));
+  ASSERT_STR_EQ(out, "\"1:array0\"");
+  { /* many: the stack grows batch by batch */
+    char *many = malloc(3000 * 6 + 2);
+    ASSERT_TRUE(many != NULL);
+    k = 0;
+    many[k++] = '[';
+    for (i = 1; i <= 3000; i++)
+      k += (size_t)sprintf(many + k, "%s%d", i > 1 ? "," : "", i);
+    many[k++] = ']';
+    ASSERT_OK(ludo_script_call(sc, "args", many, k, &out, &len));
+    free(many);
+    ASSERT_TRUE(strncmp(out, "\"3000:1,2,3,", 12) == 0);
+    ASSERT_TRUE(len > 14 && strcmp(out + len - 11, ",2999,3000\"") == 0);
+  }
   ludo_script_free(sc);
   test_rt_free(rt);
 }

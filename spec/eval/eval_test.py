@@ -502,6 +502,37 @@ def the_policy_gets_the_reward_and_its_first_value_is_the_action():
     assert kinds == {"integer", "float"}, kinds
 
 
+def lua_number(v):
+    """Lua's tostring of a JSON number as ludo decodes it (the text's kind
+    kept: 1 an integer, 1.0 a float), for one Python's json read."""
+    if isinstance(v, int):
+        return str(v)
+    s = "%.14g" % v
+    return s + ".0" if re.fullmatch(r"-?\d+", s) else s
+
+
+@test
+def a_policy_reads_the_whole_result_in_its_context():
+    """context.result is decoded when the policy first reads it (by index
+    or through pairs): the step's whole result, its observation the table
+    the policy got. The policy writes what it read into its action."""
+    d = out("result-context")
+    run_ok("eval", "examples/echo", "--policy", FIX + "/result_policy.lua",
+           "--episodes", "2", "--max-steps", "5", "--concurrency", "2",
+           "--out", d, "--quiet")
+    for rec in results(d):
+        assert rec["error"] is None and rec["steps"] == 5, rec
+        with open(os.path.join(d, rec["trajectory"])) as f:
+            lines = [json.loads(x) for x in f]
+        for prev, now in zip(lines, lines[1:]):
+            total = prev.get("metadata", {}).get("rubrics", {}).get("total")
+            want = "%d|%s|%s" % (prev["observation"]["message_length"],
+                                 lua_number(prev["reward"]),
+                                 "none" if total is None
+                                 else lua_number(total))
+            assert now["action"]["message"] == want, (prev, now)
+
+
 @test
 def whole_rewards_past_2_53_reach_the_policy_as_integers():
     """From 2^53 to 1e17 a whole reward is written by ludo with an

@@ -232,6 +232,31 @@ describe("host libraries", function()
     end
   end)
 
+  it("gives ludo run's policy the whole result in context.result, decoded "
+    .. "when first read, with the observation it got", function()
+      local json = require("ludo.json")
+      local code, out, err = ludo("run", "examples/echo", "--seed", "3",
+        "--max-steps", "4", "--policy", "spec/fixtures/eval/result_policy.lua",
+        "--json", "--trace", "-")
+      assert.are.equal(0, code, err)
+      local prev, steps = nil, 0
+      for line in out:gmatch("[^\n]+") do
+        local r = json.decode(line)
+        if r.step ~= nil then
+          if r.step > 0 then
+            local rubrics = prev.metadata and prev.metadata.rubrics
+            assert.are.equal(("%d|%s|%s"):format(
+              prev.observation.message_length, tostring(prev.reward),
+              rubrics and tostring(rubrics.total) or "none"),
+              r.action.message)
+            steps = steps + 1
+          end
+          prev = r
+        end
+      end
+      assert.are.equal(4, steps)
+    end)
+
   it("let ludo run play the gridworld: its Lua policy takes a shortest "
     .. "path every episode", function()
       local json = require("ludo.json")

@@ -770,6 +770,29 @@ describe("ludo.json", function()
         end
       end)
 
+    it("strings: many escapes in one string, at every alignment "
+      .. "(JSON text quoted as a string, as ludo eval passes results)",
+      function()
+        local parts = { '"', "\\", "\n", "\0", "\31", "a", "bc", "defgh",
+          "ijklmnopq", "é", "\u{10348}", "{\"k\":[1,\"x\"]}" }
+        math.randomseed(6455)
+        for _ = 1, 2000 do
+          local t = {}
+          for i = 1, math.random(0, 40) do
+            t[i] = parts[math.random(#parts)]
+          end
+          local str = table.concat(t)
+          local text = escaped(str)
+          assert.are.equal(text, encode(str))
+          assert.are.equal(str, decode(text))
+          -- the same with \u escapes for every byte below 0x80
+          local u = '"' .. str:gsub("[%z\1-\127]", function(c)
+            return string.format("\\u%04x", c:byte())
+          end) .. '"'
+          assert.are.equal(str, decode(u))
+        end
+      end)
+
     it("strings: invalid UTF-8 at any position is refused", function()
       for len = 1, 20 do
         for pos = 1, len do

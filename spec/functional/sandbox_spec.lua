@@ -619,6 +619,20 @@ describe("sandbox", function()
         .. "sandbox", obs.err)
     end)
 
+    it("setmetatable keeps the base library's checks and result",
+      function()
+        local obs = assert(attack(s, "setmetatable_rules"))
+        assert.is_true(obs.same)
+        assert.is_true(obs.cleared)
+        assert.are.equal("cannot change a protected metatable", obs.protected)
+        assert.matches("bad argument #2 to 'setmetatable' %(nil or table "
+          .. "expected", obs.bad_mt)
+        assert.matches("bad argument #1 to 'setmetatable' %(table expected",
+          obs.bad_t)
+        assert.matches("bad argument #2 to 'setmetatable' %(nil or table "
+          .. "expected", obs.none)
+      end)
+
     it("a __gc added after setmetatable never runs", function()
       local obs = assert(attack(s, "gc_added_later"))
       assert.is_false(obs.ran)

@@ -22,9 +22,10 @@ local runfile     -- the run file's table (LLM policy)
 local function lua_policy(module, info)
   local P = require("ludo.policy")
   P.init(module, info)
-  -- The runner calls action() for each step: ludo.policy's own act, so a
-  -- step costs one Lua call into the policy and no wrapping table.
-  M.action = P.act
+  -- The runner calls action() for each step: ludo.policy's own act_text
+  -- (the result as text, decoded only if the policy reads it), so a step
+  -- costs one Lua call into the policy and no wrapping table.
+  M.action = P.act_text
   return {
     reset = P.reset,
     act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
