@@ -14,8 +14,17 @@ typedef struct {
   const char *p, *end;
 } cur_t;
 
+/* The bytes that end a scalar: ",}] \n\r\t", and NUL (as strchr of that
+ * string found it). */
+static const unsigned char ends_scalar[256] = {
+    [0] = 1,    [','] = 1,  ['}'] = 1,  [']'] = 1,
+    [' '] = 1,  ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
+static int is_end(char ch) { return ends_scalar[(unsigned char)ch]; }
+
 static void ws(cur_t *c) {
-  while (c->p < c->end &&
+  /* Engine results have no blanks: one test, most of the time. */
+  while (c->p < c->end && (unsigned char)*c->p <= ' ' &&
          (*c->p == ' ' || *c->p == '\n' || *c->p == '\r' || *c->p == '\t'))
     c->p++;
 }
@@ -34,20 +43,16 @@ static int string(cur_t *c, const char **s, size_t *n, int *esc) {
   if (c->p >= c->end || *c->p != '"') return 0;
   *s = ++c->p;
   *esc = 0;
-  for (;;) { /* to the next quote (memchr), then over escaped ones */
-    const char *q = memchr(c->p, '"', (size_t)(c->end - c->p));
-    const char *b;
-    if (q == NULL) return 0;
-    b = memchr(c->p, '\\', (size_t)(q - c->p));
-    if (b == NULL) {
-      c->p = q;
-      break;
+  for (;;) { /* to the next quote, over escaped ones (keys and values are
+                short: a byte loop beats two memchr calls) */
+    if (c->p >= c->end) return 0;
+    if (*c->p == '"') break;
+    if (*c->p == '\\') {
+      *esc = 1;
+      if (++c->p >= c->end) return 0; /* and the byte it escapes */
     }
-    *esc = 1;
-    c->p = b + 2; /* the escape and the byte it escapes */
-    if (c->p > c->end) return 0;
+    c->p++;
   }
-  if (c->p >= c->end) return 0;
   *n = (size_t)(c->p++ - *s);
   return 1;
 }
@@ -68,7 +73,7 @@ static int skip(cur_t *c) {
       if (*c->p == '}' || *c->p == ']') depth--;
       c->p++;
       if (depth == 0)  /* a scalar: up to the next delimiter */
-        while (c->p < c->end && !strchr(",}] \n\r\t", *c->p)) c->p++;
+        while (c->p < c->end && !is_end(*c->p)) c->p++;
     }
     ws(c);
   } while (depth > 0);
@@ -107,7 +112,7 @@ static int short_decimal(const char *p, const char *end, double *v,
     if (xd == 0 || xd == 3) return 0;
     scale += xneg ? -x : x;
   }
-  if (p < end && !strchr(",}] \n\r\t", *p)) return 0;
+  if (p < end && !is_end(*p)) return 0;
   if (scale < -22 || scale > 22) return 0;
   *v = scale < 0 ? (double)m / tens[-scale] : (double)m * tens[scale];
   if (neg) *v = -*v;
@@ -136,7 +141,7 @@ static const char *json_number_end(const char *p, const char *end) {
     for (d = p; p < end && *p >= '0' && *p <= '9'; p++) {}
     if (p == d) return NULL;
   }
-  if (p < end && (*p == 0 || !strchr(",}] \n\r\t", *p))) return NULL;
+  if (p < end && (*p == 0 || !is_end(*p))) return NULL;
   return p;
 }
 
