@@ -140,11 +140,20 @@ end
 -- and decoding the whole result cost more than the echo step itself).
 -- Until then `result` is missing from rawget and next(context);
 -- context.result and pairs(context) see it.
+-- Without `observation` (the runner could not find it in the text, or
+-- there is none) the whole result is decoded here, as M.act would have it.
 function M.act_text(step, reward, err, text, observation)
-  local context = setmetatable({ step = step, done = false, seed = seed,
-      reward = reward ~= null and reward or nil,
-      error = err ~= null and err or nil },
-    { text, observation, __index = lazy_index, __pairs = lazy_pairs })
+  local context = { step = step, done = false, seed = seed,
+    reward = reward ~= null and reward or nil,
+    error = err ~= null and err or nil }
+  if observation == nil then
+    local result = json.decode(text)
+    context.result = result
+    return act(type(result) == "table" and result.observation or nil,
+      context)
+  end
+  setmetatable(context, { text, observation, __index = lazy_index,
+    __pairs = lazy_pairs })
   return act(observation, context)
 end
 

@@ -407,26 +407,16 @@ static int read_step(eval_slot_t *sl, const char *data, size_t len,
 }
 
 /* Keeps the result the policy is asked about next: its text (sl->last)
- * and its observation's (sl->obs and sl->has_obs): the walk's span when
- * `walked`, else jansson's text of the value. */
+ * and, when the walk read it (`walked`), its observation's (sl->obs,
+ * sl->has_obs). Without one the policy's act_text decodes the whole
+ * result to find it. */
 static void keep_last(eval_slot_t *sl, const char *data, size_t len,
                       const eval_step_t *st, int walked) {
   ludo__cli_buf_reset(&sl->last);
   ludo__cli_buf_add(&sl->last, data, len);
   ludo__cli_buf_reset(&sl->obs);
-  sl->has_obs = 0;
-  if (walked) {
-    if (st->obs != NULL) ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
-    sl->has_obs = st->obs != NULL;
-  } else {
-    json_t *res = json_loadb(data, len, 0, NULL);
-    json_t *o = json_object_get(res, "observation");
-    char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-    if (t != NULL) ludo__cli_buf_add(&sl->obs, t, strlen(t));
-    sl->has_obs = t != NULL;
-    free(t);
-    json_decref(res);
-  }
+  sl->has_obs = walked && st->obs != NULL;
+  if (sl->has_obs) ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
 }
 
 static void stepped(eval_slot_t *sl, int status, const char *data,

@@ -502,6 +502,23 @@ def the_policy_gets_the_reward_and_its_first_value_is_the_action():
     assert kinds == {"integer", "float"}, kinds
 
 
+@test
+def a_result_the_walk_gives_up_on_still_reaches_the_policy_whole():
+    """A rubric name with a quote makes the runner read the result with
+    jansson: the policy then decodes the whole result itself, and gets
+    the same observation and context.result."""
+    d = out("escaped-keys")
+    run_ok("eval", FIX + "/escaped_keys", "--policy",
+           FIX + "/next_policy.lua", "--episodes", "2", "--max-steps", "4",
+           "--out", d, "--quiet")
+    for rec in results(d):
+        assert rec["error"] is None and rec["steps"] == 4, rec
+        assert rec["rubrics"]['say "hi"'] == 4.0, rec["rubrics"]
+        with open(os.path.join(d, rec["trajectory"])) as f:
+            lines = [json.loads(x) for x in f]
+        assert [x["action"]["n"] for x in lines[1:]] == [1, 2, 3, 4], lines
+
+
 def lua_number(v):
     """Lua's tostring of a JSON number as ludo decodes it (the text's kind
     kept: 1 an integer, 1.0 a float), for one Python's json read."""
