@@ -588,7 +588,10 @@ LUDO_EXTERN void ludo_server_group_free(ludo_server_group_t *g);
  * (ludo_client_errmsg, or the callback's data) keeps the server's words
  * and names its code: "ESCHEMA: Invalid message: message: expected string,
  * got integer (VALIDATION_ERROR)". After an error the client stays
- * usable. */
+ * usable. After the errors the server closes the connection on
+ * (CAPACITY_REACHED, FACTORY_ERROR, SESSION_ERROR, a protocol error) the
+ * client closes it too and the next call connects again, even when made
+ * from that error's callback before the server's close came. */
 
 /* Fills `o` with the defaults (see ludo_client_options_t). */
 LUDO_EXTERN void ludo_client_options_init(ludo_client_options_t *o);

@@ -1,6 +1,5 @@
 /* buf.c - the CLI's growable text buffer (see cli.h). */
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,71 +44,47 @@ void ludo__cli_buf_add(ludo__cli_buf_t *b, const char *s, size_t n) {
   b->p[b->len] = '\0';
 }
 
-/* Nonzero when one of the 8 bytes of w needs an escape in a JSON string:
- * '"', '\\' or a control byte (below 0x20; bytes from 0x80 have their top
- * bit set and are never flagged). */
-static uint64_t needs_escape8(uint64_t w) {
-  const uint64_t ones = 0x0101010101010101ull, high = ones * 0x80;
-  uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w)) &
-         high;
-}
-
-/* How many bytes of w come before the first one needs_escape8 flagged
- * (the lowest flag is always a true one: a borrow only reaches the bytes
- * above a flagged byte); 0 on a big-endian machine, whose words are then
- * looked at byte by byte. */
-static size_t clean_prefix(uint64_t m) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  return (size_t)__builtin_ctzll(m) >> 3;
-#else
-  (void)m;
-  return 0;
-#endif
-}
+/* What a byte takes in a JSON string: 0 itself, 1 a backslash before it,
+ * 2 a \u00XX escape. */
+static const unsigned char json_escape[256] = {
+    [0x00] = 2, [0x01] = 2, [0x02] = 2, [0x03] = 2, [0x04] = 2, [0x05] = 2,
+    [0x06] = 2, [0x07] = 2, [0x08] = 2, [0x09] = 2, [0x0a] = 2, [0x0b] = 2,
+    [0x0c] = 2, [0x0d] = 2, [0x0e] = 2, [0x0f] = 2, [0x10] = 2, [0x11] = 2,
+    [0x12] = 2, [0x13] = 2, [0x14] = 2, [0x15] = 2, [0x16] = 2, [0x17] = 2,
+    [0x18] = 2, [0x19] = 2, [0x1a] = 2, [0x1b] = 2, [0x1c] = 2, [0x1d] = 2,
+    [0x1e] = 2, [0x1f] = 2, ['"'] = 1,  ['\\'] = 1};
 
 void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s,
                                 size_t n) {
   static const char hex[] = "0123456789abcdef";
-  size_t i = 0;
+  size_t i;
   char *o, *end;
   grow(b, b->len + n + 16);
   o = b->p + b->len;
   end = b->p + b->cap;
   *o++ = '"';
-  while (i < n) {
-    unsigned char c;
-    if (end - o < 16) { /* room for a word or an escape, the quote, NUL */
+  for (i = 0; i < n; i++) { /* one pass, a byte at a time: a quoted JSON
+                               text has an escape every few bytes */
+    unsigned char c = (unsigned char)s[i];
+    if (end - o < 8) { /* room for an escape, the quote and the NUL */
       size_t at = (size_t)(o - b->p);
       grow(b, at + (n - i) + 16);
       o = b->p + at;
       end = b->p + b->cap;
     }
-    if (n - i >= 8) { /* a word: copied; its bytes before a special kept */
-      uint64_t w, m;
-      size_t k;
-      memcpy(&w, s + i, 8);
-      memcpy(o, &w, 8);
-      if ((m = needs_escape8(w)) == 0) {
-        o += 8;
-        i += 8;
-        continue;
-      }
-      k = clean_prefix(m);
-      o += k;
-      i += k;
-    }
-    c = (unsigned char)s[i++];
-    if (c == '"' || c == '\\') {
-      *o++ = '\\';
-      *o++ = (char)c;
-    } else if (c < 0x20) {
-      memcpy(o, "\\u00", 4);
-      o[4] = hex[c >> 4];
-      o[5] = hex[c & 15];
-      o += 6;
-    } else {
-      *o++ = (char)c;
+    switch (json_escape[c]) {
+      case 0:
+        *o++ = (char)c;
+        break;
+      case 1:
+        *o++ = '\\';
+        *o++ = (char)c;
+        break;
+      default:
+        memcpy(o, "\\u00", 4);
+        o[4] = hex[c >> 4];
+        o[5] = hex[c & 15];
+        o += 6;
     }
   }
   *o++ = '"';

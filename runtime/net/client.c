@@ -275,6 +275,23 @@ static void connection_gone(ludo_client_t *c, const char *why) {
 
 /* ---- the WebSocket ------------------------------------------------------ */
 
+/* An error after which the server ends the connection (at capacity, a
+ * failed session, a broken protocol: `fatal` from clientproto) came:
+ * nothing more goes on this connection. The next call waits for its end
+ * and then connects again; sent on it, it would have met the server's
+ * close and failed EDISCONNECTED instead of reaching a server (a call
+ * made from the callback of the one refused, before the close frame
+ * came). The close is started here too, so a server that does not close
+ * cannot hold the calls after it. */
+static void ends_after_error(ludo_client_t *c, int rc) {
+  if (c->ws == NULL || c->conn != CN_OPEN) return;
+  if (rc == LUDO_EPROTO)
+    ludo__ws_close(c->ws, 1002, "unexpected frame");
+  else
+    ludo__ws_close(c->ws, 1000, "after the server's error");
+  c->conn = CN_CLOSING;
+}
+
 static void ws_message(void *ud, ludo__ws_t *ws, int binary,
                        const char *data, size_t len) {
   ludo_client_t *c = ud;
@@ -296,10 +313,7 @@ static void ws_message(void *ud, ludo__ws_t *ws, int binary,
       complete(c, 0, res, rlen);
     else
       complete(c, rc, c->err.p, c->err.len);
-    if (fatal && rc == LUDO_EPROTO && c->ws) {
-      ludo__ws_close(c->ws, 1002, "unexpected frame");
-      c->conn = CN_CLOSING;
-    }
+    if (fatal) ends_after_error(c, rc);
   } else {
     /* Nothing was asked: an error frame before the server closes (at
      * capacity, say) says why the connection will end; anything else is
@@ -312,6 +326,7 @@ static void ws_message(void *ud, ludo__ws_t *ws, int binary,
       ludo__log(&c->core->log, LUDO_LOG_WARN, "ludo",
                 "client: dropped a frame from %s that answers nothing",
                 c->url.ws);
+    if (fatal && rc != LUDO_EPROTO) ends_after_error(c, rc);
   }
   leave(c);
 }

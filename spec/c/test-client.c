@@ -791,6 +791,7 @@ typedef struct {
   int close_after_greeting;
   const char *replies[8];
   int nmsg;
+  int nconn;  /* WebSockets opened */
 } script_t;
 
 static void sc_message(void *ud, ludo__ws_t *ws, int binary,
@@ -822,6 +823,7 @@ static void sc_request(void *ud, ludo__http_req_t *req) {
   ludo__ws_callbacks_t cb = {sc_message, sc_close, NULL};
   ludo__ws_t *ws;
   ASSERT_OK(ludo__ws_accept(req, NULL, &cb, s, &ws));
+  s->nconn++;
   if (s->greeting) ludo__ws_send(ws, 0, s->greeting, strlen(s->greeting));
   if (s->close_after_greeting) ludo__ws_close(ws, 1000, NULL);
 }
@@ -837,6 +839,38 @@ static void sc_stop(ludo_runtime_t *rt, ludo__server_t *sv) {
   int done = 0;
   ludo__server_close(sv, set_flag, &done);
   while (!done) loop_once(rt);
+}
+
+/* After an error the server closes on (CAPACITY_REACHED here, its close
+ * not come yet: this server never sends it), the next call goes over a
+ * new connection, not the old one: sent on it, it met the server's close
+ * and failed EDISCONNECTED (a call made from the refused one's callback,
+ * as `ludo eval` starts its next episode). */
+TEST_IMPL(client_fatal_error_reconnects) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo__server_t *sv;
+  ludo_client_t *c;
+  const char *out;
+  size_t len;
+  char url[64];
+  script_t s;
+  memset(&s, 0, sizeof s);
+  s.replies[0] = "{\"type\":\"error\",\"data\":{\"message\":\"Server at "
+                 "capacity: 1/1\",\"code\":\"CAPACITY_REACHED\"}}";
+  s.replies[1] = "{\"type\":\"state\",\"data\":{\"step_count\":1}}";
+  s.replies[2] = "{\"type\":\"state\",\"data\":{\"step_count\":2}}";
+  snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", sc_start(rt, &s, &sv));
+  ASSERT_OK(ludo_client_connect(rt, url, NULL, &c));
+  ASSERT_ERR(ludo_client_state(c, &out, &len), LUDO_ECAPACITY);
+  ASSERT_OK(ludo_client_state(c, &out, &len));
+  ASSERT_STR_EQ(out, "{\"step_count\":1}");
+  ASSERT_EQ(s.nconn, 2);
+  ASSERT_OK(ludo_client_state(c, &out, &len)); /* that one stays */
+  ASSERT_STR_EQ(out, "{\"step_count\":2}");
+  ASSERT_EQ(s.nconn, 2);
+  ludo_client_close(c);
+  sc_stop(rt, sv);
+  test_rt_free(rt);
 }
 
 TEST_IMPL(client_scripted_server) {

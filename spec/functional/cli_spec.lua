@@ -232,16 +232,24 @@ describe("host libraries", function()
     end
   end)
 
+  -- `ludo run ... --json --trace -`: its lines, decoded.
+  local function traced_run(...)
+    local json = require("ludo.json")
+    local code, out, err = ludo("run", ...)
+    assert.are.equal(0, code, err)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do
+      lines[#lines + 1] = json.decode(line)
+    end
+    return lines
+  end
+
   it("gives ludo run's policy the whole result in context.result, decoded "
     .. "when first read, with the observation it got", function()
-      local json = require("ludo.json")
-      local code, out, err = ludo("run", "examples/echo", "--seed", "3",
-        "--max-steps", "4", "--policy", "spec/fixtures/eval/result_policy.lua",
-        "--json", "--trace", "-")
-      assert.are.equal(0, code, err)
       local prev, steps = nil, 0
-      for line in out:gmatch("[^\n]+") do
-        local r = json.decode(line)
+      for _, r in ipairs(traced_run("examples/echo", "--seed", "3",
+          "--max-steps", "4", "--policy",
+          "spec/fixtures/eval/result_policy.lua", "--json", "--trace", "-")) do
         if r.step ~= nil then
           if r.step > 0 then
             local rubrics = prev.metadata and prev.metadata.rubrics
@@ -259,14 +267,10 @@ describe("host libraries", function()
 
   it("let ludo run play the gridworld: its Lua policy takes a shortest "
     .. "path every episode", function()
-      local json = require("ludo.json")
-      local code, out, err = ludo("run", "examples/gridworld", "--seed", "5",
-        "--episodes", "3", "--policy", "examples/gridworld/policy.lua",
-        "--json", "--trace", "-")
-      assert.are.equal(0, code, err)
       local shortest, episodes = {}, 0
-      for line in out:gmatch("[^\n]+") do
-        local r = json.decode(line)
+      for _, r in ipairs(traced_run("examples/gridworld", "--seed", "5",
+          "--episodes", "3", "--policy", "examples/gridworld/policy.lua",
+          "--json", "--trace", "-")) do
         if r.step == 0 then
           shortest[r.episode] = r.observation.start_distance
         elseif r.total_reward then
