@@ -57,34 +57,34 @@ static const unsigned char json_escape[256] = {
 void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s,
                                 size_t n) {
   static const char hex[] = "0123456789abcdef";
+  const unsigned char *u = (const unsigned char *)s;
   size_t i;
   char *o, *end;
-  grow(b, b->len + n + 16);
+  /* Room for every byte doubled, the quotes and the NUL: only a control
+   * byte (6 bytes) needs a check. */
+  grow(b, b->len + 2 * n + 8);
   o = b->p + b->len;
   end = b->p + b->cap;
   *o++ = '"';
-  for (i = 0; i < n; i++) { /* one pass, a byte at a time: a quoted JSON
-                               text has an escape every few bytes */
-    unsigned char c = (unsigned char)s[i];
-    if (end - o < 8) { /* room for an escape, the quote and the NUL */
-      size_t at = (size_t)(o - b->p);
-      grow(b, at + (n - i) + 16);
-      o = b->p + at;
-      end = b->p + b->cap;
-    }
-    switch (json_escape[c]) {
-      case 0:
-        *o++ = (char)c;
-        break;
-      case 1:
-        *o++ = '\\';
-        *o++ = (char)c;
-        break;
-      default:
-        memcpy(o, "\\u00", 4);
-        o[4] = hex[c >> 4];
-        o[5] = hex[c & 15];
-        o += 6;
+  for (i = 0; i < n; i++) { /* a byte at a time: a quoted JSON text has
+                               an escape every few bytes */
+    unsigned char c = u[i];
+    if (json_escape[c] == 0) {
+      *o++ = (char)c;
+    } else if (json_escape[c] == 1) {
+      *o++ = '\\';
+      *o++ = (char)c;
+    } else {
+      if ((size_t)(end - o) < 2 * (n - i) + 12) {
+        size_t at = (size_t)(o - b->p);
+        grow(b, at + 2 * (n - i) + 12);
+        o = b->p + at;
+        end = b->p + b->cap;
+      }
+      memcpy(o, "\\u00", 4);
+      o[4] = hex[c >> 4];
+      o[5] = hex[c & 15];
+      o += 6;
     }
   }
   *o++ = '"';

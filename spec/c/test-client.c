@@ -841,38 +841,6 @@ static void sc_stop(ludo_runtime_t *rt, ludo__server_t *sv) {
   while (!done) loop_once(rt);
 }
 
-/* After an error the server closes on (CAPACITY_REACHED here, its close
- * not come yet: this server never sends it), the next call goes over a
- * new connection, not the old one: sent on it, it met the server's close
- * and failed EDISCONNECTED (a call made from the refused one's callback,
- * as `ludo eval` starts its next episode). */
-TEST_IMPL(client_fatal_error_reconnects) {
-  ludo_runtime_t *rt = test_rt_new(NULL);
-  ludo__server_t *sv;
-  ludo_client_t *c;
-  const char *out;
-  size_t len;
-  char url[64];
-  script_t s;
-  memset(&s, 0, sizeof s);
-  s.replies[0] = "{\"type\":\"error\",\"data\":{\"message\":\"Server at "
-                 "capacity: 1/1\",\"code\":\"CAPACITY_REACHED\"}}";
-  s.replies[1] = "{\"type\":\"state\",\"data\":{\"step_count\":1}}";
-  s.replies[2] = "{\"type\":\"state\",\"data\":{\"step_count\":2}}";
-  snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", sc_start(rt, &s, &sv));
-  ASSERT_OK(ludo_client_connect(rt, url, NULL, &c));
-  ASSERT_ERR(ludo_client_state(c, &out, &len), LUDO_ECAPACITY);
-  ASSERT_OK(ludo_client_state(c, &out, &len));
-  ASSERT_STR_EQ(out, "{\"step_count\":1}");
-  ASSERT_EQ(s.nconn, 2);
-  ASSERT_OK(ludo_client_state(c, &out, &len)); /* that one stays */
-  ASSERT_STR_EQ(out, "{\"step_count\":2}");
-  ASSERT_EQ(s.nconn, 2);
-  ludo_client_close(c);
-  sc_stop(rt, sv);
-  test_rt_free(rt);
-}
-
 TEST_IMPL(client_scripted_server) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo__server_t *sv;
@@ -911,6 +879,27 @@ TEST_IMPL(client_scripted_server) {
   ASSERT_OK(ludo_client_state(c, &out, &len));
   ASSERT_STR_EQ(out, "{\"step_count\":4}");
   ASSERT_EQ(s.nmsg, 4);
+  ludo_client_close(c);
+  sc_stop(rt, sv);
+  /* After an error the server closes on (CAPACITY_REACHED here, its
+   * close not come yet: this server never sends it) the next call goes
+   * over a new connection, not the old one: sent on it, it met the
+   * server's close and failed EDISCONNECTED (a call made from the refused
+   * one's callback, as `ludo eval` starts its next episode). */
+  memset(&s, 0, sizeof s);
+  s.replies[0] = "{\"type\":\"error\",\"data\":{\"message\":\"Server at "
+                 "capacity: 1/1\",\"code\":\"CAPACITY_REACHED\"}}";
+  s.replies[1] = "{\"type\":\"state\",\"data\":{\"step_count\":1}}";
+  s.replies[2] = "{\"type\":\"state\",\"data\":{\"step_count\":2}}";
+  snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", sc_start(rt, &s, &sv));
+  ASSERT_OK(ludo_client_connect(rt, url, NULL, &c));
+  ASSERT_ERR(ludo_client_state(c, &out, &len), LUDO_ECAPACITY);
+  ASSERT_OK(ludo_client_state(c, &out, &len));
+  ASSERT_STR_EQ(out, "{\"step_count\":1}");
+  ASSERT_EQ(s.nconn, 2);
+  ASSERT_OK(ludo_client_state(c, &out, &len)); /* that one stays */
+  ASSERT_STR_EQ(out, "{\"step_count\":2}");
+  ASSERT_EQ(s.nconn, 2);
   ludo_client_close(c);
   sc_stop(rt, sv);
   test_rt_free(rt);

@@ -302,7 +302,6 @@
   X(client_big_messages)                                                     \
   X(client_token)                                                            \
   X(client_scripted_server)                                                  \
-  X(client_fatal_error_reconnects)                                           \
   /* test-llm.c: ludo.llm against the mock LLM server (spec/llm) */         \
   X(llm_cancel_on_close)                                                     \
   X(llm_cancel_on_runtime_free)                                              \
