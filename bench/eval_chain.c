@@ -147,21 +147,33 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
     exit(1);
 }
 
+/* Appends result[from, to) to c->args at *n, '"' and '\\' escaped. */
+static void quote_part(chain_t *c, size_t *n, const char *result,
+                       size_t from, size_t to) {
+  size_t i;
+  for (i = from; i < to && *n + 8 < sizeof c->args; i++) {
+    if (result[i] == '"' || result[i] == '\\') c->args[(*n)++] = '\\';
+    c->args[(*n)++] = result[i];
+  }
+  if (i < to) exit(1);
+}
+
 /* The policy's arguments as `ludo eval` makes them, into c->args: [step,
- * reward, error, the result's text as a JSON string, its observation];
- * their length. */
+ * reward, error, the result's text as a JSON string with null for its
+ * observation, the observation]; their length. */
 static size_t build_args(chain_t *c, const char *result, size_t len) {
   static const char ctx[] = "[1,null,null,\"";
   const char *obs = strstr(result, "\"observation\":"), *e;
-  size_t i, n = sizeof ctx - 1;
-  memcpy(c->args, ctx, n);
-  for (i = 0; i < len && n + 8 < sizeof c->args; i++) {
-    if (result[i] == '"' || result[i] == '\\') c->args[n++] = '\\';
-    c->args[n++] = result[i];
-  }
-  if (obs == NULL || i < len) exit(1);
+  size_t n = sizeof ctx - 1, at;
+  if (obs == NULL) exit(1);
   obs += 14;
   e = value_end(obs, result + len);
+  at = (size_t)(obs - result);
+  memcpy(c->args, ctx, n);
+  quote_part(c, &n, result, 0, at);
+  memcpy(c->args + n, "null", 4);
+  n += 4;
+  quote_part(c, &n, result, (size_t)(e - result), len);
   n += (size_t)snprintf(c->args + n, sizeof c->args - n, "\",%.*s]",
                         (int)(e - obs), obs);
   if (n >= sizeof c->args) exit(1);

@@ -54,18 +54,16 @@ static const unsigned char json_escape[256] = {
     [0x18] = 2, [0x19] = 2, [0x1a] = 2, [0x1b] = 2, [0x1c] = 2, [0x1d] = 2,
     [0x1e] = 2, [0x1f] = 2, ['"'] = 1,  ['\\'] = 1};
 
-void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s,
-                                size_t n) {
+void ludo__cli_buf_json_chars(ludo__cli_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)s;
   size_t i;
   char *o, *end;
-  /* Room for every byte doubled, the quotes and the NUL: only a control
-   * byte (6 bytes) needs a check. */
+  /* Room for every byte doubled and the NUL: only a control byte (6
+   * bytes) needs a check. */
   grow(b, b->len + 2 * n + 8);
   o = b->p + b->len;
   end = b->p + b->cap;
-  *o++ = '"';
   for (i = 0; i < n; i++) { /* a byte at a time: a quoted JSON text has
                                an escape every few bytes */
     unsigned char c = u[i];
@@ -87,9 +85,15 @@ void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s,
       o += 6;
     }
   }
-  *o++ = '"';
   *o = '\0';
   b->len = (size_t)(o - b->p);
+}
+
+void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s,
+                                size_t n) {
+  ludo__cli_buf_add(b, "\"", 1);
+  ludo__cli_buf_json_chars(b, s, n);
+  ludo__cli_buf_add(b, "\"", 1);
 }
 
 void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s) {

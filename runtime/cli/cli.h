@@ -158,6 +158,9 @@ void ludo__cli_buf_json_string(ludo__cli_buf_t *b, const char *s);
 /* Appends the n bytes of s as a JSON string literal ('"', '\\' and
  * control bytes escaped; other bytes as they are, so UTF-8 stays UTF-8). */
 void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s, size_t n);
+/* The same without the quotes: the escaped bytes, for a literal written
+ * in pieces. */
+void ludo__cli_buf_json_chars(ludo__cli_buf_t *b, const char *s, size_t n);
 void ludo__cli_buf_reset(ludo__cli_buf_t *b);
 void ludo__cli_buf_free(ludo__cli_buf_t *b);
 

@@ -218,9 +218,11 @@ static void add_context(eval_slot_t *sl, int fields) {
 
 /* Asks the policy for the next action, or ends a long enough episode.
  * A Lua policy's `action` gets [step, reward, error, the last result's
- * text as a JSON string, its observation] (ludo.policy.act_text: the
- * observation decoded, the rest of the result only when the policy reads
- * context.result); an LLM policy's `act` gets [last result, context]. */
+ * text as a JSON string with null for its observation, the observation]
+ * (ludo.policy.act_text: the observation decoded, the rest of the result
+ * only when the policy reads context.result; without an observation the
+ * whole text, which act_text decodes); an LLM policy's `act` gets [last
+ * result, context]. */
 static void ask_policy(eval_slot_t *sl) {
   int rc;
   if (eval_interrupted) { /* Ctrl-C, before the loop has heard of it */
@@ -241,11 +243,18 @@ static void ask_policy(eval_slot_t *sl) {
     add_context(sl, 0);
   } else {
     add_context(sl, 1);
-    ludo__cli_buf_add(&sl->args, ",", 1);
-    ludo__cli_buf_json_stringn(&sl->args, sl->last.p, sl->last.len);
-    if (sl->has_obs) {
-      ludo__cli_buf_add(&sl->args, ",", 1);
+    if (sl->has_obs) { /* the text without its observation, then that */
+      size_t end = sl->obs_off + sl->obs.len;
+      ludo__cli_buf_add(&sl->args, ",\"", 2);
+      ludo__cli_buf_json_chars(&sl->args, sl->last.p, sl->obs_off);
+      ludo__cli_buf_add(&sl->args, "null", 4);
+      ludo__cli_buf_json_chars(&sl->args, sl->last.p + end,
+                               sl->last.len - end);
+      ludo__cli_buf_add(&sl->args, "\",", 2);
       ludo__cli_buf_add(&sl->args, sl->obs.p, sl->obs.len);
+    } else {
+      ludo__cli_buf_add(&sl->args, ",", 1);
+      ludo__cli_buf_json_stringn(&sl->args, sl->last.p, sl->last.len);
     }
   }
   ludo__cli_buf_add(&sl->args, "]", 1);
@@ -416,7 +425,10 @@ static void keep_last(eval_slot_t *sl, const char *data, size_t len,
   ludo__cli_buf_add(&sl->last, data, len);
   ludo__cli_buf_reset(&sl->obs);
   sl->has_obs = walked && st->obs != NULL;
-  if (sl->has_obs) ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
+  if (sl->has_obs) {
+    ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
+    sl->obs_off = (size_t)(st->obs - data);
+  }
 }
 
 static void stepped(eval_slot_t *sl, int status, const char *data,
