@@ -114,8 +114,8 @@ end
 -- is the one act got (the same table, as with M.act).
 local function decode_result(context)
   local mt = getmetatable(context)
-  setmetatable(context, nil)
-  local result = json.decode(mt[1])
+  local result = json.decode(mt[1]) -- may raise (the memory cap): then
+  setmetatable(context, nil)         -- the context stays as it was
   if type(result) == "table" and mt[2] ~= nil then
     result.observation = mt[2]
   end
