@@ -146,12 +146,7 @@ function M.act_text(step, reward, err, text, observation)
   local context = { step = step, done = false, seed = seed,
     reward = reward ~= null and reward or nil,
     error = err ~= null and err or nil }
-  if observation == nil then
-    local result = json.decode(text)
-    context.result = result
-    return act(type(result) == "table" and result.observation or nil,
-      context)
-  end
+  if observation == nil then return M.act(json.decode(text), context) end
   setmetatable(context, { text, observation, __index = lazy_index,
     __pairs = lazy_pairs })
   return act(observation, context)

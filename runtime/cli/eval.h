@@ -383,9 +383,8 @@ struct eval_slot_s {
   eval_sum_t sums[EVAL_SUMS];
   char err_class[32];      /* "" while no error */
   ludo__cli_buf_t err, args, last, action, refusal;
-  ludo__cli_buf_t obs;     /* the observation of `last`, when has_obs, */
-  size_t obs_off;          /* where it starts in `last` */
-  int has_obs;
+  size_t obs_off, obs_len; /* the observation's place in `last`, when */
+  int has_obs;             /* has_obs */
   json_t *text;            /* the model's text of the action, or NULL */
   FILE *traj;
   int reset_written;       /* the trajectory's line 1 is written */

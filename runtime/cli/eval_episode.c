@@ -244,14 +244,15 @@ static void ask_policy(eval_slot_t *sl) {
   } else {
     add_context(sl, 1);
     if (sl->has_obs) { /* the text without its observation, then that */
-      size_t end = sl->obs_off + sl->obs.len;
+      size_t end = sl->obs_off + sl->obs_len;
       ludo__cli_buf_add(&sl->args, ",\"", 2);
       ludo__cli_buf_json_chars(&sl->args, sl->last.p, sl->obs_off);
       ludo__cli_buf_add(&sl->args, "null", 4);
       ludo__cli_buf_json_chars(&sl->args, sl->last.p + end,
                                sl->last.len - end);
       ludo__cli_buf_add(&sl->args, "\",", 2);
-      ludo__cli_buf_add(&sl->args, sl->obs.p, sl->obs.len);
+      ludo__cli_buf_add(&sl->args, sl->last.p + sl->obs_off,
+                        sl->obs_len);
     } else {
       ludo__cli_buf_add(&sl->args, ",", 1);
       ludo__cli_buf_json_stringn(&sl->args, sl->last.p, sl->last.len);
@@ -416,18 +417,17 @@ static int read_step(eval_slot_t *sl, const char *data, size_t len,
 }
 
 /* Keeps the result the policy is asked about next: its text (sl->last)
- * and, when the walk read it (`walked`), its observation's (sl->obs,
- * sl->has_obs). Without one the policy's act_text decodes the whole
+ * and, when the walk read it (`walked`), where its observation is in
+ * it (sl->obs_off, sl->obs_len, sl->has_obs). Without one the policy's act_text decodes the whole
  * result to find it. */
 static void keep_last(eval_slot_t *sl, const char *data, size_t len,
                       const eval_step_t *st, int walked) {
   ludo__cli_buf_reset(&sl->last);
   ludo__cli_buf_add(&sl->last, data, len);
-  ludo__cli_buf_reset(&sl->obs);
   sl->has_obs = walked && st->obs != NULL;
   if (sl->has_obs) {
-    ludo__cli_buf_add(&sl->obs, st->obs, st->obs_len);
     sl->obs_off = (size_t)(st->obs - data);
+    sl->obs_len = st->obs_len;
   }
 }
 

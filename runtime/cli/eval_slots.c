@@ -96,7 +96,6 @@ void eval_slots_close(eval_run_t *r) {
     ludo__cli_buf_free(&sl->err);
     ludo__cli_buf_free(&sl->args);
     ludo__cli_buf_free(&sl->last);
-    ludo__cli_buf_free(&sl->obs);
     ludo__cli_buf_free(&sl->action);
     ludo__cli_buf_free(&sl->refusal);
   }
