@@ -1,6 +1,7 @@
 # ludo - build, test, run and install.
 #
 #   make            build build/ludo, build/libludo.a, build/libludo.so
+#                   (profile-guided: PGO=0 builds without, see PGO below)
 #   make run        install deps if missing, build, run the echo example
 #   make test       install deps if missing, build, run every test
 #   make asan       ASan+UBSan build in build-asan/ and run the tests on it
@@ -31,6 +32,35 @@ SAN      ?=
 # builds go without (LTO=).
 LTO      ?= -flto=auto -ffat-lto-objects
 
+# Profile-guided optimisation (docs/performance.md, "Profile-guided
+# build"). PGO=1 (the default): an instrumented build of the CLI, Lua and
+# the examples' host library goes to $(BUILD)/pgo/, runs
+# scripts/pgo-train.sh (the examples through `ludo run`, `ludo eval` and
+# `ludo serve`), and everything in $(BUILD) and $(LUA_DIR) is then compiled
+# with GCC's profile of that run; any change to a source runs it again.
+# PGO=0 builds without (make asan and the fuzz builds do); PGO=gen is the
+# instrumented pass itself. The profile names objects by their path below
+# the tree, so BUILD and LUA_DIR must be relative paths. The final pass
+# keeps warnings as warnings in the objects that have a profile (PGO_OBJ):
+# GCC reports "Missing counts for called function" for functions inlined
+# in the instrumented pass, a diagnostic no option turns off; the
+# instrumented pass compiles the same files with -Werror.
+PGO      ?= 1
+PGO_DIR  := $(BUILD)/pgo
+ifeq ($(PGO),gen)
+PGO_FLAGS := -fprofile-generate=$(PGO_DATA) -fprofile-prefix-path=$(PGO_ROOT) \
+  -fprofile-update=prefer-atomic
+else ifeq ($(PGO),1)
+ifneq ($(filter /%,$(BUILD) $(LUA_DIR)),)
+$(error PGO=1 needs relative BUILD and LUA_DIR (the profile names objects by their path below the tree); use PGO=0)
+endif
+PGO_FLAGS := -fprofile-use=$(abspath $(PGO_DIR)/data) \
+  -fprofile-prefix-path=$(CURDIR) -fprofile-partial-training \
+  -Wno-missing-profile
+PGO_OBJ  := -Wno-error
+PGO_DEP  := $(PGO_DIR)/trained
+endif
+
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # runtime/net: http-parser parses HTTP/1.1 and wslay frames WebSocket
@@ -40,8 +70,9 @@ NET_LIBS   := -lhttp_parser -lwslay
 
 CFLAGS_ALL := -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror \
   -Wno-unused-parameter -fvisibility=hidden -D_GNU_SOURCE \
-  -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(LTO) $(CFLAGS)
-LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS)
+  -Iinclude -Iruntime $(PKG_CFLAGS) $(SAN) $(LTO) $(CFLAGS) $(PGO_FLAGS)
+LDLIBS_ALL := $(PKG_LIBS) $(NET_LIBS) -lm -lpthread $(SAN) $(LDFLAGS) \
+  $(PGO_FLAGS)
 # Programs (ludo, tests, bench, examples) link Lua statically: Debian's
 # lua5.4 source with ludo's patches (scripts/lua-build.sh and
 # scripts/patches/: Debian's 5.4.4 lets a __concat metamethod corrupt the
@@ -54,7 +85,10 @@ LUA_DIR  := build-lua
 LUA_A    := $(LUA_DIR)/liblua.a
 # The patched source (its headers, lua.c): expanded when a recipe runs,
 # after $(LUA_A) has unpacked it.
-LUA_SRCDIR = $(firstword $(wildcard $(LUA_DIR)/src/lua5.4-*/src))
+# LUA_SRC_DIR: where scripts/lua-build.sh unpacks it (the PGO pass
+# compiles the final build's copy).
+LUA_SRC_DIR ?= $(LUA_DIR)/src
+LUA_SRCDIR = $(firstword $(wildcard $(LUA_SRC_DIR)/lua5.4-*/src))
 PROG_LIBS := $(LUA_A) $(filter-out -llua5.4,$(LDLIBS_ALL)) -ldl $(LTO)
 
 LIB_SRC  := $(sort $(wildcard runtime/base/*.c runtime/core/*.c runtime/script/*.c \
@@ -78,7 +112,7 @@ CMODS    := json re host client
 HOSTLIB_FIX := $(BUILD)/fixtures/hostlib-fails.so \
   $(BUILD)/fixtures/hostlib-nosym.so
 
-.PHONY: all deps run test test-only asan bench bench-serve bench-llm bench-then install \
+.PHONY: FORCE all deps run test test-only asan bench bench-serve bench-llm bench-then install \
   uninstall \
   clean lint \
   examples \
@@ -90,17 +124,27 @@ all: $(BUILD)/ludo $(BUILD)/libludo.a $(BUILD)/libludo.so $(BUILD)/libludo-cmod.
 deps:
 	@scripts/deps.sh
 
-$(BUILD)/obj/%.o: %.c
+# Objects are rebuilt when the flags change (a PGO=0 build in the same
+# folder, another OPT): $(FLAGS_FILE) holds the last flags, rewritten only
+# when they differ.
+FLAGS_FILE := $(BUILD)/cflags.txt
+$(FLAGS_FILE): FORCE
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -DLUDO_SOURCE_ROOT='"$(CURDIR)"' -c $< -o $@
+	@echo '$(CFLAGS_ALL) $(PGO_OBJ)' | cmp -s - $@ || \
+	  echo '$(CFLAGS_ALL) $(PGO_OBJ)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_FILE) $(PGO_DEP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(PGO_OBJ) -MMD -MP -DLUDO_SOURCE_ROOT='"$(CURDIR)"' -c $< -o $@
 
 $(BUILD)/gen/embedded.c: scripts/embed.lua $(LUA_SRC)
 	@mkdir -p $(dir $@)
 	lua5.4 scripts/embed.lua $@ $(LUA_SRC)
 
-$(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.c
+$(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.c $(FLAGS_FILE) $(PGO_DEP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -c $< -o $@
+	$(CC) $(CFLAGS_ALL) $(PGO_OBJ) -c $< -o $@
 
 # Lua's objects, as scripts/lua-build.sh left them next to its source.
 LUA_OBJ = $(wildcard $(LUA_DIR)/src/l*.o)
@@ -123,9 +167,29 @@ $(BUILD)/libludo.so: $(LIB_OBJ) $(LUA_A)
 $(BUILD)/libludo-cmod.so: $(LIB_OBJ)
 	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 
-$(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
+$(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch) \
+    $(PGO_DEP)
 	@rm -f $(LUA_A)
-	LUA_CFLAGS="$(LUA_CFLAGS)" scripts/lua-build.sh $(LUA_DIR)
+	LUA_CFLAGS="$(LUA_CFLAGS) $(PGO_FLAGS) $(PGO_OBJ)" LUA_SRC_DIR=$(LUA_SRC_DIR) \
+	  scripts/lua-build.sh $(LUA_DIR)
+
+# The instrumented pass and its training run (PGO, above): the profile
+# lands in $(PGO_DIR)/data, named by each object's path below the tree.
+PGO_INPUTS := $(LIB_SRC) $(CLI_SRC) $(LUA_SRC) \
+  $(wildcard include/*.h runtime/*.h runtime/*/*.h) \
+  Makefile scripts/pgo-train.sh scripts/lua-build.sh scripts/embed.lua \
+  $(wildcard scripts/patches/lua-*.patch examples/*/*.lua \
+    examples/*/*/*.lua examples/gridworld/*.[ch])
+$(PGO_DIR)/trained: $(PGO_INPUTS)
+	@rm -rf $(PGO_DIR)/data $@
+	@mkdir -p $(PGO_DIR)
+	@$(MAKE) --no-print-directory PGO=gen BUILD=$(PGO_DIR)/$(BUILD) \
+	  LUA_DIR=$(PGO_DIR)/$(LUA_DIR) LUA_SRC_DIR=$(LUA_SRC_DIR) \
+	  PGO_ROOT=$(abspath $(PGO_DIR)) PGO_DATA=$(abspath $(PGO_DIR)/data) \
+	  $(PGO_DIR)/$(BUILD)/ludo $(PGO_DIR)/$(BUILD)/lua \
+	  $(PGO_DIR)/$(BUILD)/gridworld-host.so
+	scripts/pgo-train.sh $(PGO_DIR)/$(BUILD)
+	@touch $@
 
 # The busted specs' interpreter: lua.c of the same patched source, its
 # symbols exported, so the C modules it loads (libludo.so's, busted's own)
@@ -134,7 +198,7 @@ $(LUA_A): scripts/lua-build.sh $(wildcard scripts/patches/lua-*.patch)
 $(BUILD)/lua: $(LUA_A)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu99 -O2 -g -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -I$(LUA_SRCDIR) \
-	  $(SAN) -o $@ $(LUA_SRCDIR)/lua.c $(LUA_A) -Wl,-E -lm -ldl
+	  $(SAN) $(PGO_FLAGS) -o $@ $(LUA_SRCDIR)/lua.c $(LUA_A) -Wl,-E -lm -ldl
 
 $(BUILD)/ludo: $(CLI_OBJ) $(BUILD)/libludo.a $(LUA_A)
 	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/libludo.a $(PROG_LIBS) -Wl,-E
@@ -197,7 +261,7 @@ test-only: all
 ASAN_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 LTO= \
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 LTO= PGO=0 \
 	  LUA_DIR=build-lua-asan LUA_CFLAGS="$(ASAN_SAN)" SAN="$(ASAN_SAN)" all
 	@BUILD=build-asan LUDO_ASAN=1 scripts/test.sh
 
@@ -215,10 +279,10 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 
 fuzz-build:
-	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT=-O1 LTO= \
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang OPT=-O1 LTO= PGO=0 \
 	  SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" \
 	  $(FUZZ_BUILD)/libludo.a
-	@$(MAKE) --no-print-directory LTO= $(FUZZ_BINS)
+	@$(MAKE) --no-print-directory LTO= PGO=0 $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/fuzz_%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz.c spec/fuzz/fuzz.h \
     $(FUZZ_BUILD)/libludo.a $(LUA_A)

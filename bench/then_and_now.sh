@@ -23,7 +23,7 @@ cleanup() { git worktree remove --force "$tmp/then" >/dev/null 2>&1 || true
 trap cleanup EXIT
 KEEP=${KEEP:-}; [ -n "$KEEP" ] && trap - EXIT && echo "kept $tmp"
 git worktree add --detach "$tmp/then" "$THEN" >/dev/null 2>&1
-make -C "$tmp/then" -s build/libludo.a >/dev/null
+make -C "$tmp/then" -s BUILD=build build/libludo.a >/dev/null
 # THEN's link line (its Makefile's LIBS): stock Lua, no net libraries.
 cc -std=c11 -O2 -D_GNU_SOURCE -I"$tmp/then/include" -o "$tmp/echo-rate-then" \
   bench/echo_rate.c "$tmp/then/build/libludo.a" \

@@ -5,6 +5,10 @@
 #   scripts/lua-build.sh OUTDIR      -> OUTDIR/liblua.a
 # LUA_CFLAGS adds compiler flags (make asan: the sanitizers, so ASan sees
 # Lua's own reads and writes too).
+# LUA_SRC_DIR (default OUTDIR/src) is where the patched source is
+# unpacked, once per set of patches: the profile-guided build (Makefile,
+# PGO) compiles the same files from the same path for its instrumented
+# and its final Lua, as GCC's profiles require.
 # Needs deb-src in apt's sources (scripts/deps.sh sets that up) and
 # dpkg-dev. Does nothing when OUTDIR/liblua.a exists.
 set -eu
@@ -12,17 +16,24 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$1
 [ -f "$out/liblua.a" ] && exit 0
 work="$out/src"
-rm -rf "$work"
+srcdir=${LUA_SRC_DIR:-$work}
+patches=$(cat "$root"/scripts/patches/lua-*.patch | cksum)
+if [ "$(cat "$srcdir/.ludo-patches" 2>/dev/null)" != "$patches" ]; then
+  rm -rf "$srcdir"
+  mkdir -p "$srcdir"
+  (cd "$srcdir" && apt-get source -qq lua5.4 >/dev/null 2>&1) || {
+    echo "lua-build: 'apt-get source lua5.4' failed (is deb-src enabled? run" \
+         "scripts/deps.sh)" >&2
+    exit 1
+  }
+  for p in "$root"/scripts/patches/lua-*.patch; do
+    patch -s -d "$(ls -d "$srcdir"/lua5.4-*/ | head -n 1)" -p1 < "$p"
+  done
+  echo "$patches" > "$srcdir/.ludo-patches"
+fi
 mkdir -p "$work"
-(cd "$work" && apt-get source -qq lua5.4 >/dev/null 2>&1) || {
-  echo "lua-build: 'apt-get source lua5.4' failed (is deb-src enabled? run" \
-       "scripts/deps.sh)" >&2
-  exit 1
-}
-src=$(ls -d "$work"/lua5.4-*/ | head -n 1)
-for p in "$root"/scripts/patches/lua-*.patch; do
-  patch -s -d "$src" -p1 < "$p"
-done
+rm -f "$work"/l*.o
+src=$(ls -d "$srcdir"/lua5.4-*/ | head -n 1)
 objs=()
 for c in "$src"/src/l*.c; do
   case "$(basename "$c")" in lua.c|luac.c) continue ;; esac
