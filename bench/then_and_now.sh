@@ -8,7 +8,10 @@
 # printed in the table format of ludo-bench; the figure is the median of
 # the rounds' ratios. THEN's tree is checked out
 # into a temporary git worktree and built with its own Makefile (stock
-# Debian Lua 5.4, as it was); nothing of it is kept.
+# Debian Lua 5.4, as it was); nothing of it is kept. Today's is $(BUILD)'s,
+# profile-guided by default (docs/performance.md, "Profile-guided build");
+# BUILD=build-nopgo after `make BUILD=build-nopgo LUA_DIR=build-lua-nopgo
+# PGO=0 build-nopgo/ludo-echo-rate` measures it without.
 # usage: bench/then_and_now.sh [ROUNDS [STEPS]]   (make bench-then)
 set -eu
 cd "$(dirname "$0")/.."
