@@ -96,6 +96,26 @@ expect_exit() {
     echo "FAIL $name (exit $got, want $want)"; add 0 1; status=1
   fi
 }
+# The profile-guided build (Makefile, PGO): GCC finds each object's
+# profile by the object's path below the tree and, finding none, compiles
+# without one in silence. So: the final pass used a profile, and the
+# training run wrote one under the name of each object on a step's path.
+pgo_profiles() {
+  local d=$BUILD/pgo/data o
+  grep -q -- '-fprofile-use=' "$BUILD/cflags.txt" || {
+    echo "$BUILD was not compiled with the profile"; return 1; }
+  for o in "$BUILD"/obj/runtime/env/session "$BUILD"/obj/runtime/env/result \
+      "$BUILD"/obj/runtime/script/sched "$BUILD"/obj/runtime/script/json \
+      "$BUILD"/obj/runtime/base/jsonparse build-lua/src/lvm \
+      build-lua/src/ldo build-lua/src/ltable; do
+    [ -s "$d/$(echo "$o" | tr / '#').gcda" ] || {
+      echo "no profile for $o.o in $d"; return 1; }
+  done
+}
+if [ -f "$BUILD/pgo/trained" ]; then
+  check "the build is profile-guided, every step object has its profile" \
+    pgo_profiles
+fi
 check "ludo run echo" "$BUILD/ludo" run examples/echo --episodes 2 --seed 3 \
   --max-steps 5
 check "ludo run --json is one object per episode" bash -c \
