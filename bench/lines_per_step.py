@@ -123,6 +123,14 @@ def report_coverage(path, steps, owners, k, addrs, names):
             a, b = int(a, 16), int(b, 16)
             asked[int(i)].update(range(a >> 6, ((b - 1) >> 6) + 1))
     os.unlink(path)
+    # Which session step i stepped: (i + shift) % k. The trace is split at
+    # the marker only once its address is known, so the first steps kept
+    # may not be step 0: the shift is the one under which the steps' own
+    # lines fall in their session's ranges (the sessions' ranges are
+    # disjoint, so a wrong shift finds almost none).
+    shift = max(range(k), key=lambda o: sum(
+        line in asked[(i + o) % k] for i, s in enumerate(steps)
+        for line in s if len(owners[line]) == 1))
     missed = collections.Counter()
     own = hit = 0
     for i, s in enumerate(steps):
@@ -130,7 +138,7 @@ def report_coverage(path, steps, owners, k, addrs, names):
             if len(owners[line]) != 1:
                 continue
             own += 1
-            if line in asked[i % k]:
+            if line in asked[(i + shift) % k]:
                 hit += 1
                 continue
             j = bisect.bisect_right(addrs, at) - 1
