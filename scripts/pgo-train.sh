@@ -60,6 +60,31 @@ kill -TERM "$server"
 wait "$server" || true
 server=
 
+# Many sessions on one loop, as a server holds them: two evaluations of
+# 256 sessions each against one server worker, whose 512 states (20 MiB)
+# pass the size past which a step's memory is asked for ahead
+# (runtime/env/session.c): that path must be in the profile too.
+"$ludo" serve examples/tutorial/quiz --port 0 --workers 1 \
+  --max-sessions 600 >"$tmp/serve2.log" 2>&1 &
+server=$!
+url=
+for _ in $(seq 200); do
+  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$tmp/serve2.log" 2>/dev/null) && break
+  sleep 0.05
+done
+[ -n "$url" ] || { echo "pgo-train: ludo serve did not start" >&2; exit 1; }
+pids=
+for i in 1 2; do
+  "$ludo" eval "ws://${url#http://}/ws" \
+    --policy examples/tutorial/policy.lua --episodes 3000 --concurrency 256 \
+    --no-trajectories --out "$tmp/m$i" --quiet >/dev/null &
+  pids="$pids $!"
+done
+for p in $pids; do wait "$p"; done
+kill -TERM "$server"
+wait "$server" || true
+server=
+
 # The rubric library on the interpreter (its VM paths: calls through
 # __call and __index, the combinators).
 for f in code_grading chess_trajectory llm_judge format_check; do

@@ -104,7 +104,7 @@ pgo_profiles() {
   local d=$BUILD/pgo/data o
   grep -q -- '-fprofile-use=' "$BUILD/cflags.txt" || {
     echo "$BUILD was not compiled with the profile"; return 1; }
-  for o in "$BUILD"/obj/runtime/env/session "$BUILD"/obj/runtime/env/result \
+  for o in "$BUILD"/obj/runtime/script/state "$BUILD"/obj/runtime/env/result \
       "$BUILD"/obj/runtime/script/sched "$BUILD"/obj/runtime/script/json \
       "$BUILD"/obj/runtime/base/jsonparse build-lua/src/lvm \
       build-lua/src/ldo build-lua/src/ltable; do
