@@ -13,7 +13,7 @@
 # The echo environment is left out on purpose: every benchmark of
 # docs/performance.md steps it, so its figures measure the profile on work
 # it was not trained on, as a user's own environment is.
-# usage: scripts/pgo-train.sh BUILD_DIR   (the instrumented build; ~10 s)
+# usage: scripts/pgo-train.sh BUILD_DIR   (the instrumented build; ~15 s)
 set -eu
 cd "$(dirname "$0")/.."
 dir=$1
@@ -27,6 +27,27 @@ cleanup() {
 trap cleanup EXIT
 
 q() { "$@" >/dev/null; }
+
+# serve LOG ENV [OPTION...]: starts `ludo serve` on a free port in the
+# background ($server) and sets $url once it listens.
+serve() {
+  local log=$1
+  shift
+  "$ludo" serve "$@" --port 0 >"$log" 2>&1 &
+  server=$!
+  url=
+  for _ in $(seq 200); do
+    url=$(grep -o 'http://[0-9.]*:[0-9]*' "$log" 2>/dev/null) && return 0
+    sleep 0.05
+  done
+  echo "pgo-train: ludo serve did not start" >&2
+  exit 1
+}
+stop() {
+  kill -TERM "$server"
+  wait "$server" || true
+  server=
+}
 
 # In-process episodes: each example with its policy, then random actions.
 q "$ludo" run examples/arith --policy examples/arith/policy.lua \
@@ -45,34 +66,16 @@ q "$ludo" eval examples/tutorial/quiz --policy examples/tutorial/policy.lua \
   --episodes 1000 --concurrency 16 --workers 2 --out "$tmp/e2" --quiet
 
 # Served: the server, its WebSocket and HTTP paths, ludo's client.
-"$ludo" serve examples/arith --port 0 >"$tmp/serve.log" 2>&1 &
-server=$!
-url=
-for _ in $(seq 200); do
-  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$tmp/serve.log" 2>/dev/null) && break
-  sleep 0.05
-done
-[ -n "$url" ] || { echo "pgo-train: ludo serve did not start" >&2; exit 1; }
+serve "$tmp/serve.log" examples/arith
 q "$ludo" eval "ws://${url#http://}/ws" --policy examples/arith/policy.lua \
   --episodes 2000 --concurrency 32 --out "$tmp/e3" --quiet
 q "$ludo" run "$url" --policy examples/arith/policy.lua --episodes 300
-kill -TERM "$server"
-wait "$server" || true
-server=
+stop
 
 # Many sessions on one loop, as a server holds them: two evaluations of
-# 256 sessions each against one server worker, whose 512 states (20 MiB)
-# pass the size past which a step's memory is asked for ahead
-# (runtime/env/session.c): that path must be in the profile too.
-"$ludo" serve examples/tutorial/quiz --port 0 --workers 1 \
-  --max-sessions 600 >"$tmp/serve2.log" 2>&1 &
-server=$!
-url=
-for _ in $(seq 200); do
-  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$tmp/serve2.log" 2>/dev/null) && break
-  sleep 0.05
-done
-[ -n "$url" ] || { echo "pgo-train: ludo serve did not start" >&2; exit 1; }
+# 256 sessions each against one server worker (512 states, 20 MiB: the
+# loop's run queue, the connections and the collector at that scale).
+serve "$tmp/serve2.log" examples/tutorial/quiz --workers 1 --max-sessions 600
 pids=
 for i in 1 2; do
   "$ludo" eval "ws://${url#http://}/ws" \
@@ -81,9 +84,7 @@ for i in 1 2; do
   pids="$pids $!"
 done
 for p in $pids; do wait "$p"; done
-kill -TERM "$server"
-wait "$server" || true
-server=
+stop
 
 # The rubric library on the interpreter (its VM paths: calls through
 # __call and __index, the combinators).
