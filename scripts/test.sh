@@ -113,7 +113,7 @@ pgo_profiles() {
   done
 }
 if [ -f "$BUILD/pgo/trained" ]; then
-  check "the build is profile-guided, every step object has its profile" \
+  check "the build is profile-guided (the step path's objects have a profile)" \
     pgo_profiles
 fi
 check "ludo run echo" "$BUILD/ludo" run examples/echo --episodes 2 --seed 3 \
