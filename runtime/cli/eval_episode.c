@@ -417,9 +417,9 @@ static int read_step(eval_slot_t *sl, const char *data, size_t len,
 }
 
 /* Keeps the result the policy is asked about next: its text (sl->last)
- * and, when the walk read it (`walked`), where its observation is in
- * it (sl->obs_off, sl->obs_len, sl->has_obs). Without one the policy's act_text decodes the whole
- * result to find it. */
+ * and, when the walk read it (`walked`), where its observation is in it
+ * (sl->obs_off, sl->obs_len, sl->has_obs). Without one the policy's
+ * act_text decodes the whole result to find it. */
 static void keep_last(eval_slot_t *sl, const char *data, size_t len,
                       const eval_step_t *st, int walked) {
   ludo__cli_buf_reset(&sl->last);
