@@ -31,6 +31,13 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
  * as fast and 512 (20 MiB) 1.27x (docs/performance.md, "Session 28"). */
 #define LUDO__PREFETCH_LIVE ((size_t)16 << 20)
 
+/* How many of a session's steps taken cold learn which lines of its
+ * state a step touches, and after how many more cold steps it learns
+ * them anew (runtime/env/session.c, learning; docs/performance.md,
+ * "Session 32"). A learning step costs ~60 us against ~6 us. */
+#define LUDO__LEARN_STEPS 2u
+#define LUDO__RELEARN_STEPS 4096u
+
 /* A prepared session state: sandboxed state + scheduler + runner. */
 typedef struct ludo__pstate_s {
   ludo__state_t st;
@@ -43,6 +50,8 @@ typedef struct ludo__pstate_s {
   size_t gc_base;              /* the Lua heap (st.used without the result
                                   buffer) after its last collection at a
                                   call's end (session.c, settle_memory) */
+  unsigned cold_steps;         /* steps taken cold since it last learned
+                                  (session.c, learning) */
   struct ludo__pstate_s *next;
 } ludo__pstate_t;
 

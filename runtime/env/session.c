@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cacheprobe.h"
 #include "base/errors.h"
 #include "base/prefetch.h"
 #include "script/json.h"
@@ -216,12 +217,17 @@ static uint64_t rt_wall_ns(const ludo_session_t *s) {
   return (uint64_t)s->env->rt->opts.wall_limit_ms * 1000000u;
 }
 
+static unsigned learning(const ludo_runtime_t *rt, ludo_session_t *s);
+
 static void start(ludo_session_t *s, int sliceable) {
   ludo__sched_t *sc = &s->ps->sched;
+  ludo__arena_t *arena = &s->ps->st.arena;
   const char *json = s->input;
   size_t len = s->input_len;
   uint64_t wall = rt_wall_ns(s);
+  unsigned learn = learning(s->env->rt, s);
   int rc;
+  if (learn != 0) ludo__arena_learn_begin(arena);
   s->started_at = ++s->env->rt->starts;
   sc->sliceable = sliceable;
   /* A limit set for this call alone, when it is the shorter one. */
@@ -233,6 +239,7 @@ static void start(ludo_session_t *s, int sliceable) {
                                  s->ps->step_ref != LUA_NOREF
                              ? s->ps->step_ref : s->ps->dispatch_ref,
                          s->kind, json, len, on_done, s);
+  if (learn != 0) ludo__arena_learn_end(arena, learn);
   if (rc != 0) { /* no call thread: fail the call */
     fail_call(s, rc, "ENOMEM: no memory left to start the call");
     if (s->cb != NULL)
@@ -302,6 +309,25 @@ void ludo__session_ranges(const ludo_session_t *s, ludo__range_fn fn,
  * memory stays in the caches. */
 static int prefetching(const ludo_runtime_t *rt) {
   return rt->lua_live > rt->prefetch_live;
+}
+
+/* The cache threshold (base/cacheprobe.h) when this call of `s` should
+ * learn which lines of its arena a step touches, else 0: a step taken
+ * cold while prefetching, one of the first LUDO__LEARN_STEPS, or of the
+ * first after each LUDO__RELEARN_STEPS more (what a step touches moves
+ * as the session's objects do). What is learned narrows what stage 0
+ * asks for ahead of its later steps from every line of its arena to
+ * those (script/arena.h, ludo__arena_learn_begin). */
+static unsigned learning(const ludo_runtime_t *rt, ludo_session_t *s) {
+  ludo__pstate_t *ps = s->ps;
+  if (s->kind != LUDO__CALL_STEP || !prefetching(rt) || !cold(rt, s))
+    return 0;
+  if (ps->st.arena.learned >= LUDO__LEARN_STEPS) {
+    if (++ps->cold_steps < LUDO__RELEARN_STEPS) return 0;
+    ps->cold_steps = 0;
+    ludo__arena_unlearn(&ps->st.arena);
+  }
+  return ludo__cache_threshold();
 }
 
 /* Learns the order of blocking calls, which tell the runtime nothing

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "base/cacheprobe.h"
 #include "base/prefetch.h"
 
 #define POISON LUDO__ARENA_POISON
@@ -23,9 +24,16 @@ struct ludo__arena_chunk_s {
 
 static int cls_of(size_t n) { return (int)((n + 15) >> 4) - 1; }
 
+void ludo__arena_unlearn(ludo__arena_t *a) {
+  memset(a->hot, 0xff, sizeof a->hot);
+  memset(a->big_hot, 0xff, sizeof a->big_hot);
+  a->learned = 0;
+}
+
 void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap) {
   memset(a, 0, sizeof *a);
   a->heap = heap;
+  ludo__arena_unlearn(a);
 }
 
 static void push_free(ludo__arena_t *a, int c, void *p) {
@@ -86,6 +94,7 @@ static void big_note(ludo__arena_t *a, const void *old, void *nw, size_t n) {
     if (old != NULL && a->big[i] == old) {
       a->big[i] = nw;
       a->big_n[i] = nw != NULL ? ahead : 0;
+      a->big_hot[i] = ~(uint64_t)0; /* moved: its lines are not known */
       return;
     }
     if (a->big[i] == NULL && empty < 0) empty = i;
@@ -93,6 +102,7 @@ static void big_note(ludo__arena_t *a, const void *old, void *nw, size_t n) {
   if (nw != NULL && empty >= 0) {
     a->big[empty] = nw;
     a->big_n[empty] = ahead;
+    a->big_hot[empty] = ~(uint64_t)0;
   }
 }
 
@@ -142,18 +152,147 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
   return p;
 }
 
+/* Calls fn for the lines of [p, p + n) whose bit is set in `hot` (bit j:
+ * the line j lines past p's), a run of neighbours at a time. A range
+ * of 65 lines (a chunk not aligned to a line) has its last line always. */
+static void hot_ranges(const void *p, size_t n, uint64_t hot,
+                       ludo__range_fn fn, void *ud) {
+  uintptr_t base = (uintptr_t)p & ~(uintptr_t)63;
+  size_t lines = (((uintptr_t)p + n - 1) >> 6) - (base >> 6) + 1;
+  if (hot == ~(uint64_t)0) {
+    fn(p, n, ud);
+    return;
+  }
+  if (lines < 64) hot &= ((uint64_t)1 << lines) - 1;
+  while (hot != 0) {
+    int j = __builtin_ctzll(hot), k;
+    uint64_t run = hot >> j;
+    k = run == ~(uint64_t)0 >> j ? 64 - j : __builtin_ctzll(~run);
+    fn((const void *)(base + ((uintptr_t)j << 6)), (size_t)k << 6, ud);
+    hot &= k + j >= 64 ? 0 : ~(uint64_t)0 << (j + k);
+  }
+  if (lines > 64) fn((const void *)(base + ((uintptr_t)64 << 6)), 1, ud);
+}
+
 void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn,
                        void *ud) {
   size_t n = a->held / CHUNK, i;
   const ludo__arena_chunk_t *ch = a->chunks;
-  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++) fn(a->first[i], CHUNK, ud);
+  for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++)
+    hot_ranges(a->first[i], CHUNK, a->hot[i], fn, ud);
   for (; i < n && ch != NULL; i++, ch = ch->next) fn(ch, CHUNK, ud);
   for (i = 0; i < LUDO__ARENA_BIG; i++)
-    if (a->big[i] != NULL) fn(a->big[i], a->big_n[i], ud);
+    if (a->big[i] != NULL) hot_ranges(a->big[i], a->big_n[i], a->big_hot[i],
+                                      fn, ud);
+  if (a->learned == 0) return;
+  /* the blocks the step's first allocations take */
+  for (i = 0; i < LUDO__ARENA_CLASSES; i++)
+    if (a->free[i] != NULL) fn(a->free[i], 1, ud);
+  if (a->bump < a->end) fn(a->bump, 1, ud);
 }
 
 void ludo__arena_prefetch(const ludo__arena_t *a) {
   ludo__arena_ranges(a, ludo__prefetch_range, NULL);
+}
+
+/* ---- learning the lines a step touches -------------------------------- */
+
+static void evict_range(const void *p, size_t n, void *ud) {
+  (void)ud;
+  ludo__cache_evict(p, n);
+}
+
+/* The ranges learning covers: the first chunks, then the kept larger
+ * blocks' first BIG_AHEAD bytes (r: LUDO__ARENA_FIRST + the slot); NULL
+ * when range r is not there. */
+static const void *learn_range(const ludo__arena_t *a, size_t r, size_t *n) {
+  if (r < LUDO__ARENA_FIRST) {
+    *n = CHUNK;
+    return r < a->held / CHUNK ? a->first[r] : NULL;
+  }
+  r -= LUDO__ARENA_FIRST;
+  *n = a->big_n[r];
+  return a->big[r];
+}
+
+#define LEARN_RANGES (LUDO__ARENA_FIRST + LUDO__ARENA_BIG)
+
+/* A shuffle's random numbers (xorshift32; any nonzero seed). */
+static uint32_t next_rand(uint32_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 17;
+  *x ^= *x << 5;
+  return *x;
+}
+
+/* Probes the lines of parity `parity` (0: even, 1: odd, counted from
+ * each range's first line) in the learned ranges, in a shuffled order,
+ * and returns those found held in seen[r] (bit j: the line j lines past
+ * the range's first line's). One parity per learning step, because the
+ * probe of a line that is not held brings the next line in with it (so
+ * that line would look held when probed after), and shuffled, because
+ * probes in an order with a stride (line by line, or the same line of
+ * each chunk) are followed by the processor's prefetchers. */
+static void held_lines(const ludo__arena_t *a, unsigned threshold,
+                       unsigned parity, uint64_t seen[LEARN_RANGES]) {
+  unsigned short order[LEARN_RANGES * 32];
+  uintptr_t first[LEARN_RANGES];
+  size_t count = 0, r, k;
+  uint32_t x = ((uint32_t)(uintptr_t)a ^ (a->learned * 2654435761u)) | 1u;
+  for (r = 0; r < LEARN_RANGES; r++) {
+    size_t n, j, lines;
+    const void *p = learn_range(a, r, &n);
+    seen[r] = 0;
+    if (p == NULL) continue;
+    first[r] = (uintptr_t)p & ~(uintptr_t)63;
+    lines = (((uintptr_t)p + n - 1) >> 6) - (first[r] >> 6) + 1;
+    for (j = parity; j < lines && j < 64; j += 2)
+      order[count++] = (unsigned short)(r << 6 | j);
+  }
+  for (k = count; k > 1; k--) { /* Fisher-Yates */
+    size_t j = next_rand(&x) % k;
+    unsigned short t = order[k - 1];
+    order[k - 1] = order[j];
+    order[j] = t;
+  }
+  for (k = 0; k < count; k++) {
+    size_t j = order[k] & 63u;
+    r = order[k] >> 6;
+    if (ludo__cache_held((const void *)(first[r] + (j << 6)), threshold))
+      seen[r] |= (uint64_t)1 << j;
+  }
+}
+
+void ludo__arena_learn_begin(const ludo__arena_t *a) {
+  size_t r, n;
+  for (r = 0; r < LEARN_RANGES; r++) {
+    const void *p = learn_range(a, r, &n);
+    if (p != NULL) evict_range(p, n, NULL);
+  }
+}
+
+/* The lines of one parity: bit j for every even j (0) or odd j (1). */
+#define PARITY_BITS(parity) ((parity) ? 0xaaaaaaaaaaaaaaaaull : 0x5555555555555555ull)
+
+void ludo__arena_learn_end(ludo__arena_t *a, unsigned threshold) {
+  uint64_t seen[LEARN_RANGES];
+  unsigned parity = a->learned & 1u;
+  uint64_t mine = PARITY_BITS(parity);
+  size_t r;
+  held_lines(a, threshold, parity, seen);
+  for (r = 0; r < LEARN_RANGES; r++) {
+    size_t n;
+    uint64_t *hot = r < LUDO__ARENA_FIRST ? &a->hot[r]
+                                          : &a->big_hot[r - LUDO__ARENA_FIRST];
+    if (learn_range(a, r, &n) == NULL) continue;
+    /* a range's first learning of this parity replaces its lines of it
+     * (the other parity's stay as they are: all, until learned) */
+    if (a->learned < 2 || *hot == ~(uint64_t)0)
+      *hot = (*hot & ~mine) | seen[r];
+    else
+      *hot |= seen[r];
+  }
+  a->learned++;
 }
 
 void ludo__arena_release(ludo__arena_t *a) {
@@ -167,6 +306,7 @@ void ludo__arena_release(ludo__arena_t *a) {
   memset(a->first, 0, sizeof a->first);
   memset(a->big, 0, sizeof a->big);
   memset(a->big_n, 0, sizeof a->big_n);
+  ludo__arena_unlearn(a);
   a->bump = a->end = NULL;
   a->held = 0;
   a->overflow = 0;

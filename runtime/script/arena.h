@@ -21,6 +21,7 @@
 #define LUDO_SCRIPT_ARENA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/alloc.h"
 
@@ -55,6 +56,12 @@ typedef struct ludo__arena_s {
   unsigned short big_n[LUDO__ARENA_BIG];  /* and the bytes asked of each */
   size_t held;                            /* bytes of chunks */
   int overflow;                           /* small blocks also from heap */
+  /* The lines a step touched (ludo__arena_learn_end; bit j: the line j
+   * lines past the range's first), of each first chunk and of each kept
+   * larger block's first BIG_AHEAD bytes; all set until learned. */
+  uint64_t hot[LUDO__ARENA_FIRST];
+  uint64_t big_hot[LUDO__ARENA_BIG];
+  unsigned learned;                       /* learning steps taken */
 } ludo__arena_t;
 
 void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap);
@@ -108,11 +115,15 @@ static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
   return 1;
 }
 
-/* Asks the processor to bring every line of the arena's chunks, and the
- * first BIG_AHEAD (2 KiB) of each larger block it keeps, into its caches,
- * without waiting for them: what a step of the state will read is mostly
- * there (its tables, closures, strings, threads, its stack and its bigger
- * tables' parts). Reads only the arena record and, past the first
+/* Asks the processor to bring the lines a step of the state will read
+ * into its caches, without waiting for them: its tables, closures,
+ * strings, threads, its stack and its bigger tables' parts. Until the
+ * arena learned which lines a step touches (ludo__arena_learn_end), every
+ * line of its chunks and the first BIG_AHEAD (2 KiB) of each larger block
+ * it keeps; after, of the first LUDO__ARENA_FIRST chunks and of the
+ * larger blocks only the lines learned, with the blocks its next
+ * allocations will take (each free list's first, the chunk's unused
+ * space). Reads only the arena record and, past the first
  * LUDO__ARENA_FIRST chunks, the newer chunks' headers; changes nothing. */
 void ludo__arena_prefetch(const ludo__arena_t *a);
 
@@ -120,6 +131,23 @@ void ludo__arena_prefetch(const ludo__arena_t *a);
  * tools that measure what it covers: bench/lines_per_step.py). */
 typedef void (*ludo__range_fn)(const void *p, size_t n, void *ud);
 void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn, void *ud);
+
+/* Learning which lines a step touches, through the caches
+ * (base/cacheprobe.h): ludo__arena_learn_begin evicts every line
+ * ludo__arena_prefetch would ask for when nothing is learned; after the
+ * step, ludo__arena_learn_end(threshold) records which of the lines of
+ * one parity came back: the even lines (counted in each range) at even
+ * counts of `learned`, the odd ones at odd counts, and counts the
+ * learning in `learned`. So two steps learn every line; until then the
+ * lines not yet learned stay asked for. A parity's first learning
+ * replaces the "all lines" start, later ones add to it. threshold: from
+ * ludo__cache_threshold, not 0. A step so learned runs slower (its lines
+ * come from memory); the arena's record and blocks are not changed. */
+void ludo__arena_learn_begin(const ludo__arena_t *a);
+void ludo__arena_learn_end(ludo__arena_t *a, unsigned threshold);
+
+/* Forgets what was learned: every line is asked for again. */
+void ludo__arena_unlearn(ludo__arena_t *a);
 
 /* Returns every chunk to the heap (after lua_close). */
 void ludo__arena_release(ludo__arena_t *a);

@@ -152,6 +152,10 @@
   X(prefetch_ahead_same_results)                                             \
   X(arena_big_blocks)                                                        \
   X(prefetch_learned_order)                                                  \
+  X(arena_learned_ranges)                                                    \
+  X(arena_learns_touched_lines)                                              \
+  X(cache_probe_tells_lines_apart)                                           \
+  X(prefetch_learns_lines)                                                   \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \

@@ -6,9 +6,11 @@
  * closing between queued steps. */
 #include "helpers.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/cacheprobe.h"
 #include "env/env.h"
 #include "script/arena.h"
 
@@ -147,15 +149,17 @@ TEST_IMPL(prefetch_ahead_same_results) {
 
 /* ---- the arena's larger blocks --------------------------------------- */
 
+#define NRANGES 256
+
 typedef struct {
   int n;
-  const void *p[64];
-  size_t len[64];
+  const void *p[NRANGES];
+  size_t len[NRANGES];
 } ranges_t;
 
 static void note_range(const void *p, size_t n, void *ud) {
   ranges_t *r = ud;
-  if (r->n < 64) {
+  if (r->n < NRANGES) {
     r->p[r->n] = p;
     r->len[r->n] = n;
   }
@@ -169,7 +173,7 @@ static size_t asked(const ludo__arena_t *a, const void *p) {
   int i;
   memset(&r, 0, sizeof r);
   ludo__arena_ranges(a, note_range, &r);
-  for (i = 0; i < r.n && i < 64; i++)
+  for (i = 0; i < r.n && i < NRANGES; i++)
     if (r.p[i] == p) return r.len[i];
   return 0;
 }
@@ -291,5 +295,220 @@ TEST_IMPL(prefetch_learned_order) {
   for (i = 0; i < NS; i++)
     if (i != 4 && i != NS - 1) ludo_session_close(ss[i]);
   ASSERT_NULL(rt->last_blocking);
+  test_rt_free(rt);
+}
+
+/* ---- the lines a step touches, learned ------------------------------- */
+
+/* Is the line of p inside one of the ranges? */
+static int covered(const ranges_t *r, const void *p) {
+  int i;
+  for (i = 0; i < r->n && i < NRANGES; i++)
+    if ((const char *)p >= (const char *)r->p[i] &&
+        (const char *)p < (const char *)r->p[i] + r->len[i])
+      return 1;
+  return 0;
+}
+
+/* The ranges asked for the first chunk when its learned mask is `hot`. */
+static ranges_t chunk_ranges(ludo__arena_t *a, uint64_t hot) {
+  ranges_t r;
+  size_t i;
+  a->hot[0] = hot;
+  for (i = 1; i < LUDO__ARENA_FIRST; i++) a->hot[i] = 0;
+  memset(a->big_hot, 0, sizeof a->big_hot);
+  memset(&r, 0, sizeof r);
+  ludo__arena_ranges(a, note_range, &r);
+  return r;
+}
+
+/* A learned mask narrows a chunk's range to its lines, a run of
+ * neighbours at a time (bit j: the line j lines past the chunk's first
+ * line); nothing learned, or forgotten, asks for every line. Once
+ * learned, the blocks the next allocations take (each free list's first,
+ * the chunk's unused space) are asked for too, and a larger block that
+ * moves is asked for whole again. */
+TEST_IMPL(arena_learned_ranges) {
+  ludo__alloc_t heap;
+  ludo__arena_t a;
+  void *blocks[100], *big;
+  uintptr_t base;
+  ranges_t r;
+  size_t i, extra;
+  ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
+  ludo__arena_init(&a, &heap);
+  for (i = 0; i < 100; i++) blocks[i] = ludo__arena_realloc(&a, NULL, 0, 48);
+  big = ludo__arena_realloc(&a, NULL, 0, 1000);
+  ASSERT_NOT_NULL(big);
+  ASSERT_EQ(a.held, 2 * 4096); /* two chunks, the first full */
+  ASSERT_EQ(asked(&a, a.first[0]), 4096);
+  ASSERT_EQ(asked(&a, big), 1000);
+  ludo__arena_realloc(&a, blocks[7], 48, 0); /* a free list's first */
+  base = (uintptr_t)a.first[0] & ~(uintptr_t)63;
+  a.learned = 1;
+  /* nothing learned in the chunks: the ranges left are the blocks the
+   * next allocations take (one free list's first, the unused space) and
+   * the last line of each chunk not aligned to a line (it spans 65) */
+  r = chunk_ranges(&a, 0);
+  extra = (size_t)r.n;
+  ASSERT_EQ(extra, 2 + ((uintptr_t)a.first[0] % 64 != 0) +
+                       ((uintptr_t)a.first[1] % 64 != 0));
+  ASSERT_TRUE(covered(&r, blocks[7]));
+  ASSERT_TRUE(covered(&r, a.bump));
+  if ((uintptr_t)a.first[0] % 64 != 0)
+    ASSERT_TRUE(covered(&r, (void *)(base + 64 * 64)));
+  /* lines 0-1, 5, 62-63: three runs */
+  r = chunk_ranges(&a, 3u | (1u << 5) | ((uint64_t)3 << 62));
+  ASSERT_EQ((size_t)r.n, 3 + extra);
+  ASSERT_PTR_EQ(r.p[0], (void *)base);
+  ASSERT_EQ(r.len[0], 128);
+  ASSERT_PTR_EQ(r.p[1], (void *)(base + 5 * 64));
+  ASSERT_EQ(r.len[1], 64);
+  ASSERT_PTR_EQ(r.p[2], (void *)(base + 62 * 64));
+  ASSERT_EQ(r.len[2], 128);
+  /* a run to the last bit */
+  r = chunk_ranges(&a, ~(uint64_t)0 << 40);
+  ASSERT_PTR_EQ(r.p[0], (void *)(base + 40 * 64));
+  ASSERT_EQ(r.len[0], 24 * 64);
+  /* one line */
+  r = chunk_ranges(&a, (uint64_t)1 << 9);
+  ASSERT_EQ((size_t)r.n, 1 + extra);
+  ASSERT_PTR_EQ(r.p[0], (void *)(base + 9 * 64));
+  ASSERT_EQ(r.len[0], 64);
+  /* the big block: only its learned lines, then whole once it moved */
+  a.big_hot[0] = 2;
+  ASSERT_EQ(asked(&a, big), 0); /* its second line only */
+  big = ludo__arena_realloc(&a, big, 1000, 3000);
+  ASSERT_NOT_NULL(big);
+  ASSERT_EQ(asked(&a, big), 2048);
+  /* forgotten: every line again, no extra ranges */
+  ludo__arena_unlearn(&a);
+  ASSERT_EQ(a.learned, 0);
+  ASSERT_EQ(asked(&a, a.first[0]), 4096);
+  ASSERT_EQ(asked(&a, blocks[7]), 0);
+  ludo__arena_realloc(&a, big, 3000, 0);
+  ludo__arena_release(&a);
+  ASSERT_EQ(heap.live, 0);
+}
+
+/* Learning through the caches, in two steps (even lines, then odd
+ * ones): after the lines are evicted and a few blocks written (in no
+ * order a prefetcher follows, as a step's are), the learned ranges hold
+ * every block written and far fewer lines than the chunks. Tried up to 3 times: a context switch between the writes
+ * and the probes may evict a written line. */
+TEST_IMPL(arena_learns_touched_lines) {
+  static const int touch[] = {3,   301, 77,  450, 12,  199, 388, 140,
+                              251, 29,  470, 333, 96};
+  enum { NB = 8 * 60, NT = sizeof touch / sizeof touch[0] };
+  ludo__alloc_t heap;
+  ludo__arena_t a;
+  char *blocks[NB];
+  unsigned threshold = ludo__cache_threshold();
+  size_t i, lines = 0;
+  int tries, ok = 0, k;
+#if defined(__x86_64__)
+  ASSERT_TRUE(threshold > 0);
+#else
+  if (threshold == 0) return; /* nothing to learn with */
+#endif
+  ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
+  ludo__arena_init(&a, &heap);
+  for (i = 0; i < NB; i++) {
+    blocks[i] = ludo__arena_realloc(&a, NULL, 0, 64);
+    ASSERT_NOT_NULL(blocks[i]);
+  }
+  ASSERT_EQ(a.held, 8 * 4096);
+  for (tries = 0; tries < 3 && !ok; tries++) {
+    ranges_t r;
+    ludo__arena_unlearn(&a);
+    for (k = 0; k < 2; k++) { /* the even lines, then the odd ones */
+      int t;
+      ludo__arena_learn_begin(&a);
+      if (k == 0) ASSERT_EQ(a.hot[0], ~(uint64_t)0);
+      for (t = 0; t < NT; t++) blocks[touch[t]][0]++;
+      ludo__arena_learn_end(&a, threshold);
+      /* after the first, the odd lines are all still asked for */
+      if (k == 0)
+        ASSERT_EQ(a.hot[0] & 0xaaaaaaaaaaaaaaaaull, 0xaaaaaaaaaaaaaaaaull);
+    }
+    ASSERT_EQ(a.learned, 2);
+    memset(&r, 0, sizeof r);
+    ludo__arena_ranges(&a, note_range, &r);
+    ok = r.n <= NRANGES;
+    for (k = 0; ok && k < NT; k++) ok = covered(&r, blocks[touch[k]]);
+    for (lines = 0, k = 0; k < LUDO__ARENA_FIRST; k++)
+      lines += (size_t)__builtin_popcountll(a.hot[k]);
+  }
+  ASSERT_TRUE(ok);
+  /* 13 blocks written, a line each (and the next line, when the
+   * processor brought it along), with what else a prefetcher brought;
+   * all lines are 512 */
+  ASSERT_TRUE(lines >= 13 && lines <= 128);
+  ludo__arena_release(&a);
+  ASSERT_EQ(heap.live, 0);
+}
+
+/* The probe itself: a line just read is held, an evicted one is not
+ * (most of 16: the timer may be interrupted). */
+TEST_IMPL(cache_probe_tells_lines_apart) {
+  static char lines[16][128] __attribute__((aligned(64)));
+  unsigned threshold = ludo__cache_threshold();
+  int i, held = 0, evicted = 0;
+#if defined(__x86_64__)
+  ASSERT_TRUE(threshold > 0);
+#else
+  if (threshold == 0) return;
+#endif
+  for (i = 0; i < 16; i++) {
+    lines[i][0] = (char)i;
+    held += ludo__cache_held(lines[i], threshold);
+  }
+  for (i = 0; i < 16; i++) ludo__cache_evict(lines[i * 5 % 16], 1);
+  for (i = 0; i < 16; i++)
+    evicted += !ludo__cache_held(lines[i * 7 % 16], threshold);
+  ASSERT_TRUE(held >= 12);
+  ASSERT_TRUE(evicted >= 12);
+}
+
+/* Sessions stepped cold learn their lines in their first
+ * LUDO__LEARN_STEPS steps and anew after LUDO__RELEARN_STEPS more; steps
+ * that learn give the results of plain steps. */
+TEST_IMPL(prefetch_learns_lines) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
+  ludo_session_t *ss[3];
+  const char *act = "{\"message\":\"hi\"}", *out;
+  char want[512];
+  size_t len, i;
+  int round, narrowed = 0;
+  expected(env, act, want, sizeof want);
+  rt->prefetch_live = 0; /* every session cold */
+  for (i = 0; i < 3; i++) {
+    ss[i] = test_open(env);
+    ASSERT_OK(ludo_session_reset(ss[i], "{\"seed\":1}", 10, &out, &len));
+  }
+  if (ludo__cache_threshold() == 0) { /* nothing to learn with */
+    for (i = 0; i < 3; i++) ludo_session_close(ss[i]);
+    test_rt_free(rt);
+    return;
+  }
+  for (round = 0; round < 4; round++)
+    for (i = 0; i < 3; i++) {
+      ASSERT_OK(ludo_session_step(ss[i], act, strlen(act), &out, &len));
+      ASSERT_STR_EQ(strstr(out, "\"observation\""),
+                    strstr(want, "\"observation\""));
+      ASSERT_EQ(ss[i]->ps->st.arena.learned,
+                round + 1 < (int)LUDO__LEARN_STEPS ? (unsigned)round + 1
+                                                   : LUDO__LEARN_STEPS);
+    }
+  for (i = 0; i < 3; i++)
+    narrowed += ss[i]->ps->st.arena.hot[0] != ~(uint64_t)0;
+  ASSERT_TRUE(narrowed > 0);
+  /* past LUDO__RELEARN_STEPS cold steps: forgotten, learned anew */
+  ss[0]->ps->cold_steps = LUDO__RELEARN_STEPS - 1;
+  ASSERT_OK(ludo_session_step(ss[0], act, strlen(act), &out, &len));
+  ASSERT_EQ(ss[0]->ps->st.arena.learned, 1);
+  ASSERT_EQ(ss[0]->ps->cold_steps, 0);
+  for (i = 0; i < 3; i++) ludo_session_close(ss[i]);
   test_rt_free(rt);
 }
