@@ -272,7 +272,8 @@ void ludo__arena_learn_begin(const ludo__arena_t *a) {
 }
 
 /* The lines of one parity: bit j for every even j (0) or odd j (1). */
-#define PARITY_BITS(parity) ((parity) ? 0xaaaaaaaaaaaaaaaaull : 0x5555555555555555ull)
+#define PARITY_BITS(parity) \
+  ((parity) ? 0xaaaaaaaaaaaaaaaaull : 0x5555555555555555ull)
 
 void ludo__arena_learn_end(ludo__arena_t *a, unsigned threshold) {
   uint64_t seen[LEARN_RANGES];
