@@ -394,8 +394,9 @@ TEST_IMPL(arena_learned_ranges) {
 /* Learning through the caches, in two steps (even lines, then odd
  * ones): after the lines are evicted and a few blocks written (in no
  * order a prefetcher follows, as a step's are), the learned ranges hold
- * every block written and far fewer lines than the chunks. Tried up to 3 times: a context switch between the writes
- * and the probes may evict a written line. */
+ * every block written and far fewer lines than the chunks. Tried up to 3
+ * times: a context switch between the writes and the probes may evict a
+ * written line. */
 TEST_IMPL(arena_learns_touched_lines) {
   static const int touch[] = {3,   301, 77,  450, 12,  199, 388, 140,
                               251, 29,  470, 333, 96};
