@@ -197,11 +197,6 @@ void ludo__arena_prefetch(const ludo__arena_t *a) {
 
 /* ---- learning the lines a step touches -------------------------------- */
 
-static void evict_range(const void *p, size_t n, void *ud) {
-  (void)ud;
-  ludo__cache_evict(p, n);
-}
-
 /* The ranges learning covers: the first chunks, then the kept larger
  * blocks' first BIG_AHEAD bytes (r: LUDO__ARENA_FIRST + the slot); NULL
  * when range r is not there. */
@@ -267,7 +262,7 @@ void ludo__arena_learn_begin(const ludo__arena_t *a) {
   size_t r, n;
   for (r = 0; r < LEARN_RANGES; r++) {
     const void *p = learn_range(a, r, &n);
-    if (p != NULL) evict_range(p, n, NULL);
+    if (p != NULL) ludo__cache_evict(p, n);
   }
 }
 
