@@ -37,6 +37,13 @@ int ludo__cache_held(const void *p, unsigned threshold) {
   return timed_load(p) < threshold;
 }
 
+__attribute__((noinline)) void ludo__cache_probe(const void *const *lines,
+                                                  size_t n, unsigned threshold,
+                                                  unsigned char *held) {
+  size_t i;
+  for (i = 0; i < n; i++) held[i] = timed_load(lines[i]) < threshold;
+}
+
 static void sort(unsigned *v, int n) {
   int i, j;
   for (i = 1; i < n; i++)
@@ -95,6 +102,14 @@ int ludo__cache_held(const void *p, unsigned threshold) {
   (void)p;
   (void)threshold;
   return 1;
+}
+
+void ludo__cache_probe(const void *const *lines, size_t n, unsigned threshold,
+                       unsigned char *held) {
+  size_t i;
+  (void)lines;
+  (void)threshold;
+  for (i = 0; i < n; i++) held[i] = 1;
 }
 
 #endif

@@ -37,4 +37,14 @@ void ludo__cache_evict(const void *p, size_t n);
  * near cache held it), else 0. Loads the line (it is then held). */
 int ludo__cache_held(const void *p, unsigned threshold);
 
+/* ludo__cache_held for each of the n lines at lines[0..n), in that
+ * order, into held[i]; lines and held must not be among them. One loop
+ * compiled here and never inlined, so what runs between two probes (and
+ * what the processor's prefetchers see of it) does not change with the
+ * caller's code. A probe that misses can make the processor bring other
+ * lines near it, which then read as held: callers probe few lines of any
+ * 512-byte region at a time (script/arena.c). */
+void ludo__cache_probe(const void *const *lines, size_t n, unsigned threshold,
+                       unsigned char *held);
+
 #endif

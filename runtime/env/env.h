@@ -31,12 +31,14 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
  * as fast and 512 (20 MiB) 1.27x (docs/performance.md, "Session 28"). */
 #define LUDO__PREFETCH_LIVE ((size_t)16 << 20)
 
-/* How many of a session's steps taken cold learn which lines of its
- * state a step touches, and after how many more cold steps it learns
- * them anew (runtime/env/session.c, learning; docs/performance.md,
- * "Session 32"). A learning step costs ~60 us against ~6 us. */
-#define LUDO__LEARN_STEPS 2u
-#define LUDO__RELEARN_STEPS 4096u
+/* How many of a session's first steps taken cold learn which lines of
+ * its state a step touches (one phase of its lines each: script/arena.h),
+ * and how many cold steps apart later ones come, each learning one phase
+ * anew (runtime/env/session.c, learning; docs/performance.md, "Session
+ * 32" and "Session 33"). A learning step costs ~25 us more than a step
+ * taken cold with its lines asked for ahead. */
+#define LUDO__LEARN_STEPS LUDO__ARENA_PHASES
+#define LUDO__RELEARN_STEPS 2048u
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
 typedef struct ludo__pstate_s {

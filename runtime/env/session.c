@@ -313,11 +313,12 @@ static int prefetching(const ludo_runtime_t *rt) {
 
 /* The cache threshold (base/cacheprobe.h) when this call of `s` should
  * learn which lines of its arena a step touches, else 0: a step taken
- * cold while prefetching, one of the first LUDO__LEARN_STEPS, or of the
- * first after each LUDO__RELEARN_STEPS more (what a step touches moves
- * as the session's objects do). What is learned narrows what stage 0
- * asks for ahead of its later steps from every line of its arena to
- * those (script/arena.h, ludo__arena_learn_begin). */
+ * cold while prefetching, one of the first LUDO__LEARN_STEPS, then one
+ * in every LUDO__RELEARN_STEPS (each learns one phase of the lines anew:
+ * what a step touches moves as the session's objects do). What is
+ * learned narrows what stage 0 asks for ahead of its later steps from
+ * every line of its arena to those (script/arena.h,
+ * ludo__arena_learn_begin). */
 static unsigned learning(const ludo_runtime_t *rt, ludo_session_t *s) {
   ludo__pstate_t *ps = s->ps;
   if (s->kind != LUDO__CALL_STEP || !prefetching(rt) || !cold(rt, s))
@@ -325,7 +326,6 @@ static unsigned learning(const ludo_runtime_t *rt, ludo_session_t *s) {
   if (ps->st.arena.learned >= LUDO__LEARN_STEPS) {
     if (++ps->cold_steps < LUDO__RELEARN_STEPS) return 0;
     ps->cold_steps = 0;
-    ludo__arena_unlearn(&ps->st.arena);
   }
   return ludo__cache_threshold();
 }

@@ -220,17 +220,32 @@ static uint32_t next_rand(uint32_t *x) {
   return *x;
 }
 
-/* Probes the lines of parity `parity` (0: even, 1: odd, counted from
- * each range's first line) in the learned ranges, in a shuffled order,
- * and returns those found held in seen[r] (bit j: the line j lines past
- * the range's first line's). One parity per learning step, because the
- * probe of a line that is not held brings the next line in with it (so
- * that line would look held when probed after), and shuffled, because
- * probes in an order with a stride (line by line, or the same line of
- * each chunk) are followed by the processor's prefetchers. */
+/* Which lines learning step number `learned` probes: those j lines past
+ * a range's first line with j % LUDO__ARENA_PHASES equal to this, in the
+ * order 0, 4, 2, 6, 1, 5, 3, 7 (so a line's neighbours are learned in
+ * steps far from its own). */
+static unsigned phase_of(unsigned learned) {
+  unsigned k = learned % LUDO__ARENA_PHASES;
+  return (k & 1u) << 2 | (k & 2u) | (k & 4u) >> 2;
+}
+
+/* The lines of phase ph: bit j for every j with j % 8 == ph. */
+#define PHASE_BITS(ph) (0x0101010101010101ull << (ph))
+
+/* Probes the lines of phase `phase` in the learned ranges (one line of
+ * each 512 bytes), in a shuffled order, and returns those found held in
+ * seen[r] (bit j: the line j lines past the range's first line's). Few
+ * lines of a region at a time, because the processor's prefetchers bring
+ * the rest of a region where several probes missed (on AMD Zen, a fifth
+ * of a region's lines read as held after 4 probes of it that missed), and
+ * shuffled, because probes in an order with a stride (line by line, or
+ * the same line of each chunk) are followed too. */
 static void held_lines(const ludo__arena_t *a, unsigned threshold,
-                       unsigned parity, uint64_t seen[LEARN_RANGES]) {
-  unsigned short order[LEARN_RANGES * 32];
+                       unsigned phase, uint64_t seen[LEARN_RANGES]) {
+  enum { MAX = LEARN_RANGES * (64 / LUDO__ARENA_PHASES) };
+  unsigned short order[MAX];
+  const void *line[MAX];
+  unsigned char held[MAX];
   uintptr_t first[LEARN_RANGES];
   size_t count = 0, r, k;
   uint32_t x = ((uint32_t)(uintptr_t)a ^ (a->learned * 2654435761u)) | 1u;
@@ -241,7 +256,7 @@ static void held_lines(const ludo__arena_t *a, unsigned threshold,
     if (p == NULL) continue;
     first[r] = (uintptr_t)p & ~(uintptr_t)63;
     lines = (((uintptr_t)p + n - 1) >> 6) - (first[r] >> 6) + 1;
-    for (j = parity; j < lines && j < 64; j += 2)
+    for (j = phase; j < lines && j < 64; j += LUDO__ARENA_PHASES)
       order[count++] = (unsigned short)(r << 6 | j);
   }
   for (k = count; k > 1; k--) { /* Fisher-Yates */
@@ -250,12 +265,12 @@ static void held_lines(const ludo__arena_t *a, unsigned threshold,
     order[k - 1] = order[j];
     order[j] = t;
   }
-  for (k = 0; k < count; k++) {
-    size_t j = order[k] & 63u;
-    r = order[k] >> 6;
-    if (ludo__cache_held((const void *)(first[r] + (j << 6)), threshold))
-      seen[r] |= (uint64_t)1 << j;
-  }
+  if (count == 0) return;
+  for (k = 0; k < count; k++)
+    line[k] = (const void *)(first[order[k] >> 6] + ((order[k] & 63u) << 6));
+  ludo__cache_probe(line, count, threshold, held);
+  for (k = 0; k < count; k++)
+    if (held[k]) seen[order[k] >> 6] |= (uint64_t)1 << (order[k] & 63u);
 }
 
 void ludo__arena_learn_begin(const ludo__arena_t *a) {
@@ -266,27 +281,19 @@ void ludo__arena_learn_begin(const ludo__arena_t *a) {
   }
 }
 
-/* The lines of one parity: bit j for every even j (0) or odd j (1). */
-#define PARITY_BITS(parity) \
-  ((parity) ? 0xaaaaaaaaaaaaaaaaull : 0x5555555555555555ull)
-
 void ludo__arena_learn_end(ludo__arena_t *a, unsigned threshold) {
   uint64_t seen[LEARN_RANGES];
-  unsigned parity = a->learned & 1u;
-  uint64_t mine = PARITY_BITS(parity);
+  unsigned phase = phase_of(a->learned);
+  uint64_t mine = PHASE_BITS(phase);
   size_t r;
-  held_lines(a, threshold, parity, seen);
+  held_lines(a, threshold, phase, seen);
   for (r = 0; r < LEARN_RANGES; r++) {
     size_t n;
     uint64_t *hot = r < LUDO__ARENA_FIRST ? &a->hot[r]
                                           : &a->big_hot[r - LUDO__ARENA_FIRST];
-    if (learn_range(a, r, &n) == NULL) continue;
-    /* a range's first learning of this parity replaces its lines of it
-     * (the other parity's stay as they are: all, until learned) */
-    if (a->learned < 2 || *hot == ~(uint64_t)0)
-      *hot = (*hot & ~mine) | seen[r];
-    else
-      *hot |= seen[r];
+    /* this phase's lines as probed now; the other phases' stay as they
+     * are (all of them, until learned) */
+    if (learn_range(a, r, &n) != NULL) *hot = (*hot & ~mine) | seen[r];
   }
   a->learned++;
 }

@@ -135,14 +135,16 @@ void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn, void *ud);
 /* Learning which lines a step touches, through the caches
  * (base/cacheprobe.h): ludo__arena_learn_begin evicts every line
  * ludo__arena_prefetch would ask for when nothing is learned; after the
- * step, ludo__arena_learn_end(threshold) records which of the lines of
- * one parity came back: the even lines (counted in each range) at even
- * counts of `learned`, the odd ones at odd counts, and counts the
- * learning in `learned`. So two steps learn every line; until then the
- * lines not yet learned stay asked for. A parity's first learning
- * replaces the "all lines" start, later ones add to it. threshold: from
+ * step, ludo__arena_learn_end(threshold) records which lines of one
+ * phase came back (the lines j lines past a range's first with j %
+ * LUDO__ARENA_PHASES the same: one line of each 512 bytes, a different
+ * phase at each count of `learned`), and counts the learning in
+ * `learned`. So LUDO__ARENA_PHASES steps learn every line; until then
+ * the lines not yet learned stay asked for. Each learning replaces what
+ * was known of its phase's lines (at first: all of them). threshold: from
  * ludo__cache_threshold, not 0. A step so learned runs slower (its lines
  * come from memory); the arena's record and blocks are not changed. */
+#define LUDO__ARENA_PHASES 8u
 void ludo__arena_learn_begin(const ludo__arena_t *a);
 void ludo__arena_learn_end(ludo__arena_t *a, unsigned threshold);
 
