@@ -152,13 +152,21 @@ void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
   return p;
 }
 
+/* The address of the line holding p, and in *lines how many lines
+ * [p, p + n) spans (n > 0). */
+static uintptr_t range_lines(const void *p, size_t n, size_t *lines) {
+  uintptr_t base = (uintptr_t)p & ~(uintptr_t)63;
+  *lines = (((uintptr_t)p + n - 1) >> 6) - (base >> 6) + 1;
+  return base;
+}
+
 /* Calls fn for the lines of [p, p + n) whose bit is set in `hot` (bit j:
  * the line j lines past p's), a run of neighbours at a time. A range
  * of 65 lines (a chunk not aligned to a line) has its last line always. */
 static void hot_ranges(const void *p, size_t n, uint64_t hot,
                        ludo__range_fn fn, void *ud) {
-  uintptr_t base = (uintptr_t)p & ~(uintptr_t)63;
-  size_t lines = (((uintptr_t)p + n - 1) >> 6) - (base >> 6) + 1;
+  size_t lines;
+  uintptr_t base = range_lines(p, n, &lines);
   if (hot == ~(uint64_t)0) {
     fn(p, n, ud);
     return;
@@ -254,8 +262,7 @@ static void held_lines(const ludo__arena_t *a, unsigned threshold,
     const void *p = learn_range(a, r, &n);
     seen[r] = 0;
     if (p == NULL) continue;
-    first[r] = (uintptr_t)p & ~(uintptr_t)63;
-    lines = (((uintptr_t)p + n - 1) >> 6) - (first[r] >> 6) + 1;
+    first[r] = range_lines(p, n, &lines);
     for (j = phase; j < lines && j < 64; j += LUDO__ARENA_PHASES)
       order[count++] = (unsigned short)(r << 6 | j);
   }
