@@ -155,6 +155,7 @@
   X(arena_learned_ranges)                                                    \
   X(arena_learns_touched_lines)                                              \
   X(cache_probe_tells_lines_apart)                                           \
+  X(cache_probe_list)                                                        \
   X(prefetch_learns_lines)                                                   \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \

@@ -485,6 +485,40 @@ TEST_IMPL(cache_probe_tells_lines_apart) {
   ASSERT_TRUE(evicted >= 12);
 }
 
+/* The probe of a list (ludo__cache_probe, what learning uses): of lines
+ * 512 bytes apart (one per region, as learning probes them), evicted and
+ * then half of them written, the written read as held and the others not
+ * (most of 8 each: the timer may be interrupted). */
+TEST_IMPL(cache_probe_list) {
+  static char lines[16][512] __attribute__((aligned(64)));
+  const void *list[16];
+  unsigned char held[16];
+  unsigned threshold = ludo__cache_threshold();
+  int i, written = 0, untouched = 0;
+#if defined(__x86_64__)
+  ASSERT_TRUE(threshold > 0);
+#else
+  if (threshold == 0) return;
+#endif
+  for (i = 0; i < 16; i++) {
+    lines[i][0] = (char)i;
+    ludo__cache_evict(lines[i], 1);
+    list[i] = lines[i * 7 % 16];
+  }
+  for (i = 0; i < 16; i += 2) lines[i][0]++;
+  memset(held, 2, sizeof held);
+  ludo__cache_probe(list, 16, threshold, held);
+  for (i = 0; i < 16; i++) {
+    ASSERT_TRUE(held[i] <= 1);
+    if ((i * 7 % 16) % 2 == 0)
+      written += held[i];
+    else
+      untouched += !held[i];
+  }
+  ASSERT_TRUE(written >= 6);
+  ASSERT_TRUE(untouched >= 6);
+}
+
 /* Sessions stepped cold learn their lines in their first
  * LUDO__LEARN_STEPS steps, then a phase of them anew in one step of every
  * LUDO__RELEARN_STEPS; steps that learn give the results of plain
