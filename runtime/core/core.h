@@ -26,6 +26,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/pages.h"
 #include "core/codecache.h"
 #include "core/registry.h"
 #include "core/watchdog.h"
@@ -59,6 +60,9 @@ struct ludo__closer_s {
 
 typedef struct ludo__core_s {
   ludo__alloc_t heap;        /* every byte of the runtime goes through it */
+  ludo__pages_t pages;       /* the states' arena chunks, when `heap` is
+                                the C library's (a host's allocator gets
+                                them too); freed with the runtime */
   ludo__log_t log;
   uv_loop_t own_loop;
   uv_loop_t *loop;           /* &own_loop, or the host's */

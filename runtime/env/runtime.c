@@ -29,6 +29,7 @@ void ludo__runtime_seterr(ludo_runtime_t *rt, const char *fmt, ...) {
 
 static void free_rt(ludo_runtime_t *rt) {
   ludo__alloc_t heap = rt->core.heap;
+  ludo__pages_free(&rt->core.pages);
   ludo__alloc_fn(&heap, rt, sizeof *rt, 0);
 }
 

@@ -40,10 +40,30 @@ static void push_free(ludo__arena_t *a, int c, void *p) {
   ludo__arena_push(a, (size_t)c, p);
 }
 
+_Static_assert(CHUNK == LUDO__PAGE, "a chunk is one page of base/pages");
+
+/* A chunk's memory: a page of a->pages (counted in the heap's live
+ * bytes), else a block of the heap. NULL when there is none. */
+static void *chunk_get(ludo__arena_t *a) {
+  void *p;
+  if (a->pages == NULL) return ludo__alloc_fn(a->heap, NULL, 0, CHUNK);
+  if ((p = ludo__pages_get(a->pages)) != NULL) a->heap->live += CHUNK;
+  return p;
+}
+
+static void chunk_put(ludo__arena_t *a, void *p) {
+  if (a->pages == NULL) {
+    ludo__alloc_fn(a->heap, p, CHUNK, 0);
+    return;
+  }
+  ludo__pages_put(a->pages, p);
+  a->heap->live -= CHUNK;
+}
+
 /* Starts a new chunk; the old chunk's tail goes to a free list. */
 static int new_chunk(ludo__arena_t *a) {
   size_t size = CHUNK, tail = (size_t)(a->end - a->bump);
-  ludo__arena_chunk_t *ch = ludo__alloc_fn(a->heap, NULL, 0, size);
+  ludo__arena_chunk_t *ch = chunk_get(a);
   if (ch == NULL) return -1;
   if (tail >= 16) push_free(a, cls_of(tail & ~(size_t)15), a->bump);
   ch->next = a->chunks;
@@ -311,7 +331,7 @@ void ludo__arena_release(ludo__arena_t *a) {
     ludo__arena_chunk_t *ch = a->chunks;
     a->chunks = ch->next;
     UNPOISON(ch, ch->size);
-    ludo__alloc_fn(a->heap, ch, ch->size, 0);
+    chunk_put(a, ch);
   }
   memset(a->free, 0, sizeof a->free);
   memset(a->first, 0, sizeof a->first);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "base/alloc.h"
+#include "base/pages.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -47,7 +48,11 @@
 typedef struct ludo__arena_chunk_s ludo__arena_chunk_t;
 
 typedef struct ludo__arena_s {
-  ludo__alloc_t *heap;                    /* chunks come from here */
+  ludo__alloc_t *heap;                    /* larger blocks, and chunks
+                                             when `pages` is NULL */
+  ludo__pages_t *pages;                   /* chunks, when not NULL (set
+                                             after ludo__arena_init; each
+                                             counted in heap->live) */
   void *free[LUDO__ARENA_CLASSES];        /* free blocks per class */
   char *bump, *end;                       /* unused space of the chunk */
   ludo__arena_chunk_t *chunks;            /* newest first */

@@ -610,6 +610,9 @@ int ludo__state_open(ludo__state_t *st) {
   memset(&st->llm, 0, sizeof st->llm);
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
   ludo__arena_init(&st->arena, st->heap);
+  if (st->core != NULL && st->heap == &st->core->heap &&
+      st->heap->fn == ludo__alloc_default)
+    st->arena.pages = &st->core->pages;
   L = ludo__codecache_newstate(st->modules ? st->modules->cache : NULL,
                                ludo__state_alloc, st);
   if (L == NULL) {

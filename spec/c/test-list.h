@@ -157,6 +157,12 @@
   X(cache_probe_tells_lines_apart)                                           \
   X(cache_probe_list)                                                        \
   X(prefetch_learns_lines)                                                   \
+  /* test-pages.c: the pages the arenas' chunks come from */               \
+  X(pages_hand_out_aligned_pages)                                            \
+  X(pages_given_back_first_and_spare)                                        \
+  X(arena_chunks_from_pages)                                                 \
+  X(pages_hold_runtime_chunks)                                               \
+  X(pages_borrowed_loop_free)                                                \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \

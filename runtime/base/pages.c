@@ -1,0 +1,130 @@
+/* pages.c - 4 KiB pages from 2 MiB regions (see pages.h). */
+#include "base/pages.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PAGES_PER_REGION ((unsigned)(LUDO__PAGES_REGION / LUDO__PAGE))
+
+/* The record in a region's first page. */
+struct ludo__pages_region_s {
+  ludo__pages_region_t *next, *prev; /* in pg->open while `listed` */
+  void *given_back;                  /* pages back, linked by first word */
+  unsigned used;                     /* pages handed out */
+  unsigned fresh;                    /* index of the first never-used page */
+  int listed;
+};
+
+static ludo__pages_region_t *region_of(const void *page) {
+  return (ludo__pages_region_t *)((uintptr_t)page &
+                                  ~(uintptr_t)(LUDO__PAGES_REGION - 1));
+}
+
+static int has_pages(const ludo__pages_region_t *r) {
+  return r->given_back != NULL || r->fresh < PAGES_PER_REGION;
+}
+
+static void link_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
+  r->prev = NULL;
+  r->next = pg->open;
+  if (pg->open != NULL) pg->open->prev = r;
+  pg->open = r;
+  r->listed = 1;
+}
+
+static void unlink_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
+  if (r->prev != NULL)
+    r->prev->next = r->next;
+  else
+    pg->open = r->next;
+  if (r->next != NULL) r->next->prev = r->prev;
+  r->next = r->prev = NULL;
+  r->listed = 0;
+}
+
+/* Maps a region aligned to its size: twice the size, the rest unmapped. */
+static ludo__pages_region_t *map_region(void) {
+  size_t want = 2 * LUDO__PAGES_REGION, head, tail;
+  char *m = mmap(NULL, want, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uintptr_t at;
+  ludo__pages_region_t *r;
+  if (m == MAP_FAILED) return NULL;
+  at = ((uintptr_t)m + LUDO__PAGES_REGION - 1) &
+       ~(uintptr_t)(LUDO__PAGES_REGION - 1);
+  head = at - (uintptr_t)m;
+  tail = want - head - LUDO__PAGES_REGION;
+  if (head > 0) munmap(m, head);
+  if (tail > 0) munmap((char *)at + LUDO__PAGES_REGION, tail);
+#ifdef MADV_HUGEPAGE
+  (void)madvise((void *)at, LUDO__PAGES_REGION, MADV_HUGEPAGE); /* a hint */
+#endif
+  r = (ludo__pages_region_t *)at;
+  memset(r, 0, sizeof *r);
+  r->fresh = 1; /* page 0 holds this record */
+  return r;
+}
+
+void ludo__pages_init(ludo__pages_t *pg) { memset(pg, 0, sizeof *pg); }
+
+void *ludo__pages_get(ludo__pages_t *pg) {
+  ludo__pages_region_t *r = pg->open;
+  void *page;
+  if (r == NULL) {
+    if (pg->spare != NULL) {
+      r = pg->spare;
+      pg->spare = NULL;
+    } else {
+      if ((r = map_region()) == NULL) return NULL;
+      pg->regions++;
+    }
+    link_open(pg, r);
+  }
+  if (r->given_back != NULL) {
+    page = r->given_back;
+    r->given_back = *(void **)page;
+  } else {
+    page = (char *)r + (size_t)r->fresh++ * LUDO__PAGE;
+  }
+  r->used++;
+  pg->used++;
+  if (!has_pages(r)) unlink_open(pg, r);
+  return page;
+}
+
+void ludo__pages_put(ludo__pages_t *pg, void *page) {
+  ludo__pages_region_t *r = region_of(page);
+  *(void **)page = r->given_back;
+  r->given_back = page;
+  r->used--;
+  pg->used--;
+  if (r->used > 0) {
+    if (!r->listed) link_open(pg, r);
+    return;
+  }
+  if (r->listed) unlink_open(pg, r);
+  if (pg->spare == NULL) {
+    pg->spare = r;
+  } else {
+    munmap(r, LUDO__PAGES_REGION);
+    pg->regions--;
+  }
+}
+
+void ludo__pages_free(ludo__pages_t *pg) {
+  ludo__pages_region_t *r = pg->open, *next;
+  for (; r != NULL; r = next) {
+    next = r->next;
+    if (r->used == 0) { /* only a listed region can be empty here */
+      unlink_open(pg, r);
+      munmap(r, LUDO__PAGES_REGION);
+      pg->regions--;
+    }
+  }
+  if (pg->spare != NULL) {
+    munmap(pg->spare, LUDO__PAGES_REGION);
+    pg->spare = NULL;
+    pg->regions--;
+  }
+}
