@@ -5,6 +5,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#if defined(__SANITIZE_ADDRESS__)
+/* LeakSanitizer scans the regions for pointers, as it scans the heap:
+ * a state's heap blocks are reachable from its chunks only. */
+#include <sanitizer/lsan_interface.h>
+#define ROOT_ADD(p) __lsan_register_root_region((p), LUDO__PAGES_REGION)
+#define ROOT_DEL(p) __lsan_unregister_root_region((p), LUDO__PAGES_REGION)
+#else
+#define ROOT_ADD(p) ((void)(p))
+#define ROOT_DEL(p) ((void)(p))
+#endif
+
 #define PAGES_PER_REGION ((unsigned)(LUDO__PAGES_REGION / LUDO__PAGE))
 
 /* The record in a region's first page. */
@@ -43,6 +54,12 @@ static void unlink_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
   r->listed = 0;
 }
 
+static void unmap_region(ludo__pages_t *pg, ludo__pages_region_t *r) {
+  ROOT_DEL(r);
+  munmap(r, LUDO__PAGES_REGION);
+  pg->regions--;
+}
+
 /* Maps a region aligned to its size: twice the size, the rest unmapped. */
 static ludo__pages_region_t *map_region(void) {
   size_t want = 2 * LUDO__PAGES_REGION, head, tail;
@@ -61,6 +78,7 @@ static ludo__pages_region_t *map_region(void) {
   (void)madvise((void *)at, LUDO__PAGES_REGION, MADV_HUGEPAGE); /* a hint */
 #endif
   r = (ludo__pages_region_t *)at;
+  ROOT_ADD(r);
   memset(r, 0, sizeof *r);
   r->fresh = 1; /* page 0 holds this record */
   return r;
@@ -107,8 +125,7 @@ void ludo__pages_put(ludo__pages_t *pg, void *page) {
   if (pg->spare == NULL) {
     pg->spare = r;
   } else {
-    munmap(r, LUDO__PAGES_REGION);
-    pg->regions--;
+    unmap_region(pg, r);
   }
 }
 
@@ -118,13 +135,11 @@ void ludo__pages_free(ludo__pages_t *pg) {
     next = r->next;
     if (r->used == 0) { /* only a listed region can be empty here */
       unlink_open(pg, r);
-      munmap(r, LUDO__PAGES_REGION);
-      pg->regions--;
+      unmap_region(pg, r);
     }
   }
   if (pg->spare != NULL) {
-    munmap(pg->spare, LUDO__PAGES_REGION);
+    unmap_region(pg, pg->spare);
     pg->spare = NULL;
-    pg->regions--;
   }
 }
