@@ -5,7 +5,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "base/sanitize.h"
+
+#if LUDO__ASAN
 /* LeakSanitizer scans the regions for pointers, as it scans the heap:
  * a state's heap blocks are reachable from its chunks only. */
 #include <sanitizer/lsan_interface.h>

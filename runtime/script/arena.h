@@ -25,8 +25,9 @@
 
 #include "base/alloc.h"
 #include "base/pages.h"
+#include "base/sanitize.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if LUDO__ASAN
 #include <sanitizer/asan_interface.h>
 #define LUDO__ARENA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define LUDO__ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
