@@ -33,10 +33,6 @@ void ludo__cache_evict(const void *p, size_t n) {
   __asm__ __volatile__("mfence" ::: "memory");
 }
 
-int ludo__cache_held(const void *p, unsigned threshold) {
-  return timed_load(p) < threshold;
-}
-
 __attribute__((noinline)) void ludo__cache_probe(const void *const *lines,
                                                   size_t n, unsigned threshold,
                                                   unsigned char *held) {
@@ -96,12 +92,6 @@ unsigned ludo__cache_threshold(void) { return 0; }
 void ludo__cache_evict(const void *p, size_t n) {
   (void)p;
   (void)n;
-}
-
-int ludo__cache_held(const void *p, unsigned threshold) {
-  (void)p;
-  (void)threshold;
-  return 1;
 }
 
 void ludo__cache_probe(const void *const *lines, size_t n, unsigned threshold,

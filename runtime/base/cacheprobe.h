@@ -5,7 +5,7 @@
  * Lua state reads (no memory-sampling counters; the kernel's access bits
  * are per 4 KiB page). The caches do: evict the lines of a range
  * (ludo__cache_evict), run the code, then time one load of each line
- * (ludo__cache_held). A line the code touched comes back from a near
+ * (ludo__cache_probe). A line the code touched comes back from a near
  * cache in tens of cycles; one it did not comes from memory, several
  * times slower. The processor's own prefetchers may have brought a
  * neighbour of a touched line, which then counts as touched: an over-
@@ -33,17 +33,15 @@ unsigned ludo__cache_threshold(void);
  * not 0. */
 void ludo__cache_evict(const void *p, size_t n);
 
-/* 1 when the line holding p loads in fewer than `threshold` ticks (so a
- * near cache held it), else 0. Loads the line (it is then held). */
-int ludo__cache_held(const void *p, unsigned threshold);
-
-/* ludo__cache_held for each of the n lines at lines[0..n), in that
- * order, into held[i]; lines and held must not be among them. One loop
- * compiled here and never inlined, so what runs between two probes (and
- * what the processor's prefetchers see of it) does not change with the
- * caller's code. A probe that misses can make the processor bring other
- * lines near it, which then read as held: callers probe few lines of any
- * 512-byte region at a time (script/arena.c). */
+/* Times one load of each of the n lines at lines[0..n), in that order,
+ * and sets held[i] to 1 when line i loaded in fewer than `threshold`
+ * ticks (a near cache held it), else 0; the lines are then held. lines
+ * and held must not be among them. One loop compiled here and never
+ * inlined, so what runs between two probes (and what the processor's
+ * prefetchers see of it) does not change with the caller's code. A probe
+ * that misses can make the processor bring other lines near it, which
+ * then read as held: callers probe few lines of any 512-byte region at a
+ * time (script/arena.c). */
 void ludo__cache_probe(const void *const *lines, size_t n, unsigned threshold,
                        unsigned char *held);
 

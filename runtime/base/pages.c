@@ -22,11 +22,11 @@
 
 /* The record in a region's first page. */
 struct ludo__pages_region_s {
-  ludo__pages_region_t *next, *prev; /* in pg->open while `listed` */
+  ludo__pages_region_t *next, *prev; /* in pg->open while it has pages
+                                        left and is not the spare */
   void *given_back;                  /* pages back, linked by first word */
   unsigned used;                     /* pages handed out */
   unsigned fresh;                    /* index of the first never-used page */
-  int listed;
 };
 
 static ludo__pages_region_t *region_of(const void *page) {
@@ -43,7 +43,6 @@ static void link_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
   r->next = pg->open;
   if (pg->open != NULL) pg->open->prev = r;
   pg->open = r;
-  r->listed = 1;
 }
 
 static void unlink_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
@@ -53,7 +52,6 @@ static void unlink_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
     pg->open = r->next;
   if (r->next != NULL) r->next->prev = r->prev;
   r->next = r->prev = NULL;
-  r->listed = 0;
 }
 
 static void unmap_region(ludo__pages_t *pg, ludo__pages_region_t *r) {
@@ -115,15 +113,16 @@ void *ludo__pages_get(ludo__pages_t *pg) {
 
 void ludo__pages_put(ludo__pages_t *pg, void *page) {
   ludo__pages_region_t *r = region_of(page);
+  int was_full = !has_pages(r); /* then not in pg->open */
   *(void **)page = r->given_back;
   r->given_back = page;
   r->used--;
   pg->used--;
   if (r->used > 0) {
-    if (!r->listed) link_open(pg, r);
+    if (was_full) link_open(pg, r);
     return;
   }
-  if (r->listed) unlink_open(pg, r);
+  if (!was_full) unlink_open(pg, r);
   if (pg->spare == NULL) {
     pg->spare = r;
   } else {
@@ -132,14 +131,7 @@ void ludo__pages_put(ludo__pages_t *pg, void *page) {
 }
 
 void ludo__pages_free(ludo__pages_t *pg) {
-  ludo__pages_region_t *r = pg->open, *next;
-  for (; r != NULL; r = next) {
-    next = r->next;
-    if (r->used == 0) { /* only a listed region can be empty here */
-      unlink_open(pg, r);
-      unmap_region(pg, r);
-    }
-  }
+  /* a region with no page out is the spare: put unmaps the others */
   if (pg->spare != NULL) {
     unmap_region(pg, pg->spare);
     pg->spare = NULL;
