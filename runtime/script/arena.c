@@ -69,7 +69,13 @@ static int new_chunk(ludo__arena_t *a) {
   ch->next = a->chunks;
   ch->size = size;
   a->chunks = ch;
-  if (a->held < LUDO__ARENA_FIRST * CHUNK) a->first[a->held / CHUNK] = ch;
+  if (a->held < LUDO__ARENA_FIRST * CHUNK) {
+    /* A chunk begun after learning holds what steps allocated, whose
+     * lines move from step to step: nothing of it is asked for until a
+     * relearning step finds lines that stay (see ludo__arena_ranges). */
+    a->first[a->held / CHUNK] = ch;
+    a->hot[a->held / CHUNK] = a->learned ? 0 : ~(uint64_t)0;
+  }
   a->held += size;
   a->bump = (char *)ch + HDR;
   a->end = (char *)ch + size;
@@ -205,10 +211,8 @@ static void hot_ranges(const void *p, size_t n, uint64_t hot,
 void ludo__arena_ranges(const ludo__arena_t *a, ludo__range_fn fn,
                        void *ud) {
   size_t n = a->held / CHUNK, i;
-  const ludo__arena_chunk_t *ch = a->chunks;
   for (i = 0; i < n && i < LUDO__ARENA_FIRST; i++)
     hot_ranges(a->first[i], CHUNK, a->hot[i], fn, ud);
-  for (; i < n && ch != NULL; i++, ch = ch->next) fn(ch, CHUNK, ud);
   for (i = 0; i < LUDO__ARENA_BIG; i++)
     if (a->big[i] != NULL) hot_ranges(a->big[i], a->big_n[i], a->big_hot[i],
                                       fn, ud);

@@ -39,9 +39,11 @@
 #define LUDO__ARENA_MAX 256
 #define LUDO__ARENA_CLASSES (LUDO__ARENA_MAX / 16)
 #define LUDO__ARENA_LIMIT ((size_t)256 << 10)
-/* The first chunks, whose addresses the arena keeps in order (for
- * ludo__arena_prefetch, which then needs no walk of the list). */
-#define LUDO__ARENA_FIRST 8
+/* The first chunks, whose addresses and learned lines the arena keeps in
+ * order (for ludo__arena_prefetch, which then needs no walk of the
+ * list); newer chunks are not asked for. 16: an echo session holds 10-12
+ * chunks after its first steps (docs/performance.md, "Session 34"). */
+#define LUDO__ARENA_FIRST 16
 /* The larger blocks (the parent's) whose addresses the arena keeps, for
  * ludo__arena_prefetch: a state's stack and its bigger tables' parts. */
 #define LUDO__ARENA_BIG 12
@@ -125,12 +127,15 @@ static inline int ludo__arena_give(ludo__arena_t *a, void *p, size_t n) {
  * into its caches, without waiting for them: its tables, closures,
  * strings, threads, its stack and its bigger tables' parts. Until the
  * arena learned which lines a step touches (ludo__arena_learn_end), every
- * line of its chunks and the first BIG_AHEAD (2 KiB) of each larger block
- * it keeps; after, of the first LUDO__ARENA_FIRST chunks and of the
- * larger blocks only the lines learned, with the blocks its next
- * allocations will take (each free list's first, the chunk's unused
- * space). Reads only the arena record and, past the first
- * LUDO__ARENA_FIRST chunks, the newer chunks' headers; changes nothing. */
+ * line of its first LUDO__ARENA_FIRST chunks and the first BIG_AHEAD
+ * (2 KiB) of each larger block it keeps; after, only the lines learned of
+ * those, with the blocks its next allocations will take (each free
+ * list's first, the chunk's unused space). A chunk begun after learning
+ * starts with no line learned: it holds what steps allocated, a few lines
+ * of it touched per step and different ones each step, so asking for all
+ * of it (64 lines) costs more than the misses it saves; relearning finds
+ * the lines of it that stay. Chunks past the first LUDO__ARENA_FIRST are
+ * not asked for. Reads only the arena record; changes nothing. */
 void ludo__arena_prefetch(const ludo__arena_t *a);
 
 /* Calls fn(p, n, ud) for each range ludo__arena_prefetch asks for (for

@@ -153,6 +153,7 @@
   X(arena_big_blocks)                                                        \
   X(prefetch_learned_order)                                                  \
   X(arena_learned_ranges)                                                    \
+  X(arena_new_chunks_asked)                                                  \
   X(arena_learns_touched_lines)                                              \
   X(cache_probe_tells_lines_apart)                                           \
   X(cache_probe_list)                                                        \

@@ -391,6 +391,65 @@ TEST_IMPL(arena_learned_ranges) {
   ASSERT_EQ(heap.live, 0);
 }
 
+/* How many of the 64 lines from the line of p some asked range
+ * overlaps. */
+static int lines_asked(const ludo__arena_t *a, const void *p) {
+  ranges_t r;
+  uintptr_t base = (uintptr_t)p & ~(uintptr_t)63;
+  int i, j, n = 0;
+  memset(&r, 0, sizeof r);
+  ludo__arena_ranges(a, note_range, &r);
+  for (j = 0; j < 64; j++) {
+    uintptr_t line = base + 64u * (unsigned)j;
+    for (i = 0; i < r.n && i < NRANGES; i++)
+      if ((uintptr_t)r.p[i] < line + 64 &&
+          (uintptr_t)r.p[i] + r.len[i] > line)
+        break;
+    n += i < r.n && i < NRANGES;
+  }
+  return n;
+}
+
+/* A chunk begun after learning is not asked for until relearning finds
+ * lines of it (the blocks its next allocations take are); one begun
+ * before learning is asked for whole until learned; chunks past the
+ * first LUDO__ARENA_FIRST are not asked for. */
+TEST_IMPL(arena_new_chunks_asked) {
+  ludo__alloc_t heap;
+  ludo__arena_t a;
+  ranges_t r;
+  void *p = NULL;
+  ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
+  ludo__arena_init(&a, &heap);
+  while (a.held < 2 * 4096) ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_EQ(lines_asked(&a, a.first[1]), 64); /* nothing learned: all */
+  a.learned = LUDO__ARENA_PHASES;             /* as if learned: */
+  a.hot[0] = a.hot[1] = 1;                    /* a line of each */
+  while (a.held < 3 * 4096) ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_EQ(a.hot[2], 0);
+  /* the third chunk: only the line its next block takes */
+  ASSERT_EQ(lines_asked(&a, a.first[2]), 1);
+  /* the second: its learned line, and its tail (a free list's first) */
+  ASSERT_TRUE(lines_asked(&a, a.first[1]) <= 2);
+  /* relearning found its second line: that one too */
+  a.hot[2] = 2;
+  ASSERT_EQ(lines_asked(&a, a.first[2]), 2);
+  ASSERT_TRUE(lines_asked(&a, (const char *)a.first[2] + 64) >= 1);
+  /* past the first LUDO__ARENA_FIRST chunks: at most the line of the
+   * old chunk's tail (a free list's first) and the next block's */
+  while (a.held < (LUDO__ARENA_FIRST + 1) * 4096)
+    ASSERT_NOT_NULL(p = ludo__arena_realloc(&a, NULL, 0, 256));
+  while (a.held < (LUDO__ARENA_FIRST + 2) * 4096)
+    ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_TRUE(lines_asked(&a, p) <= 1);
+  memset(&r, 0, sizeof r);
+  ludo__arena_ranges(&a, note_range, &r);
+  ASSERT_TRUE(!covered(&r, p));
+  ASSERT_TRUE(covered(&r, a.bump));
+  ludo__arena_release(&a);
+  ASSERT_EQ(heap.live, 0);
+}
+
 /* A cache threshold (base/cacheprobe.h) is there on x86-64; elsewhere a
  * test without one has nothing to probe with, and ends. */
 #if defined(__x86_64__)
@@ -451,7 +510,7 @@ TEST_IMPL(arena_learns_touched_lines) {
     ludo__arena_ranges(&a, note_range, &r);
     ok = r.n <= NRANGES;
     for (k = 0; ok && k < NT; k++) ok = covered(&r, blocks[touch[k]]);
-    for (lines = 0, k = 0; k < LUDO__ARENA_FIRST; k++)
+    for (lines = 0, k = 0; k < (int)(a.held / 4096); k++)
       lines += (size_t)__builtin_popcountll(a.hot[k]);
     /* learned anew without the first block: it is no longer asked for */
     learn_phases(&a, blocks, touch, 1, NT, threshold);
