@@ -264,9 +264,10 @@ static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
 /* Asks the processor for the lines the step of `s` reads, without waiting
  * for them, in three stages a step apart, each reading only what the one
  * before brought: 2, the session's record (reads nothing); 1, its state's
- * arena and call records, its result and input buffers; 0, every chunk of
- * the arena and its larger blocks (the state's tables, closures, strings,
- * threads and stack). Callers stepping sessions in turn run stage k for
+ * arena and call records, its result and input buffers; 0, the arena's
+ * first chunks and its larger blocks (the state's tables, closures,
+ * strings, threads and stack; once learned, only their lines a step
+ * touches: script/arena.h, ludo__arena_prefetch). Callers stepping sessions in turn run stage k for
  * the session k + 1 turns ahead. */
 static void stage_ranges(const ludo_session_t *s, int stage,
                          ludo__range_fn fn, void *ud) {
@@ -317,7 +318,7 @@ static int prefetching(const ludo_runtime_t *rt) {
  * in every LUDO__RELEARN_STEPS (each learns one phase of the lines anew:
  * what a step touches moves as the session's objects do). What is
  * learned narrows what stage 0 asks for ahead of its later steps from
- * every line of its arena to those (script/arena.h,
+ * every line of its arena's first chunks to those (script/arena.h,
  * ludo__arena_learn_begin). */
 static unsigned learning(const ludo_runtime_t *rt, ludo_session_t *s) {
   ludo__pstate_t *ps = s->ps;
