@@ -267,8 +267,8 @@ static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
  * arena and call records, its result and input buffers; 0, the arena's
  * first chunks and its larger blocks (the state's tables, closures,
  * strings, threads and stack; once learned, only their lines a step
- * touches: script/arena.h, ludo__arena_prefetch). Callers stepping sessions in turn run stage k for
- * the session k + 1 turns ahead. */
+ * touches: script/arena.h, ludo__arena_prefetch). Callers stepping
+ * sessions in turn run stage k for the session k + 1 turns ahead. */
 static void stage_ranges(const ludo_session_t *s, int stage,
                          ludo__range_fn fn, void *ud) {
   const ludo__pstate_t *ps;
