@@ -62,19 +62,19 @@ static void chunk_put(ludo__arena_t *a, void *p) {
 
 /* Starts a new chunk; the old chunk's tail goes to a free list. */
 static int new_chunk(ludo__arena_t *a) {
-  size_t size = CHUNK, tail = (size_t)(a->end - a->bump);
+  size_t size = CHUNK, tail = (size_t)(a->end - a->bump), i = a->held / CHUNK;
   ludo__arena_chunk_t *ch = chunk_get(a);
   if (ch == NULL) return -1;
   if (tail >= 16) push_free(a, cls_of(tail & ~(size_t)15), a->bump);
   ch->next = a->chunks;
   ch->size = size;
   a->chunks = ch;
-  if (a->held < LUDO__ARENA_FIRST * CHUNK) {
+  if (i < LUDO__ARENA_FIRST) {
     /* A chunk begun after learning holds what steps allocated, whose
      * lines move from step to step: nothing of it is asked for until a
      * relearning step finds lines that stay (see ludo__arena_ranges). */
-    a->first[a->held / CHUNK] = ch;
-    a->hot[a->held / CHUNK] = a->learned ? 0 : ~(uint64_t)0;
+    a->first[i] = ch;
+    a->hot[i] = a->learned ? 0 : ~(uint64_t)0;
   }
   a->held += size;
   a->bump = (char *)ch + HDR;

@@ -66,7 +66,8 @@ typedef struct ludo__arena_s {
   int overflow;                           /* small blocks also from heap */
   /* The lines a step touched (ludo__arena_learn_end; bit j: the line j
    * lines past the range's first), of each first chunk and of each kept
-   * larger block's first BIG_AHEAD bytes; all set until learned. */
+   * larger block's first BIG_AHEAD bytes; all set until learned (none
+   * for a chunk begun after learning). */
   uint64_t hot[LUDO__ARENA_FIRST];
   uint64_t big_hot[LUDO__ARENA_BIG];
   unsigned learned;                       /* learning steps taken */

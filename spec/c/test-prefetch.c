@@ -391,23 +391,39 @@ TEST_IMPL(arena_learned_ranges) {
   ASSERT_EQ(heap.live, 0);
 }
 
+/* Does one of the ranges overlap the 64-byte line at `line`? */
+static int overlaps(const ranges_t *r, uintptr_t line) {
+  int i;
+  for (i = 0; i < r->n && i < NRANGES; i++)
+    if ((uintptr_t)r->p[i] < line + 64 &&
+        (uintptr_t)r->p[i] + r->len[i] > line)
+      return 1;
+  return 0;
+}
+
 /* How many of the 64 lines from the line of p some asked range
  * overlaps. */
 static int lines_asked(const ludo__arena_t *a, const void *p) {
   ranges_t r;
   uintptr_t base = (uintptr_t)p & ~(uintptr_t)63;
-  int i, j, n = 0;
+  int j, n = 0;
   memset(&r, 0, sizeof r);
   ludo__arena_ranges(a, note_range, &r);
-  for (j = 0; j < 64; j++) {
-    uintptr_t line = base + 64u * (unsigned)j;
-    for (i = 0; i < r.n && i < NRANGES; i++)
-      if ((uintptr_t)r.p[i] < line + 64 &&
-          (uintptr_t)r.p[i] + r.len[i] > line)
-        break;
-    n += i < r.n && i < NRANGES;
-  }
+  for (j = 0; j < 64; j++) n += overlaps(&r, base + 64u * (unsigned)j);
   return n;
+}
+
+/* Allocates 256-byte blocks until the arena holds `chunks` chunks;
+ * returns the first block of the last chunk begun (NULL if none was). */
+static void *fill_chunks(ludo__arena_t *a, size_t chunks) {
+  void *p, *first = NULL;
+  while (a->held < chunks * 4096) {
+    size_t held = a->held;
+    p = ludo__arena_realloc(a, NULL, 0, 256);
+    if (p == NULL) return NULL;
+    if (a->held != held) first = p;
+  }
+  return first;
 }
 
 /* A chunk begun after learning is not asked for until relearning finds
@@ -421,11 +437,11 @@ TEST_IMPL(arena_new_chunks_asked) {
   void *p = NULL;
   ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
   ludo__arena_init(&a, &heap);
-  while (a.held < 2 * 4096) ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_NOT_NULL(fill_chunks(&a, 2));
   ASSERT_EQ(lines_asked(&a, a.first[1]), 64); /* nothing learned: all */
   a.learned = LUDO__ARENA_PHASES;             /* as if learned: */
   a.hot[0] = a.hot[1] = 1;                    /* a line of each */
-  while (a.held < 3 * 4096) ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_NOT_NULL(fill_chunks(&a, 3));
   ASSERT_EQ(a.hot[2], 0);
   /* the third chunk: only the line its next block takes */
   ASSERT_EQ(lines_asked(&a, a.first[2]), 1);
@@ -437,10 +453,8 @@ TEST_IMPL(arena_new_chunks_asked) {
   ASSERT_TRUE(lines_asked(&a, (const char *)a.first[2] + 64) >= 1);
   /* past the first LUDO__ARENA_FIRST chunks: at most the line of the
    * old chunk's tail (a free list's first) and the next block's */
-  while (a.held < (LUDO__ARENA_FIRST + 1) * 4096)
-    ASSERT_NOT_NULL(p = ludo__arena_realloc(&a, NULL, 0, 256));
-  while (a.held < (LUDO__ARENA_FIRST + 2) * 4096)
-    ASSERT_NOT_NULL(ludo__arena_realloc(&a, NULL, 0, 256));
+  ASSERT_NOT_NULL(p = fill_chunks(&a, LUDO__ARENA_FIRST + 1));
+  ASSERT_NOT_NULL(fill_chunks(&a, LUDO__ARENA_FIRST + 2));
   ASSERT_TRUE(lines_asked(&a, p) <= 1);
   memset(&r, 0, sizeof r);
   ludo__arena_ranges(&a, note_range, &r);
