@@ -69,10 +69,6 @@ function WeightedSum:forward(action, observation)
   return total
 end
 
--- A plan sums the children of a synchronous tree in place (see "Plans"
--- in ludo.rubric), as the loop above does.
-Rubric._rb_sums[WeightedSum.forward] = true
-
 WeightedSum.__len = function(self) return #self._rb_list end
 
 -- A raw copy: reset runs every episode, and a lookup that misses in the

@@ -80,18 +80,11 @@ local function class_tostring(cls)
   return transient("ludo.class_query").tostring(cls)
 end
 
--- gen[1] counts the keys added to classes (assignments that reach
--- __newindex): code that caches what a lookup through classes found
--- (ludo.rubric's plans) checks it. ludo.rubric bumps it too.
-local gen = { 0 }
-M.gen = gen
-
 local function class_newindex(cls, key, value)
   -- Assignments to a class: metamethods also reach inheriting subclasses
   -- (ludo.class_build does that, when there are any).
   local old = rawget(cls, key)
   rawset(cls, key, value)
-  gen[1] = gen[1] + 1
   if metas[cls] and copied(key) then
     transient("ludo.class_build")[1](cls, key, value, old) -- propagate
   end

@@ -97,14 +97,11 @@ Rubric.async = false
 local none = {}
 Rubric._rb_list, Rubric._rb_map = none, none
 
--- gen[1] is bumped whenever a child is registered anywhere, a key is
--- added to a class (ludo.class's gen, which this is) or `forward` to a
--- rubric; the is_async cache `_rb_async` of a rubric with children is
--- gen[1] * 2 + (1 when async), and plans are rebuilt when it moves (see
--- "Plans" below). Combinators read it inline (Rubric._rb_gen): a
--- synchronous tree, the usual one, then skips the call to is_async on
--- every step.
-local gen = class.gen
+-- gen[1] is bumped whenever a child is registered anywhere; the is_async
+-- cache `_rb_async` of a rubric with children is gen[1] * 2 + (1 when
+-- async). Combinators read it inline (Rubric._rb_gen): a synchronous
+-- tree, the usual one, then skips the call to is_async on every step.
+local gen = { 0 }
 Rubric._rb_gen = gen
 
 -- Registers `child` under `name` explicitly (same as assigning the field,
@@ -129,7 +126,6 @@ local function rubric_newindex(self, key, value)
     rawset(getmetatable(self), key, value)
   else
     rawset(self, key, value)
-    if key == "forward" then gen[1] = gen[1] + 1 end -- plans look it up
   end
 end
 Rubric.__newindex = rubric_newindex
@@ -172,84 +168,12 @@ function Rubric.new_step()
   return stamp
 end
 
--- Plans. The outermost call of a tree runs it from a plan: the tree
--- flattened into one array, built by ludo.rubric_plan at the first such
--- call and again whenever gen[1] has moved since (a child registered, a
--- key added to a class, `forward` assigned to a rubric), kept in the
--- root's `_rb_plan`. Each rubric's forward is called directly, found when
--- the plan was built, and the children of a WeightedSum are summed in
--- place, without the metamethod lookups, calls and frames of `__call`: a
--- step touches less of its session's memory (docs/performance.md,
--- "Session 35"). What each call does is what `__call` does: `current`,
--- the stamp, the score's check, last_score, hooks, the errors. A rubric
--- with hooks, or whose forward is no longer the one found (its class's
--- was replaced), is called through `__call`, as is one the plan cannot
--- run (its own `__call`, or a forward found through a function `__index`,
--- as a lazy class's); a tree that may wait (is_async) has no plan.
---
--- A plan P holds gen[1] at [1], then 5 slots per rubric, depth-first
--- from [2]: the rubric, its forward, the table forward was found in, its
--- kind (-1 a forward to call, -2 a rubric to call through `__call`, n >= 0
--- a weighted sum of the n rubrics that follow) and the index after its
--- subtree. Rubric._rb_sums holds the forwards of weighted sums
--- (WeightedSum's: its own loop, done here in place).
-local sums = {}
-Rubric._rb_sums = sums
-
-local function run(P, k, action, observation)
-  -- Runs the rubric at P[k] as __call would; returns its score and the
-  -- index after its subtree.
-  local self, f, n = P[k], P[k + 1], P[k + 3]
-  if n < -1 or self._rb_hooks or P[k + 2].forward ~= f then
-    return self(action, observation), P[k + 4]
-  end
-  local prev = current
+local function outermost(call, self, action, observation)
+  -- A rubric call while none is in progress: runs `call` (the rubric's
+  -- own) protected and names the rubric that failed in the errors raised
+  -- below it.
   current = self
-  self._rb_stamp = stamp
-  local score
-  if n < 0 then
-    score = f(self, action, observation)
-    if not is_score(score) then
-      transient("ludo.rubric_error").bad_score(self, score)
-    end
-  else -- a weighted sum, in a tree that does not wait
-    local w, j = self._ws_weights, k + 5
-    score = 0.0
-    for i = 1, n do
-      local s
-      s, j = run(P, j, action, observation)
-      if s == nil then transient("ludo.rubric_error").no_score(self, i) end
-      score = score + s * w[i]
-    end
-  end
-  local h = self._rb_hooks
-  if h then -- forward added the first hook
-    score = h[5](self, action, observation,
-      rawget(getmetatable(self), "__call") == Rubric.children_first_call,
-      true, score)
-  else
-    self.last_score = score
-  end
-  current = prev
-  return score, P[k + 4]
-end
-
-local function plan(self)
-  -- The plan of the tree under `self`, up to date (see "Plans" above).
-  local P = self._rb_plan
-  if P and P[1] == gen[1] then return P end
-  local ok
-  ok, P = pcall(transient, "ludo.rubric_plan")
-  if ok then ok, P = pcall(P, self, Rubric, sums, gen[1]) end
-  -- (a failed build leaves no plan: the call below meets the error again)
-  if not ok then return nil end
-  rawset(self, "_rb_plan", P)
-  return P
-end
-
-local function finish(self, ok, score)
-  -- The end of an outermost call of `self` (pcall's results): returns the
-  -- score, or raises the error naming the rubric that failed.
+  local ok, score = pcall(call, self, action, observation)
   local failed = current
   current = nil
   if ok then return score end
@@ -259,18 +183,6 @@ local function finish(self, ok, score)
     score = transient("ludo.rubric_error").message(self, failed, score)
   end
   error(score, 0)
-end
-
-local function outermost(call, self, action, observation)
-  -- A rubric call while none is in progress: runs the tree's plan, or
-  -- `call` (the rubric's own) when it has none, protected, and names the
-  -- rubric that failed in the errors raised below it.
-  local P = plan(self)
-  current = self
-  if P and (P[5] or -2) > -2 then -- (the root's kind: see "Plans")
-    return finish(self, pcall(run, P, 2, action, observation))
-  end
-  return finish(self, pcall(call, self, action, observation))
 end
 
 local function caller(children_first)
