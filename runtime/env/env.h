@@ -76,7 +76,8 @@ struct ludo_runtime_s {
                                   (session.c, learn) */
   unsigned nsessions, calls;
   int freeing;                 /* ludo_runtime_free runs: nothing new */
-  unsigned gc_seed;            /* spreads the states' GC pacing */
+  unsigned gc_seed;            /* spreads the states' GC pacing and
+                                  relearning (pstate.c) */
   ludo__pstate_t *retired;     /* states of closed sessions, to free */
   ludo__task_t reclaim;        /* frees them from the loop */
   struct ludo__hostmod_s *hostmods; /* ludo_runtime_add_module copies */
@@ -189,6 +190,12 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
 /* Runs fn(ud) protected in the state under the CPU budget. Failures other
  * than ENOMEM/ETIMEOUT/EBUSY become the code named `as` ("ELOAD"); the
  * message goes to rt->errmsg. */
+/* Right after a full collection of L (a state with the given pause, in
+ * %): moves the start of its next collection cycle a random part of the
+ * way towards now, without collecting, so that states built together do
+ * not collect together. */
+void ludo__pstate_spread_gc(ludo_runtime_t *rt, lua_State *L, int pause);
+
 int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
                      lua_CFunction fn, void *ud, const char *as);
 void ludo__pstate_free(ludo_runtime_t *rt, ludo__pstate_t *ps);

@@ -154,6 +154,7 @@
   X(prefetch_learned_order)                                                  \
   X(arena_learned_ranges)                                                    \
   X(arena_new_chunks_asked)                                                  \
+  X(relearning_spread)                                                       \
   X(arena_learns_touched_lines)                                              \
   X(cache_probe_tells_lines_apart)                                           \
   X(cache_probe_list)                                                        \
@@ -226,6 +227,7 @@
   X(alloc_all_returned)                                                      \
   X(alloc_fault_injection)                                                   \
   X(pool_prewarm)                                                            \
+  X(gc_states_not_in_lockstep)                                               \
   /* test-determinism.c */                                                   \
   X(determinism_same_seed)                                                   \
   /* test-http.c: HTTP/1.1 connections, byte scripts (runtime/net) */        \
