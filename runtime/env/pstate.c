@@ -84,11 +84,6 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
   return ludo__err_code(as, n);
 }
 
-/* The run happens on the state's call thread, not under lua_pcall on the
- * main one: after a failure the thread's stack is still there, so a
- * memory error can say where it happened (a pcall unwinds before anyone
- * can look, and calls no handler for memory errors). A failed run leaves
- * the thread dead; the state is thrown away then. */
 /* Lua keeps the pause in steps of 4 %, so states opened together with
  * pauses of one step would start every cycle in the same step for ever:
  * at 256 sessions stepped in rounds, 10-30 of them swept in one round
@@ -106,6 +101,11 @@ void ludo__pstate_spread_gc(ludo_runtime_t *rt, lua_State *L, int pause) {
     lua_gc(L, LUA_GCSTEP, (int)((rt->gc_seed >> 16) % (unsigned)gap));
 }
 
+/* The run happens on the state's call thread, not under lua_pcall on the
+ * main one: after a failure the thread's stack is still there, so a
+ * memory error can say where it happened (a pcall unwinds before anyone
+ * can look, and calls no handler for memory errors). A failed run leaves
+ * the thread dead; the state is thrown away then. */
 int ludo__pstate_run(ludo_runtime_t *rt, ludo__pstate_t *ps,
                      lua_CFunction fn, void *ud, const char *as) {
   lua_State *L = ps->st.L, *co = ps->sched.co;
