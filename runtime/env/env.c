@@ -219,8 +219,7 @@ static int build_protected(lua_State *L) {
   lua_pop(L, 1);
   r->ps->named_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
-  lua_gc(L, LUA_GCCOLLECT);
-  ludo__pstate_spread_gc(r->env->rt, L, r->ps->st.gc_pause);
+  ludo__pstate_collect(r->env->rt, r->ps, L);
   return 0;
 }
 

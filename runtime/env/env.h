@@ -187,11 +187,12 @@ void ludo__env_compile_schema(lua_State *L, ludo_env_t *env,
  * runtime's limits. On failure writes rt->errmsg. */
 int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
                      const char *who, ludo__pstate_t **out);
-/* Right after a full collection of L (a state with the given pause, in
- * %): moves the start of its next collection cycle a random part of the
- * way towards now, without collecting, so that states built together do
- * not collect together. */
-void ludo__pstate_spread_gc(ludo_runtime_t *rt, lua_State *L, int pause);
+/* Collects the state of `ps` fully (L: its running thread), then moves
+ * the start of its next collection cycle a random part of the way
+ * towards now, without collecting, so that states built together do not
+ * collect together. */
+void ludo__pstate_collect(ludo_runtime_t *rt, ludo__pstate_t *ps,
+                          lua_State *L);
 
 /* Runs fn(ud) protected in the state under the CPU budget. Failures other
  * than ENOMEM/ETIMEOUT/EBUSY become the code named `as` ("ELOAD"); the

@@ -10,6 +10,13 @@
 #include "base/errors.h"
 #include "env/env.h"
 
+/* A number in [0, n) from the runtime's generator (rt->gc_seed), which
+ * spreads what states built together would otherwise do together. */
+static unsigned spread(ludo_runtime_t *rt, unsigned n) {
+  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
+  return (rt->gc_seed >> 16) % n;
+}
+
 int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
                      const char *who, ludo__pstate_t **out) {
   ludo__pstate_t *ps = ludo__calloc(&rt->core.heap, sizeof *ps);
@@ -33,13 +40,11 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
    * about half what it was and made of small objects, so at Lua's 200 % a
    * step paid 2 % more in collections (callgrind, @256); a busy session's
    * peak (live x pause) stays below what it was. */
-  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
-  ps->st.gc_pause = 200 + (int)((rt->gc_seed >> 16) % 101);
+  ps->st.gc_pause = 200 + (int)spread(rt, 101);
   /* Relearning (session.c, learning) comes every LUDO__RELEARN_STEPS cold
    * steps: states stepped together from the same count would all relearn
    * in the same round (at 256 sessions, a round of 4 ms against 0.7). */
-  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
-  ps->cold_steps = (rt->gc_seed >> 16) % LUDO__RELEARN_STEPS;
+  ps->cold_steps = spread(rt, LUDO__RELEARN_STEPS);
   rc = ludo__state_open(&ps->st);
   if (rc != 0) {
     ludo__runtime_seterr(rt, "ENOMEM: cannot open a Lua state for %s", who);
@@ -87,18 +92,19 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
 /* Lua keeps the pause in steps of 4 %, so states opened together with
  * pauses of one step would start every cycle in the same step for ever:
  * at 256 sessions stepped in rounds, 10-30 of them swept in one round
- * (docs/performance.md, "Session 35"). Right after a full collection the
+ * (docs/performance.md, "Session 35"). After the full collection the
  * collector waits in its pause until the state has allocated `gap` more
  * KB; LUA_GCSTEP with fewer KB than that only moves the wait's end closer
  * and does no work. A random part of the gap puts each state's cycles at
  * its own phase. */
-void ludo__pstate_spread_gc(ludo_runtime_t *rt, lua_State *L, int pause) {
-  int kb = lua_gc(L, LUA_GCCOUNT);
+void ludo__pstate_collect(ludo_runtime_t *rt, ludo__pstate_t *ps,
+                          lua_State *L) {
+  int kb, gap, pause = ps->st.gc_pause;
+  lua_gc(L, LUA_GCCOLLECT);
+  kb = lua_gc(L, LUA_GCCOUNT);
   /* (4 % below the pause asked for: the one Lua keeps may be lower) */
-  int gap = pause > 104 ? kb * (pause - 104) / 100 - 1 : 0;
-  rt->gc_seed = rt->gc_seed * 1103515245u + 12345u;
-  if (gap > 0)
-    lua_gc(L, LUA_GCSTEP, (int)((rt->gc_seed >> 16) % (unsigned)gap));
+  gap = pause > 104 ? kb * (pause - 104) / 100 - 1 : 0;
+  if (gap > 0) lua_gc(L, LUA_GCSTEP, (int)spread(rt, (unsigned)gap));
 }
 
 /* The run happens on the state's call thread, not under lua_pcall on the

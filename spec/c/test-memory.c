@@ -413,7 +413,7 @@ TEST_IMPL(pool_prewarm) {
 }
 
 /* States built together do not collect together (env/pstate.c,
- * ludo__pstate_spread_gc): 64 sessions opened at once and stepped in
+ * ludo__pstate_collect): 64 sessions opened at once and stepped in
  * rounds, as a trainer steps its agents. A round in which a session's
  * memory fell by more than 1 KB is one in which its collector swept.
  * Without the spread, sessions whose pauses Lua keeps alike (it keeps
