@@ -41,9 +41,12 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
 #define LUDO__RELEARN_STEPS 2048u
 
 /* A prepared session state: sandboxed state + scheduler + runner. */
+/* The order matters to the prefetch of a step (session.c, stage_ranges):
+ * what a call reads is the state's first fields, then, adjacent, the end
+ * of the state (its arena's record), the references below and the
+ * scheduler's first fields. */
 typedef struct ludo__pstate_s {
   ludo__state_t st;
-  ludo__sched_t sched;
   int dispatch_ref;
   int step_ref;                /* ludo.runner's step: a step skips dispatch */
   int named_ref;               /* the rubric's {name, rubric} pairs */
@@ -55,6 +58,7 @@ typedef struct ludo__pstate_s {
   unsigned cold_steps;         /* steps taken cold since it last learned
                                   (session.c, learning) */
   struct ludo__pstate_s *next;
+  ludo__sched_t sched;
 } ludo__pstate_t;
 
 /* Session call phases: what the session's task does when it runs. */
@@ -115,16 +119,12 @@ struct ludo_env_s {
 };
 
 struct ludo_session_s {
+  /* What a call reads and writes comes first, in as few cache lines as
+   * it fits: with thousands of sessions each is a miss per step
+   * (docs/performance.md, "Session 36"). */
   ludo_env_t *env;
   ludo__pstate_t *ps;
-  char id[LUDO__UUID_LEN + 1];
-  void *data;
   ludo__buf_t out;             /* last result JSON */
-  ludo__buf_t err;             /* last error message */
-  int err_code;                /* ...its code, */
-  const char *err_call;        /* call ("step"), */
-  const char *err_phase;       /* phase ("rubric"; static strings) */
-  char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
   ludo__buf_t in;              /* input copy of a non-blocking call */
   const char *input;           /* the call's input: s->in.p, or the
                                   caller's bytes for a blocking call */
@@ -137,27 +137,35 @@ struct ludo_session_s {
   int strict;                  /* check observations (set_strict) */
   int nest_metadata;           /* results in OpenEnv's wire form: the
                                   metadata in the observation too */
+  int closing;                 /* no new calls; teardown under way */
+  int close_requested;         /* close asked from inside its own Lua */
+  int phase;                   /* LUDO__PH_*: what `task` does next */
+  int close_owed;              /* a close_async counts as a call in
+                                  flight until its teardown (its `cb`
+                                  may be NULL) */
   uint64_t call_wall_ns;       /* the next call's wall-clock limit when
                                   shorter than the runtime's (ludo serve's
                                   timeout_s); 0: the runtime's. The call's
                                   start takes it (session.c) */
-  int closing;                 /* no new calls; teardown under way */
-  int close_requested;         /* close asked from inside its own Lua */
-  int phase;                   /* LUDO__PH_*: what `task` does next */
-  ludo__task_t task;
   ludo_call_cb cb;
   void *cb_ud;
-  ludo_close_cb close_cb;
-  void *close_ud;
-  int close_owed;              /* a close_async counts as a call in
-                                  flight until its teardown (its `cb`
-                                  may be NULL) */
-  ludo_session_t *next, *prev;
+  ludo__task_t task;           /* a loop-driven call's turn on the loop */
   uint64_t started_at;         /* rt->starts when its last call started
                                   (session.c, cold) */
   ludo_session_t *after, *before; /* learned order of blocking calls: the
                                   session called after this one, last time
                                   (after->before == this; session.c, learn) */
+
+  char id[LUDO__UUID_LEN + 1];
+  void *data;
+  ludo__buf_t err;             /* last error message */
+  int err_code;                /* ...its code, */
+  const char *err_call;        /* call ("step"), */
+  const char *err_phase;       /* phase ("rubric"; static strings) */
+  char err_where[LUDO__WHERE_MAX]; /* and where a limit stopped it */
+  ludo_close_cb close_cb;
+  void *close_ud;
+  ludo_session_t *next, *prev;
 };
 
 /* Calls fn(p, n, ud) for each range of memory the runtime asks for ahead

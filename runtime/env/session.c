@@ -264,22 +264,36 @@ static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
 /* Asks the processor for the lines the step of `s` reads, without waiting
  * for them, in three stages a step apart, each reading only what the one
  * before brought: 2, the session's record (reads nothing); 1, its state's
- * arena and call records, its result and input buffers; 0, the arena's
+ * arena and call records, its result and input buffers (of the records,
+ * only the fields a call reads, which their structs put first); 0, the arena's
  * first chunks and its larger blocks (the state's tables, closures,
  * strings, threads and stack; once learned, only their lines a step
  * touches: script/arena.h, ludo__arena_prefetch). Callers stepping
  * sessions in turn run stage k for the session k + 1 turns ahead. */
+_Static_assert(offsetof(ludo__state_t, arena) + sizeof(ludo__arena_t) ==
+                   sizeof(ludo__state_t) &&
+               offsetof(ludo__pstate_t, sched) + offsetof(ludo__sched_t, wake) -
+                       offsetof(ludo__pstate_t, st.arena) <=
+                   sizeof(ludo__arena_t) + 192,
+               "a state's arena record ends it, and the pstate's references "
+               "and the scheduler's first fields follow (env.h)");
+
 static void stage_ranges(const ludo_session_t *s, int stage,
                          ludo__range_fn fn, void *ud) {
   const ludo__pstate_t *ps;
   if (stage == 2) { /* reads nothing: s may be another owner's task */
-    fn(s, sizeof *s, ud);
+    fn(s, offsetof(ludo_session_t, id), ud); /* what a call reads (env.h) */
     return;
   }
   ps = s->ps;
   if (ps == NULL) return;
   if (stage == 1) {
-    fn(ps, sizeof *ps, ud); /* its arena, limits, scheduler */
+    /* what a call reads of its state (its first fields: state.h), and
+     * its arena's record, the references and the scheduler's first
+     * fields, adjacent (env.h) */
+    fn(ps, offsetof(ludo__state_t, where), ud);
+    fn(&ps->st.arena, (size_t)((const char *)&ps->sched.wake -
+                               (const char *)&ps->st.arena), ud);
     /* the last result's buffer (the next is written there) and the
      * copy of a queued call's input, both outside the arena */
     if (s->out.p != NULL)

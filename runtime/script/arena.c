@@ -60,12 +60,22 @@ static void chunk_put(ludo__arena_t *a, void *p) {
   a->heap->live -= CHUNK;
 }
 
-/* Starts a new chunk; the old chunk's tail goes to a free list. */
+/* Starts a new chunk; the old chunk's tail goes to the free lists. */
 static int new_chunk(ludo__arena_t *a) {
   size_t size = CHUNK, tail = (size_t)(a->end - a->bump), i = a->held / CHUNK;
   ludo__arena_chunk_t *ch = chunk_get(a);
   if (ch == NULL) return -1;
-  if (tail >= 16) push_free(a, cls_of(tail & ~(size_t)15), a->bump);
+  if (tail >= 16) {
+    /* as ludo__arena_take cuts blocks: the part up to the next line on
+     * its own, so the rest starts on a line */
+    size_t head = (64 - ((uintptr_t)a->bump & 63)) & 63;
+    if (head != 0 && head < tail) {
+      push_free(a, cls_of(head), a->bump);
+      a->bump += head;
+      tail -= head;
+    }
+    push_free(a, cls_of(tail & ~(size_t)15), a->bump);
+  }
   ch->next = a->chunks;
   ch->size = size;
   a->chunks = ch;

@@ -72,7 +72,7 @@ int ludo__sched_init(ludo__sched_t *s, ludo__state_t *st) {
 }
 
 static void cancel_ops(ludo__sched_t *s) {
-  while (s->ops.next != &s->ops) {
+  while (s->nops > 0) { /* (not s->ops.next: a line of its own) */
     ludo__op_t *op = s->ops.next;
     list_remove(op);
     s->nops--;
@@ -275,7 +275,7 @@ static void resume(ludo__sched_t *s, int nargs) {
     int ok = 0;
     if (nres >= 2 && !st->killed) ok = is_pending(s, co, -nres);
     lua_pop(co, nres);
-    if (ok && (s->ops.next != &s->ops || s->backlog_ref != LUA_NOREF)) {
+    if (ok && (s->nops > 0 || s->backlog_ref != LUA_NOREF)) {
       s->waiting = 1;
       wall_arm(s);
       next_completion(s);

@@ -48,6 +48,8 @@ struct ludo__op_s {
 typedef void (*ludo__sched_wake_cb)(ludo__sched_t *s, void *ud);
 
 struct ludo__sched_s {
+  /* What every call reads and writes first (two cache lines; see
+   * ludo__state_t). */
   ludo__state_t *st;
   lua_State *co;          /* the call thread */
   int co_ref;
@@ -59,18 +61,19 @@ struct ludo__sched_s {
   int nargs;              /* values waiting on co for the next resume */
   int sliceable;          /* this call may be time-sliced */
   int resuming;           /* inside lua_resume (re-entrancy guard) */
-  ludo__sched_wake_cb wake;
-  void *wake_ud;
-  ludo__op_t ops;         /* list head of pending operations */
+  int nops;               /* pending operations (in `ops`) */
   const char *input;      /* current call's input bytes (borrowed) */
   size_t input_len;
   uint64_t budget_ns, max_instr;
   uint64_t wall_ns;       /* wall-clock limit of a call; 0 = none */
   uint64_t wall_end_ns;   /* when the current call must be over */
   uv_timer_t *wall;       /* fires at wall_end_ns while the call waits */
-  int nops;               /* pending operations */
   ludo__sched_done_cb done;
   void *done_ud;
+
+  ludo__sched_wake_cb wake;
+  void *wake_ud;
+  ludo__op_t ops;         /* list head of pending operations */
 };
 
 /* Pending operations one call may hold at once. */

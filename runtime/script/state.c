@@ -663,7 +663,7 @@ void ludo__state_arm(ludo__state_t *st, uint64_t budget_ns,
   st->armed = 1;
   st->refused = 0;
   st->failed = 0;
-  st->where[0] = '\0';
+  st->located = 0;
   st->log_bytes = 0;
   st->killed = 0;
   st->budget_ns = budget_ns;
@@ -856,7 +856,9 @@ void ludo__state_locate(ludo__state_t *st, lua_State *L) {
   lua_Debug ar;
   size_t len = 0;
   int level, found = 0;
-  if (st->where[0] != '\0') return;
+  if (st->located && st->where[0] != '\0') return;
+  st->located = 1;
+  st->where[0] = '\0';
   for (level = 0; lua_getstack(L, level, &ar); level++) {
     /* "S" and "l" read the function's own fields: no allocation. */
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
@@ -892,7 +894,7 @@ typedef struct {
 
 static int push_limit_p(lua_State *L) {
   limit_req_t *r = lua_touserdata(L, 1);
-  if (r->st->where[0] != '\0')
+  if (r->st->located && r->st->where[0] != '\0')
     lua_pushfstring(L, "%s (at %s)", r->text, r->st->where);
   else
     lua_pushstring(L, r->text);
@@ -929,7 +931,7 @@ static int state_error_p(lua_State *L) {
    * or a budget check stopped it, or where the thread died. */
   if (r->code == LUDO_ETIMEOUT || r->code == LUDO_ENOMEM) {
     if (r->tb != NULL) ludo__state_locate(r->st, r->tb);
-    if (r->st->where[0] != '\0') {
+    if (r->st->located && r->st->where[0] != '\0') {
       lua_pushfstring(L, " (at %s)", r->st->where);
       lua_concat(L, 2);
     }

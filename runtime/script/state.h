@@ -43,9 +43,11 @@ typedef struct ludo__llm_counts_s {
 } ludo__llm_counts_t;
 
 typedef struct ludo__state_s {
+  /* What every call reads and writes comes first, in as few cache lines
+   * as it fits (the first 256 bytes): with thousands of sessions each line
+   * of it is a miss per step (docs/performance.md, "Session 36"). */
   lua_State *L;
   ludo__alloc_t *heap;        /* runtime allocator (parent); borrowed */
-  ludo__arena_t arena;        /* small blocks of this state */
   size_t used;                /* bytes held by this state */
   size_t cap;                 /* refuse growth past this; 0 = no cap */
   unsigned refused;          /* growths refused at the cap in this call */
@@ -56,10 +58,10 @@ typedef struct ludo__state_s {
   int gc_pause;               /* the collector's pause (%); 0: Lua's */
 
   /* CPU budget of the current call. */
-  ludo__core_t *core;         /* loop, watchdog, log; borrowed */
   int count_hook;             /* budgets by a permanent count hook (set
                                  when there is no watchdog or an
                                  instruction limit is wanted) */
+  ludo__core_t *core;         /* loop, watchdog, log; borrowed */
   int armed;                  /* budget enforced while 1 */
   volatile int killed;        /* 0, or why the call must end: KILL_* */
   volatile int yield_wanted;  /* the time slice ended: yield when able */
@@ -70,23 +72,25 @@ typedef struct ludo__state_s {
   unsigned issued_gen;        /* set by ludo__state_issue, */
   int issued;                 /* taken by the next ludo__state_arm */
   int close_depth;            /* coroutine.close calls in progress */
-  ludo__wd_entry_t wd;        /* this state's watchdog entry */
-  lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
-  int depth;
+  int depth;                  /* coroutines running (chain) */
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
   uint64_t wall_end_ns;       /* the call's wall-clock deadline (coarse
                                  clock); 0 = none (set by the scheduler) */
   uint64_t wall_ns;           /* ... the limit it came from, for messages */
   int wall_first;             /* this run's deadline is the wall's */
+  int located;                /* `where` holds this call's place */
   uint64_t max_instr;         /* instructions allowed per call; 0 = none */
   uint64_t used_ns;           /* running time used so far in this call */
   uint64_t run_start_ns;      /* start of the current running stretch */
   uint64_t instr;             /* instructions counted in this call */
-  char where[LUDO__WHERE_MAX]; /* where a limit stopped the call, see
-                                  ludo__state_locate; "" when none */
-
-  const ludo__log_t *log;     /* borrowed */
   size_t log_bytes;           /* log bytes written by the current call */
+  void *sched;                /* scheduler data of the call in flight */
+  ludo__wd_entry_t wd;        /* this state's watchdog entry */
+  lua_State *chain[LUDO__CHAIN_MAX]; /* coroutines running, outermost first */
+
+  char where[LUDO__WHERE_MAX]; /* where a limit stopped the call (when
+                                  `located`), see ludo__state_locate */
+  const ludo__log_t *log;     /* borrowed */
   const char *who;            /* name used for print(); borrowed */
   struct ludo__modules_s *modules; /* module resolver; borrowed */
   uv_loop_t *loop;            /* loop for waiting primitives; may be NULL */
@@ -96,12 +100,15 @@ typedef struct ludo__state_s {
   int may_connect;            /* its Lua may require ludo.client (reach
                                  the network); set by the owner after
                                  ludo__state_open */
-  void *sched;                /* scheduler data of the call in flight */
   int may_llm;                /* its Lua may require ludo.llm (LLM APIs
                                  over HTTP); set by the owner after
                                  ludo__state_open */
   ludo__llm_counts_t llm;     /* what its ludo.llm calls spent (zeroed by
                                  ludo__state_open) */
+  ludo__arena_t arena;        /* small blocks of this state (its free
+                                 lists and chunk are read by allocations;
+                                 the rest by the prefetch of the next
+                                 session, ahead of its step) */
 } ludo__state_t;
 
 /* Why a call is stopped (ludo__state_t.killed). MEMORY: the cap refused

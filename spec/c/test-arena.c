@@ -5,7 +5,8 @@
  * and release returns every byte. Also its inline fast paths and those of
  * the state allocator in front of it (ludo__state_alloc): they must do
  * exactly what the general paths do, and honour the cap and fault
- * injection to the byte. */
+ * injection to the byte. Blocks cut from a chunk span no more cache
+ * lines than their size needs, and lose no byte doing so. */
 #include "helpers.h"
 
 #include <stdlib.h>
@@ -79,6 +80,62 @@ TEST_IMPL(arena_reuse_and_limit) {
   ludo__arena_release(&a);
   ASSERT_EQ(heap.live, 0);
   ASSERT_EQ(test_heap.osize_mismatch, 0);
+}
+
+/* Bytes on the arena's free lists (each block's class size). */
+static size_t free_bytes(const ludo__arena_t *a) {
+  size_t c, n = 0;
+  for (c = 0; c < LUDO__ARENA_CLASSES; c++) {
+    void *p = a->free[c];
+    while (p != NULL) {
+      void *next;
+      LUDO__ARENA_UNPOISON(p, sizeof(void *));
+      next = *(void **)p;
+      LUDO__ARENA_POISON(p, sizeof(void *));
+      n += (c + 1) << 4;
+      p = next;
+    }
+  }
+  return n;
+}
+
+/* A block cut from a chunk spans no more 64-byte lines than its size
+ * needs (a 64-byte block is one line, a 96-byte one two): a block that
+ * would cross one more line boundary starts at the next line, and the
+ * space skipped goes to a free list, so no byte of a chunk is lost. */
+TEST_IMPL(arena_blocks_within_lines) {
+  ludo__alloc_t heap;
+  ludo__arena_t a;
+  unsigned long rng = 42;
+  size_t i, live = 0, chunks;
+  ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
+  ludo__arena_init(&a, &heap);
+  for (i = 0; i < 1500; i++) {
+    size_t n, size, off;
+    unsigned char *p;
+    rng = rng * 6364136223846793005ul + 1442695040888963407ul;
+    n = 1 + (rng >> 33) % LUDO__ARENA_MAX;
+    size = (n + 15) & ~(size_t)15;
+    p = ludo__arena_realloc(&a, NULL, 0, n);
+    ASSERT_NOT_NULL(p);
+    ASSERT_TRUE(!a.overflow);
+    live += size;
+    off = (size_t)((uintptr_t)p & 63);
+    if (size >= 64) ASSERT_LE(off + size, (size + 63) & ~(size_t)63);
+    memset(p, 0x5a, n); /* ASan: the whole block is the caller's */
+  }
+  /* Every byte of the chunks: the live blocks, the free lists (the
+   * skipped space, old chunks' tails), the headers, the unused space. */
+  chunks = a.held / 4096;
+  ASSERT_EQ(live + free_bytes(&a) + chunks * 16 + (size_t)(a.end - a.bump),
+            a.held);
+  /* the skipped space is taken again by blocks of its size */
+  if (a.free[0] != NULL) {
+    void *gap = a.free[0];
+    ASSERT_PTR_EQ(ludo__arena_realloc(&a, NULL, 0, 16), gap);
+  }
+  ludo__arena_release(&a);
+  ASSERT_EQ(heap.live, 0);
 }
 
 /* A heap whose addresses depend only on the sequence of calls made to it:

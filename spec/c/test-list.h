@@ -145,6 +145,7 @@
   /* test-arena.c: the per-state small-object arena */                     \
   X(arena_resizes_keep_contents)                                             \
   X(arena_reuse_and_limit)                                                   \
+  X(arena_blocks_within_lines)                                               \
   X(arena_fast_paths_agree)                                                  \
   X(state_alloc_fast_path_limits)                                            \
   /* test-prefetch.c: a step's memory asked for ahead */                  \

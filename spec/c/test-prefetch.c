@@ -241,11 +241,22 @@ static void step_all(ludo_session_t **ss, const int *order, int n,
   }
 }
 
+/* Is the line of p inside one of the ranges? */
+static int covered(const ranges_t *r, const void *p) {
+  int i;
+  for (i = 0; i < r->n && i < NRANGES; i++)
+    if ((const char *)p >= (const char *)r->p[i] &&
+        (const char *)p < (const char *)r->p[i] + r->len[i])
+      return 1;
+  return 0;
+}
+
 /* Blocking steps in turn link each session to the one called after it;
  * the links follow a change of order, a closed session leaves them (no
  * session points to it: ASan), and the results are those of plain steps
  * (with the threshold at 0, every step asks for the next ones). The ranges
- * asked for a session start with its own record. */
+ * asked for a session start with its own record, and hold the fields of
+ * its records a step reads, not the others. */
 TEST_IMPL(prefetch_learned_order) {
   ludo_runtime_t *rt = test_rt_new(NULL);
   ludo_env_t *env = test_env_load(rt, "examples/echo", NULL);
@@ -280,7 +291,21 @@ TEST_IMPL(prefetch_learned_order) {
   memset(&r, 0, sizeof r);
   ludo__session_ranges(ss[0], note_range, &r);
   ASSERT_PTR_EQ(r.p[0], ss[0]);
-  ASSERT_EQ(r.len[0], sizeof *ss[0]);
+  /* of the records, the fields a step reads and writes; not the rest */
+  ASSERT_EQ(r.len[0], offsetof(ludo_session_t, id));
+  ASSERT_TRUE(covered(&r, &ss[0]->after) && covered(&r, &ss[0]->out.len) &&
+              covered(&r, &ss[0]->in.p) && covered(&r, &ss[0]->task));
+  ASSERT_TRUE(covered(&r, &ss[0]->ps->st.used) &&
+              covered(&r, &ss[0]->ps->st.wd) &&
+              covered(&r, &ss[0]->ps->st.chain[0]) &&
+              covered(&r, &ss[0]->ps->st.arena.free[0]) &&
+              covered(&r, &ss[0]->ps->st.arena.big_hot[LUDO__ARENA_BIG - 1]) &&
+              covered(&r, &ss[0]->ps->step_ref) &&
+              covered(&r, &ss[0]->ps->sched.in_call) &&
+              covered(&r, &ss[0]->ps->sched.done_ud));
+  ASSERT_TRUE(!covered(&r, ss[0]->id) && !covered(&r, &ss[0]->err) &&
+              !covered(&r, ss[0]->ps->st.where) &&
+              !covered(&r, &ss[0]->ps->sched.ops));
   /* closing the middle session unlinks it from both sides */
   ludo_session_close(ss[4]);
   ASSERT_NULL(ss[5]->after);
@@ -300,15 +325,6 @@ TEST_IMPL(prefetch_learned_order) {
 
 /* ---- the lines a step touches, learned ------------------------------- */
 
-/* Is the line of p inside one of the ranges? */
-static int covered(const ranges_t *r, const void *p) {
-  int i;
-  for (i = 0; i < r->n && i < NRANGES; i++)
-    if ((const char *)p >= (const char *)r->p[i] &&
-        (const char *)p < (const char *)r->p[i] + r->len[i])
-      return 1;
-  return 0;
-}
 
 /* The ranges asked for the first chunk when its learned mask is `hot`. */
 static ranges_t chunk_ranges(ludo__arena_t *a, uint64_t hot) {
@@ -331,19 +347,21 @@ static ranges_t chunk_ranges(ludo__arena_t *a, uint64_t hot) {
 TEST_IMPL(arena_learned_ranges) {
   ludo__alloc_t heap;
   ludo__arena_t a;
-  void *blocks[100], *big;
+  void *blocks[300], *big;
   uintptr_t base;
   ranges_t r;
   size_t i, extra;
   ludo__alloc_init(&heap, test_alloc_fn, &test_heap);
   ludo__arena_init(&a, &heap);
-  for (i = 0; i < 100; i++) blocks[i] = ludo__arena_realloc(&a, NULL, 0, 48);
+  /* 16-byte blocks: a chunk holds 255 with nothing left over, and none
+   * is moved to start on a line (arena_blocks_within_lines) */
+  for (i = 0; i < 300; i++) blocks[i] = ludo__arena_realloc(&a, NULL, 0, 16);
   big = ludo__arena_realloc(&a, NULL, 0, 1000);
   ASSERT_NOT_NULL(big);
   ASSERT_EQ(a.held, 2 * 4096); /* two chunks, the first full */
   ASSERT_EQ(asked(&a, a.first[0]), 4096);
   ASSERT_EQ(asked(&a, big), 1000);
-  ludo__arena_realloc(&a, blocks[7], 48, 0); /* a free list's first */
+  ludo__arena_realloc(&a, blocks[7], 16, 0); /* a free list's first */
   base = (uintptr_t)a.first[0] & ~(uintptr_t)63;
   a.learned = 1;
   /* nothing learned in the chunks: the ranges left are the blocks the
@@ -413,6 +431,26 @@ static int lines_asked(const ludo__arena_t *a, const void *p) {
   return n;
 }
 
+/* The lines of the chunk at `ch` that hold the blocks the next
+ * allocations take (a free list's first, the chunk's unused space), as
+ * a mask (bit j: its line j), or'ed with `hot`. */
+static uint64_t next_lines(const ludo__arena_t *a, const void *ch,
+                           uint64_t hot) {
+  uintptr_t base = (uintptr_t)ch & ~(uintptr_t)63, p;
+  size_t c;
+  for (c = 0; c <= LUDO__ARENA_CLASSES; c++) {
+    p = c < LUDO__ARENA_CLASSES ? (uintptr_t)a->free[c] : (uintptr_t)a->bump;
+    if (p >= base && p < base + 4096) hot |= (uint64_t)1 << ((p - base) / 64);
+  }
+  return hot;
+}
+
+static int popcount64(uint64_t m) {
+  int n = 0;
+  for (; m != 0; m &= m - 1) n++;
+  return n;
+}
+
 /* Allocates 256-byte blocks until the arena holds `chunks` chunks;
  * returns the first block of the last chunk begun (NULL if none was). */
 static void *fill_chunks(ludo__arena_t *a, size_t chunks) {
@@ -443,13 +481,17 @@ TEST_IMPL(arena_new_chunks_asked) {
   a.hot[0] = a.hot[1] = 1;                    /* a line of each */
   ASSERT_NOT_NULL(fill_chunks(&a, 3));
   ASSERT_EQ(a.hot[2], 0);
-  /* the third chunk: only the line its next block takes */
-  ASSERT_EQ(lines_asked(&a, a.first[2]), 1);
+  /* the third chunk: only the lines its next blocks take (its unused
+   * space, and the space skipped to start its first block on a line) */
+  ASSERT_EQ(lines_asked(&a, a.first[2]),
+            popcount64(next_lines(&a, a.first[2], 0)));
+  ASSERT_TRUE(lines_asked(&a, a.first[2]) <= 2);
   /* the second: its learned line, and its tail (a free list's first) */
   ASSERT_TRUE(lines_asked(&a, a.first[1]) <= 2);
   /* relearning found its second line: that one too */
   a.hot[2] = 2;
-  ASSERT_EQ(lines_asked(&a, a.first[2]), 2);
+  ASSERT_EQ(lines_asked(&a, a.first[2]),
+            popcount64(next_lines(&a, a.first[2], 2)));
   ASSERT_TRUE(lines_asked(&a, (const char *)a.first[2] + 64) >= 1);
   /* past the first LUDO__ARENA_FIRST chunks: at most the line of the
    * old chunk's tail (a free list's first) and the next block's */
