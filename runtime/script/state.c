@@ -606,6 +606,7 @@ int ludo__state_open(ludo__state_t *st) {
   st->yield_wanted = st->sliced = st->running = st->close_depth = 0;
   memset(&st->wd, 0, sizeof st->wd);
   st->depth = 0;
+  st->located = 0;
   st->sched = NULL;
   memset(&st->llm, 0, sizeof st->llm);
   if (st->core == NULL || !st->core->has_watchdog) st->count_hook = 1;
