@@ -40,11 +40,11 @@ enum { LUDO__CALL_RESET = 1, LUDO__CALL_STEP, LUDO__CALL_STATE,
 #define LUDO__LEARN_STEPS LUDO__ARENA_PHASES
 #define LUDO__RELEARN_STEPS 2048u
 
-/* A prepared session state: sandboxed state + scheduler + runner. */
-/* The order matters to the prefetch of a step (session.c, stage_ranges):
- * what a call reads is the state's first fields, then, adjacent, the end
- * of the state (its arena's record), the references below and the
- * scheduler's first fields. */
+/* A prepared session state: sandboxed state + scheduler + runner. The
+ * order matters to the prefetch of a step (session.c, stage_ranges): what
+ * a call reads is the state's first fields, then, adjacent, the end of the
+ * state (its arena's record), the references below and the scheduler's
+ * first fields. */
 typedef struct ludo__pstate_s {
   ludo__state_t st;
   int dispatch_ref;

@@ -261,15 +261,6 @@ static int cold(const ludo_runtime_t *rt, const ludo_session_t *s) {
   return rt->starts - s->started_at > rt->prefetch_live / mean;
 }
 
-/* Asks the processor for the lines the step of `s` reads, without waiting
- * for them, in three stages a step apart, each reading only what the one
- * before brought: 2, the session's record (reads nothing); 1, its state's
- * arena and call records, its result and input buffers (of the records,
- * only the fields a call reads, which their structs put first); 0, the arena's
- * first chunks and its larger blocks (the state's tables, closures,
- * strings, threads and stack; once learned, only their lines a step
- * touches: script/arena.h, ludo__arena_prefetch). Callers stepping
- * sessions in turn run stage k for the session k + 1 turns ahead. */
 _Static_assert(offsetof(ludo__state_t, arena) + sizeof(ludo__arena_t) ==
                    sizeof(ludo__state_t) &&
                offsetof(ludo__pstate_t, sched) + offsetof(ludo__sched_t, wake) -
@@ -278,6 +269,15 @@ _Static_assert(offsetof(ludo__state_t, arena) + sizeof(ludo__arena_t) ==
                "a state's arena record ends it, and the pstate's references "
                "and the scheduler's first fields follow (env.h)");
 
+/* Asks the processor for the lines the step of `s` reads, without waiting
+ * for them, in three stages a step apart, each reading only what the one
+ * before brought: 2, the session's record (reads nothing); 1, its state's
+ * arena and call records, its result and input buffers; 0, the arena's
+ * first chunks and its larger blocks (the state's tables, closures,
+ * strings, threads and stack; once learned, only their lines a step
+ * touches: script/arena.h, ludo__arena_prefetch). Of the C records, only
+ * the fields a call reads, which their structs put first. Callers stepping
+ * sessions in turn run stage k for the session k + 1 turns ahead. */
 static void stage_ranges(const ludo_session_t *s, int stage,
                          ludo__range_fn fn, void *ud) {
   const ludo__pstate_t *ps;
@@ -288,10 +288,10 @@ static void stage_ranges(const ludo_session_t *s, int stage,
   ps = s->ps;
   if (ps == NULL) return;
   if (stage == 1) {
-    /* what a call reads of its state (its first fields: state.h), and
-     * its arena's record, the references and the scheduler's first
-     * fields, adjacent (env.h) */
-    fn(ps, offsetof(ludo__state_t, where), ud);
+    /* what a call reads of its state (its first fields, to the
+     * outermost running thread: state.h), and its arena's record, the
+     * references and the scheduler's first fields, adjacent (env.h) */
+    fn(ps, offsetof(ludo__state_t, chain) + sizeof ps->st.chain[0], ud);
     fn(&ps->st.arena, (size_t)((const char *)&ps->sched.wake -
                                (const char *)&ps->st.arena), ud);
     /* the last result's buffer (the next is written there) and the

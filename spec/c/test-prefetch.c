@@ -305,6 +305,7 @@ TEST_IMPL(prefetch_learned_order) {
               covered(&r, &ss[0]->ps->sched.done_ud));
   ASSERT_TRUE(!covered(&r, ss[0]->id) && !covered(&r, &ss[0]->err) &&
               !covered(&r, ss[0]->ps->st.where) &&
+              !covered(&r, &ss[0]->ps->st.chain[1]) &&
               !covered(&r, &ss[0]->ps->sched.ops));
   /* closing the middle session unlinks it from both sides */
   ludo_session_close(ss[4]);
