@@ -68,7 +68,7 @@ static int new_chunk(ludo__arena_t *a) {
   if (tail >= 16) {
     /* as ludo__arena_take cuts blocks: the part up to the next line on
      * its own, so the rest starts on a line */
-    size_t head = (64 - ((uintptr_t)a->bump & 63)) & 63;
+    size_t head = ludo__arena_to_line(a->bump);
     if (head != 0 && head < tail) {
       push_free(a, cls_of(head), a->bump);
       a->bump += head;

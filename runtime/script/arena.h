@@ -81,6 +81,11 @@ void ludo__arena_init(ludo__arena_t *a, ludo__alloc_t *heap);
 void *ludo__arena_realloc(ludo__arena_t *a, void *ptr, size_t osize,
                           size_t nsize);
 
+/* Bytes from p to the next 64-byte line (0 when p starts one). */
+static inline size_t ludo__arena_to_line(const void *p) {
+  return (64 - ((uintptr_t)p & 63)) & 63;
+}
+
 /* Puts chunk block p of class c on its free list (poisoned there). */
 static inline void ludo__arena_push(ludo__arena_t *a, size_t c, void *p) {
   LUDO__ARENA_UNPOISON(p, sizeof(void *));
@@ -115,9 +120,8 @@ static inline void *ludo__arena_take(ludo__arena_t *a, size_t n) {
      * line, not two; with thousands of sessions each line is a miss per
      * step. Smaller blocks are not moved: the space skipped would mostly
      * stay unused, a chunk more per session.) */
-    size_t off = (size_t)((uintptr_t)p & 63);
-    if (off + size > ((size + 63) & ~(size_t)63)) {
-      size_t gap = 64 - off;
+    size_t gap = ludo__arena_to_line(p);
+    if (gap != 0 && 64 - gap + size > ((size + 63) & ~(size_t)63)) {
       if ((size_t)(a->end - a->bump) < gap + size) return NULL;
       ludo__arena_push(a, (gap >> 4) - 1, p);
       p = a->bump += gap;

@@ -857,15 +857,13 @@ void ludo__state_locate(ludo__state_t *st, lua_State *L) {
   lua_Debug ar;
   size_t len = 0;
   int level, found = 0;
-  if (st->located && st->where[0] != '\0') return;
-  st->located = 1;
-  st->where[0] = '\0';
+  if (st->located) return;
   for (level = 0; lua_getstack(L, level, &ar); level++) {
     /* "S" and "l" read the function's own fields: no allocation. */
     if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
     if (!found) {
       put_frame(st->where, sizeof st->where, &len, "", &ar);
-      found = 1;
+      found = st->located = 1;
       if (ar.source[0] != '=') return; /* not the library's */
     } else if (ar.source[0] != '=') {
       put_frame(st->where, sizeof st->where, &len, ", from ", &ar);
@@ -895,7 +893,7 @@ typedef struct {
 
 static int push_limit_p(lua_State *L) {
   limit_req_t *r = lua_touserdata(L, 1);
-  if (r->st->located && r->st->where[0] != '\0')
+  if (r->st->located)
     lua_pushfstring(L, "%s (at %s)", r->text, r->st->where);
   else
     lua_pushstring(L, r->text);
@@ -932,7 +930,7 @@ static int state_error_p(lua_State *L) {
    * or a budget check stopped it, or where the thread died. */
   if (r->code == LUDO_ETIMEOUT || r->code == LUDO_ENOMEM) {
     if (r->tb != NULL) ludo__state_locate(r->st, r->tb);
-    if (r->st->located && r->st->where[0] != '\0') {
+    if (r->st->located) {
       lua_pushfstring(L, " (at %s)", r->st->where);
       lua_concat(L, 2);
     }

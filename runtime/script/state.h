@@ -78,7 +78,8 @@ typedef struct ludo__state_s {
                                  clock); 0 = none (set by the scheduler) */
   uint64_t wall_ns;           /* ... the limit it came from, for messages */
   int wall_first;             /* this run's deadline is the wall's */
-  int located;                /* `where` holds this call's place */
+  int located;                /* `where` holds where this call was
+                                 stopped (ludo__state_locate) */
   uint64_t max_instr;         /* instructions allowed per call; 0 = none */
   uint64_t used_ns;           /* running time used so far in this call */
   uint64_t run_start_ns;      /* start of the current running stretch */
