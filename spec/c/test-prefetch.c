@@ -326,7 +326,6 @@ TEST_IMPL(prefetch_learned_order) {
 
 /* ---- the lines a step touches, learned ------------------------------- */
 
-
 /* The ranges asked for the first chunk when its learned mask is `hot`. */
 static ranges_t chunk_ranges(ludo__arena_t *a, uint64_t hot) {
   ranges_t r;
@@ -446,12 +445,6 @@ static uint64_t next_lines(const ludo__arena_t *a, const void *ch,
   return hot;
 }
 
-static int popcount64(uint64_t m) {
-  int n = 0;
-  for (; m != 0; m &= m - 1) n++;
-  return n;
-}
-
 /* Allocates 256-byte blocks until the arena holds `chunks` chunks;
  * returns the first block of the last chunk begun (NULL if none was). */
 static void *fill_chunks(ludo__arena_t *a, size_t chunks) {
@@ -485,14 +478,14 @@ TEST_IMPL(arena_new_chunks_asked) {
   /* the third chunk: only the lines its next blocks take (its unused
    * space, and the space skipped to start its first block on a line) */
   ASSERT_EQ(lines_asked(&a, a.first[2]),
-            popcount64(next_lines(&a, a.first[2], 0)));
+            __builtin_popcountll(next_lines(&a, a.first[2], 0)));
   ASSERT_TRUE(lines_asked(&a, a.first[2]) <= 2);
   /* the second: its learned line, and its tail (a free list's first) */
   ASSERT_TRUE(lines_asked(&a, a.first[1]) <= 2);
   /* relearning found its second line: that one too */
   a.hot[2] = 2;
   ASSERT_EQ(lines_asked(&a, a.first[2]),
-            popcount64(next_lines(&a, a.first[2], 2)));
+            __builtin_popcountll(next_lines(&a, a.first[2], 2)));
   ASSERT_TRUE(lines_asked(&a, (const char *)a.first[2] + 64) >= 1);
   /* past the first LUDO__ARENA_FIRST chunks: at most the line of the
    * old chunk's tail (a free list's first) and the next block's */
