@@ -54,9 +54,13 @@ static void unlink_open(ludo__pages_t *pg, ludo__pages_region_t *r) {
   r->next = r->prev = NULL;
 }
 
-static void unmap_region(ludo__pages_t *pg, ludo__pages_region_t *r) {
+static void release(ludo__pages_region_t *r) {
   ROOT_DEL(r);
   munmap(r, LUDO__PAGES_REGION);
+}
+
+static void unmap_region(ludo__pages_t *pg, ludo__pages_region_t *r) {
+  release(r);
   pg->regions--;
 }
 
@@ -84,21 +88,55 @@ static ludo__pages_region_t *map_region(void) {
   return r;
 }
 
-void ludo__pages_init(ludo__pages_t *pg) { memset(pg, 0, sizeof *pg); }
+ludo__pages_region_t *ludo__pages_map(void) {
+  ludo__pages_region_t *r = map_region(); /* its record: the first fault */
+  if (r == NULL) return NULL;
+#ifdef MADV_POPULATE_WRITE
+  /* the rest of it, where it is not one huge page (Linux 5.14; a hint) */
+  (void)madvise(r, LUDO__PAGES_REGION, MADV_POPULATE_WRITE);
+#endif
+  return r;
+}
+
+void ludo__pages_init(ludo__pages_t *pg) {
+  memset(pg, 0, sizeof *pg);
+  atomic_init(&pg->offered, NULL);
+}
+
+void ludo__pages_on_low(ludo__pages_t *pg, void (*fn)(void *ud), void *ud) {
+  pg->on_low = fn;
+  pg->on_low_ud = ud;
+}
+
+void ludo__pages_offer(ludo__pages_t *pg, ludo__pages_region_t *r) {
+  atomic_store_explicit(&pg->offered, r, memory_order_release);
+}
+
+/* The next region, when `open` has none: the spare, the one mapped ahead,
+ * else a new one mapped now. */
+static ludo__pages_region_t *next_region(ludo__pages_t *pg) {
+  ludo__pages_region_t *r;
+  if ((r = pg->spare) != NULL) {
+    pg->spare = NULL;
+  } else if (atomic_load_explicit(&pg->offered, memory_order_relaxed) !=
+                 NULL &&
+             (r = atomic_exchange_explicit(&pg->offered, NULL,
+                                           memory_order_acquire)) != NULL) {
+    pg->regions++;
+    pg->asked = 0;
+  } else {
+    if ((r = map_region()) == NULL) return NULL;
+    pg->regions++;
+  }
+  link_open(pg, r);
+  pg->left += PAGES_PER_REGION - 1 - r->used;
+  return r;
+}
 
 void *ludo__pages_get(ludo__pages_t *pg) {
   ludo__pages_region_t *r = pg->open;
   void *page;
-  if (r == NULL) {
-    if (pg->spare != NULL) {
-      r = pg->spare;
-      pg->spare = NULL;
-    } else {
-      if ((r = map_region()) == NULL) return NULL;
-      pg->regions++;
-    }
-    link_open(pg, r);
-  }
+  if (r == NULL && (r = next_region(pg)) == NULL) return NULL;
   if (r->given_back != NULL) {
     page = r->given_back;
     r->given_back = *(void **)page;
@@ -107,7 +145,13 @@ void *ludo__pages_get(ludo__pages_t *pg) {
   }
   r->used++;
   pg->used++;
+  pg->left--;
   if (!has_pages(r)) unlink_open(pg, r);
+  if (pg->left < LUDO__PAGES_LOW && pg->on_low != NULL && !pg->asked &&
+      pg->spare == NULL) {
+    pg->asked = 1;
+    pg->on_low(pg->on_low_ud);
+  }
   return page;
 }
 
@@ -120,9 +164,13 @@ void ludo__pages_put(ludo__pages_t *pg, void *page) {
   pg->used--;
   if (r->used > 0) {
     if (was_full) link_open(pg, r);
+    pg->left++;
     return;
   }
-  if (!was_full) unlink_open(pg, r);
+  if (!was_full) { /* its other pages were counted in `left` */
+    unlink_open(pg, r);
+    pg->left -= PAGES_PER_REGION - 2;
+  }
   if (pg->spare == NULL) {
     pg->spare = r;
   } else {
@@ -131,9 +179,12 @@ void ludo__pages_put(ludo__pages_t *pg, void *page) {
 }
 
 void ludo__pages_free(ludo__pages_t *pg) {
-  /* a region with no page out is the spare: put unmaps the others */
+  /* a region with no page out is the spare, or offered: put unmaps the
+   * others */
+  ludo__pages_region_t *r = atomic_exchange(&pg->offered, NULL);
   if (pg->spare != NULL) {
     unmap_region(pg, pg->spare);
     pg->spare = NULL;
   }
+  if (r != NULL) release(r);
 }

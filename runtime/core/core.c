@@ -38,6 +38,9 @@ int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
   if (ludo__codecache_init(&c->cache, &c->heap, c->module_path) != 0)
     goto fail_loop;
   c->has_watchdog = ludo__watchdog_init(&c->watchdog) == 0;
+  ludo__pages_init(&c->pages);
+  /* failing, the pages map each region when it is needed */
+  (void)ludo__prefault_init(&c->prefault, &c->pages);
   uv_idle_init(c->loop, &c->idle);
   c->idle.data = c;
   ludo__core_handle_opened(c);
@@ -81,6 +84,7 @@ void ludo__core_close(ludo__core_t *c) {
   c->ready.head = c->ready.tail = c->later.head = c->later.tail = NULL;
   c->held.head = c->held.tail = NULL;
   if (c->has_watchdog) ludo__watchdog_free(&c->watchdog);
+  ludo__prefault_free(&c->prefault);
   ludo__codecache_free(&c->cache);
   ludo__registry_free(&c->cmods);
   if (c->module_path)

@@ -28,6 +28,7 @@
 #include "base/log.h"
 #include "base/pages.h"
 #include "core/codecache.h"
+#include "core/prefault.h"
 #include "core/registry.h"
 #include "core/watchdog.h"
 #include "ludo_defs.h"
@@ -63,6 +64,7 @@ typedef struct ludo__core_s {
   ludo__pages_t pages;       /* the states' arena chunks, when `heap` is
                                 the C library's (a host's allocator gets
                                 them too); freed with the runtime */
+  ludo__prefault_t prefault; /* maps the pages' next region ahead */
   ludo__log_t log;
   uv_loop_t own_loop;
   uv_loop_t *loop;           /* &own_loop, or the host's */

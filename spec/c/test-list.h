@@ -166,6 +166,9 @@
   X(arena_chunks_from_pages)                                                 \
   X(pages_hold_runtime_chunks)                                               \
   X(pages_borrowed_loop_free)                                                \
+  X(pages_next_region_asked_ahead)                                           \
+  X(prefault_maps_next_region)                                               \
+  X(prefault_runtime_regions)                                                \
   /* test-bytecode.c: trimmed debug information of library modules */     \
   X(bytecode_trim_keeps_lines)                                               \
   X(bytecode_trim_refuses_bad_chunks)                                        \

@@ -3,15 +3,21 @@
  * back are handed out first; an emptied region is kept as the one spare
  * or unmapped; an arena takes its chunks there and counts them in its
  * heap; a runtime on the C library's allocator puts its sessions' chunks
- * there, and one on a host's allocator does not; and a runtime freed with
- * sessions open on a borrowed loop gives every page back first. */
+ * there, and one on a host's allocator does not; a runtime freed with
+ * sessions open on a borrowed loop gives every page back first; and the
+ * next region is asked for once the pages run low, mapped on another
+ * thread (runtime/core/prefault.c) and taken before a new one would be
+ * mapped. */
 #include "helpers.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <uv.h>
 
 #include "base/pages.h"
+#include "core/prefault.h"
 #include "env/env.h"
 #include "script/arena.h"
 
@@ -174,5 +180,149 @@ TEST_IMPL(pages_borrowed_loop_free) {
   }
   ludo_runtime_free(rt);
   uv_run(&loop, UV_RUN_DEFAULT);
+  ASSERT_OK(uv_loop_close(&loop));
+}
+
+/* 1 while the page at p is mapped. */
+static int mapped(const void *p) {
+  unsigned char v;
+  return mincore((void *)((uintptr_t)p & ~(uintptr_t)(LUDO__PAGE - 1)),
+                 LUDO__PAGE, &v) == 0 || errno != ENOMEM;
+}
+
+static int low_calls;
+
+static void count_low(void *ud) {
+  (void)ud;
+  low_calls++;
+}
+
+static void map_and_offer(void *arg) {
+  ludo__pages_t *pg = arg;
+  ludo__pages_offer(pg, ludo__pages_map());
+}
+
+/* The ask comes once the pages left fall below LUDO__PAGES_LOW, once
+ * until its answer is taken; the answer, mapped and offered from another
+ * thread, is the region the next get that needs one takes (a spare
+ * first); `left` counts the pages not handed out; one offered and never
+ * taken is unmapped by the free. */
+TEST_IMPL(pages_next_region_asked_ahead) {
+  static void *got[2 * PER];
+  ludo__pages_t pg;
+  uv_thread_t th;
+  uintptr_t offered;
+  void *spare_page;
+  int i, n = 0;
+  ludo__pages_init(&pg);
+  ludo__pages_on_low(&pg, count_low, NULL);
+  low_calls = 0;
+  while (n < PER - (int)LUDO__PAGES_LOW) got[n++] = ludo__pages_get(&pg);
+  ASSERT_EQ(pg.left, LUDO__PAGES_LOW);
+  ASSERT_EQ(low_calls, 0); /* not below yet */
+  got[n++] = ludo__pages_get(&pg);
+  ASSERT_EQ(low_calls, 1);
+  for (i = 0; i < 10; i++) got[n++] = ludo__pages_get(&pg);
+  ASSERT_EQ(low_calls, 1); /* asked once */
+  ludo__pages_put(&pg, got[--n]);
+  ASSERT_EQ(pg.left, LUDO__PAGES_LOW - 10);
+  ASSERT_OK(uv_thread_create(&th, map_and_offer, &pg));
+  ASSERT_OK(uv_thread_join(&th));
+  offered = (uintptr_t)atomic_load(&pg.offered);
+  ASSERT_TRUE(offered != 0);
+  ASSERT_EQ(pg.regions, 1); /* counted once taken */
+  while (n < PER) got[n++] = ludo__pages_get(&pg);
+  ASSERT_EQ(pg.left, 0);
+  got[n++] = ludo__pages_get(&pg); /* the first full: the offered one */
+  ASSERT_EQ(region(got[n - 1]), offered);
+  ASSERT_NULL(atomic_load(&pg.offered));
+  ASSERT_EQ(pg.regions, 2);
+  ASSERT_EQ(pg.left, PER - 1);
+  ASSERT_EQ(low_calls, 1);
+  while (pg.left >= LUDO__PAGES_LOW) got[n++] = ludo__pages_get(&pg);
+  ASSERT_EQ(low_calls, 2); /* taken: may ask again */
+  /* a spare goes before an offered region */
+  ASSERT_OK(uv_thread_create(&th, map_and_offer, &pg));
+  ASSERT_OK(uv_thread_join(&th));
+  offered = (uintptr_t)atomic_load(&pg.offered);
+  for (i = n - 1; i >= PER; i--) ludo__pages_put(&pg, got[i]);
+  n = PER; /* the second region empty: the spare */
+  ASSERT_EQ(pg.regions, 2);
+  ASSERT_EQ(pg.left, 0); /* the first is full, the spare not open */
+  spare_page = ludo__pages_get(&pg);
+  ASSERT_EQ(pg.left, PER - 1);
+  ASSERT_EQ(region(spare_page), region(got[PER]));
+  ASSERT_EQ((uintptr_t)atomic_load(&pg.offered), offered);
+  ludo__pages_put(&pg, spare_page);
+  for (i = 0; i < n; i++) ludo__pages_put(&pg, got[i]);
+  ASSERT_EQ(pg.used, 0);
+  ASSERT_TRUE(mapped((void *)offered));
+  ludo__pages_free(&pg);
+  ASSERT_EQ(pg.regions, 0);
+  ASSERT_TRUE(!mapped((void *)offered)); /* offered, never taken: gone */
+}
+
+/* The core's thread answers: a pages source asking through
+ * ludo__prefault gets its next region mapped on that thread, with no
+ * region mapped by the gets themselves; freeing the thread joins it. */
+TEST_IMPL(prefault_maps_next_region) {
+  static void *got[PER + 1];
+  ludo__pages_t pg;
+  ludo__prefault_t pf;
+  int i, waited;
+  ludo__pages_init(&pg);
+  ASSERT_OK(ludo__prefault_init(&pf, &pg));
+  ASSERT_EQ(pf.started, 0); /* no thread before the first ask */
+  for (i = 0; i < PER - (int)LUDO__PAGES_LOW; i++)
+    got[i] = ludo__pages_get(&pg);
+  ASSERT_EQ(pf.started, 0);
+  got[i++] = ludo__pages_get(&pg); /* low: asks */
+  ASSERT_EQ(pf.started, 1);
+  for (waited = 0; atomic_load(&pg.offered) == NULL && waited < 5000;
+       waited++)
+    uv_sleep(1);
+  ASSERT_NOT_NULL(atomic_load(&pg.offered));
+  ASSERT_EQ(pg.regions, 1);
+  for (; i <= PER; i++) got[i] = ludo__pages_get(&pg);
+  ASSERT_NULL(atomic_load(&pg.offered)); /* taken, not mapped anew */
+  ASSERT_EQ(pg.regions, 2);
+  ASSERT_TRUE(region(got[PER]) != region(got[0]));
+  *(volatile char *)got[PER] = 1; /* writable */
+  ludo__prefault_free(&pf);
+  ASSERT_NULL(pg.on_low);
+  for (i = 0; i <= PER; i++) ludo__pages_put(&pg, got[i]);
+  ludo__pages_free(&pg);
+  ASSERT_EQ(pg.regions, 0);
+}
+
+/* A runtime whose sessions take more than half a region has its next
+ * region mapped ahead, and frees cleanly with the thread running (on an
+ * own loop and on a borrowed one). */
+TEST_IMPL(prefault_runtime_regions) {
+  uv_loop_t loop;
+  int k;
+  ASSERT_OK(uv_loop_init(&loop));
+  for (k = 0; k < 2; k++) {
+    ludo_runtime_t *rt = default_alloc_rt(k ? &loop : NULL);
+    ludo_env_t *env;
+    ludo_session_t *s;
+    const char *out;
+    size_t len;
+    int waited;
+    ASSERT_OK(ludo_env_load(rt, "examples/echo", NULL, &env));
+    while (rt->core.prefault.started == 0 && rt->core.pages.regions < 2) {
+      ASSERT_OK(ludo_session_open(env, &s));
+      ASSERT_OK(ludo_session_reset(s, "{}", 2, &out, &len));
+    }
+    ASSERT_EQ(rt->core.prefault.started, 1); /* asked before a 2nd region */
+    ASSERT_EQ(rt->core.pages.regions, 1);
+    for (waited = 0; atomic_load(&rt->core.pages.offered) == NULL &&
+                     waited < 5000;
+         waited++)
+      uv_sleep(1);
+    ASSERT_NOT_NULL(atomic_load(&rt->core.pages.offered));
+    ludo_runtime_free(rt);
+    if (k) uv_run(&loop, UV_RUN_DEFAULT);
+  }
   ASSERT_OK(uv_loop_close(&loop));
 }
