@@ -343,6 +343,10 @@ $(BUILD)/ludo-prefetch-ab: bench/prefetch_ab.c $(BUILD)/libludo.a $(LUA_A)
 $(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
+# Every step of 4,096 sessions timed: the worst, and those over 1 ms.
+$(BUILD)/ludo-step-stalls: bench/step_stalls.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 # Reads Lua's internal structures: built against the headers of the Lua
 # that build-lua compiled (scripts/lua-build.sh).
 $(BUILD)/ludo-heap-map: bench/heap_map.c $(BUILD)/libludo.a $(LUA_A)
