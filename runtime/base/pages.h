@@ -24,8 +24,8 @@
  * that needs a chunk then finds a region ready instead of waiting for
  * the fault.
  *
- * One per runtime (core/core.h), used by its thread only: no locking
- * (ludo__pages_map, for other threads, touches no ludo__pages_t). */
+ * One per runtime (core/core.h), used by its thread only: no locking.
+ * Other threads call only ludo__pages_map and ludo__pages_offer. */
 #ifndef LUDO_BASE_PAGES_H
 #define LUDO_BASE_PAGES_H
 
@@ -82,7 +82,7 @@ void ludo__pages_on_low(ludo__pages_t *pg, void (*fn)(void *ud), void *ud);
 
 /* A new region, mapped and its memory faulted in; NULL when the system
  * has no memory. Reads and writes no ludo__pages_t: any thread may call
- * it. The region is the caller's until given to ludo__pages_adopt. */
+ * it. The region is the caller's until given to ludo__pages_offer. */
 ludo__pages_region_t *ludo__pages_map(void);
 
 /* The answer to on_low, from any thread: r (from ludo__pages_map, not

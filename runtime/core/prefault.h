@@ -8,7 +8,7 @@
  * run low (ludo__pages_on_low), this thread maps and touches the next
  * region and offers it (ludo__pages_offer): the fault is paid on another
  * processor while the runtime's thread goes on. (A host that gives ludo
- * one processor pays it there all the same, only not inside a step.)
+ * one processor pays it there all the same.)
  *
  * The thread starts on the first ask, so a runtime whose sessions fit in
  * half a region never has one; ludo__prefault_free joins it. */
