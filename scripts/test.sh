@@ -165,9 +165,9 @@ check "ludo run: an environment's error names its file:line, the \
 library's frames theirs" bash -c \
   "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
    --policy spec/fixtures/cli/where_raise_policy.lua >/tmp/ludo-where.out 2>&1; \
-   grep -q 'ESCRIPT: spec/fixtures/c/where/env.lua:13: raised on purpose' \
+   grep -q 'ESCRIPT: the root rubric (Probe): spec/fixtures/c/where/env.lua:13: raised on purpose' \
      /tmp/ludo-where.out && \
-   grep -q 'lua/ludo/runner.lua:[0-9][0-9]*: in ' /tmp/ludo-where.out && \
+   grep -q 'lua/ludo/rubric.lua:[0-9][0-9]*: in ' /tmp/ludo-where.out && \
    ! grep -q '?:-1' /tmp/ludo-where.out"
 check "ludo run: a policy's error names its file:line" bash -c \
   "'$BUILD/ludo' run spec/fixtures/c/where --max-steps 2 \
@@ -183,10 +183,10 @@ check "ludo run: LUDO_DEBUG=0 drops the library's lines, 1 keeps names" \
    | grep -q 'env.lua:13: raised' && ! LUDO_DEBUG=0 '$BUILD/ludo' run \
    spec/fixtures/c/where --max-steps 2 \
    --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
-   | grep -q 'lua/ludo/runner.lua:[0-9]' && LUDO_DEBUG=1 '$BUILD/ludo' run \
+   | grep -q 'lua/ludo/rubric.lua:[0-9]' && LUDO_DEBUG=1 '$BUILD/ludo' run \
    spec/fixtures/c/where --max-steps 2 \
    --policy spec/fixtures/cli/where_raise_policy.lua 2>&1 \
-   | grep -q \"in upvalue 'env_step'\""
+   | grep -q \"in upvalue 'error'\""
 check "ludo --version" "$BUILD/ludo" --version
 check "ludo run --help" "$BUILD/ludo" run --help
 expect_exit "bad option exits 2" 2 "$BUILD/ludo" run examples/echo --bogus

@@ -1,8 +1,9 @@
 -- ludo.runner: the Lua half of a session. The C core loads the environment
 -- module into a fresh sandboxed state, hands it to runner.init, and then
 -- runs every call as runner.dispatch(kind) inside the session's coroutine,
--- reading the call's JSON input through ludo.core.input(). It is kept
--- small on purpose: every session state holds its code.
+-- reading the call's JSON input through ludo.core.input(); a step is a C
+-- function that init builds from the runner's parts (step_parts below). It
+-- is kept small on purpose: every session state holds its code.
 --
 -- What a call does (see docs/environments.md):
 --   reset(opts): opts are checked by the C validator (`seed` integer,
@@ -38,7 +39,7 @@ local M = {}
 
 local env_step, env_reset, env_state, env_close, env_name
 local check_action, check_reset, rubric, transform, raise, settle
-local action_decl, nulls
+local action_decl
 -- The {name, rubric} pairs init returned; `stamp` is the step's stamp
 -- (ludo.rubric "Step stamps"), which the C core compares to each rubric's.
 local named_rubrics
@@ -54,13 +55,15 @@ local function bound_tools()
   return tools
 end
 local tasks -- tasks(kind) gives ludo.tasks(_api) bound to the module's
-local episode_id, step_count = nil, 0
+local episode_id
 local input, type, error = core.input, type, error
 
 -- What the call is running, for the C core's error messages ("... during
 -- the rubric of step"): 0 the environment's own code, 1 the transform,
--- 2 the rubric. The core reads doing[1] when a call fails.
-local doing = { 0 }
+-- 2 the rubric. The core reads doing[1] when a call fails. doing[2] is
+-- the episode's step count (STEPS), which the step (in C) adds to.
+local STEPS = 2
+local doing = { 0, 0 }
 M.doing = doing
 
 -- Raises unless `obs` is an observation table; nil means an empty one.
@@ -110,6 +113,46 @@ local function report_step_rewards(obs)
   md.step_rewards = out
 end
 
+-- The action's optional fields given as null (as typed clients send an
+-- unset Optional field; the schema takes it) reach step as nil, as if
+-- left out: the step asks action_nulls() at its first checked step for
+-- the function that drops them (false when the declaration has none:
+-- ludo.schema.nulls).
+local function action_nulls()
+  local schema = require("ludo.schema")
+  local fields, drop = schema.nulls(action_decl), schema.drop_nulls
+  return fields and function(action) drop(action, fields) end or false
+end
+
+-- A tool action (a step whose action is {"type":"list_tools"} or
+-- {"type":"call_tool",...}): the observation of ludo.tools.
+local function tool_step(action)
+  return bound_tools().step(action)
+end
+
+-- A step (call 2) is a C function (ludo.core.runner_step, built by init
+-- from these parts; runtime/script/lstep.h): it reads the action
+-- (core.input), runs a tool action through tool_step (no reward, no
+-- transform, no rubric; the step counts), else validates the action
+-- against the declared action schema (in C; the error names the field),
+-- drops its null optional fields, calls env.step(action), counts the
+-- step, applies the transform, then the rubric (starting the step's
+-- stamp first, so that metadata.rubrics tells the rubrics called: see
+-- ludo.rubric; an error in the rubric names the rubric that failed), and
+-- reports the trajectory rubrics' step rewards at the end of an episode.
+-- It returns the observation and the rubric's score (false for a tool's
+-- observation: the C core neither scores it nor checks it against the
+-- schema). The C core starts a step with M.step, without dispatch.
+local function step_parts()
+  return {
+    doing = doing, input = input, step = env_step, check = check_action,
+    nulls = action_nulls, tools = tools_load and tool_step,
+    transform = transform, rubric = rubric, settle = settle,
+    named = named_rubrics, report = trajectories and report_step_rewards,
+    raise = raise, name = env_name,
+  }
+end
+
 -- Binds the session to the environment module `mod` (already checked by
 -- ludo.envinfo in the probe state). `action`/`reset` are the C validators
 -- of the action schema (or nil) and of the reset options; `raiser` raises
@@ -129,7 +172,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
   check_action, check_reset, raise = action, reset, raiser
-  action_decl, nulls = mod.action, nil
+  action_decl = mod.action
   rubric, transform = mod.rubric, mod.transform
   tools_load, tools_decl = tools_loader, mod.tools
   tasks = load
@@ -151,6 +194,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
     add_trajectory("total", rubric)
     for i = 1, #named do add_trajectory(named[i][1], named[i][2]) end
   end
+  M.step = core.runner_step(step_parts())
   return named
 end
 
@@ -170,7 +214,7 @@ local function reset(opts)
   -- below succeeded: after a reset that failed, state() says there is no
   -- episode (episode_id null) instead of naming one that never started.
   local new_id = (eid ~= nil and eid ~= null) and eid or core.uuid()
-  episode_id, step_count = nil, 0
+  episode_id, doing[STEPS] = nil, 0
   if type(rubric) == "table" and rubric.reset then
     doing[1] = 2
     rubric:reset()
@@ -187,65 +231,6 @@ end
 
 -- ---- calls -------------------------------------------------------------
 
--- The action's optional fields given as null (as typed clients send an
--- unset Optional field; the schema takes it) reach step as nil, as if
--- left out: `nulls` is ludo.schema.nulls of the declaration, found at the
--- first checked step (false: none).
-local null_to_nil
-
-local function load_nulls(decl)
-  local schema = require("ludo.schema")
-  null_to_nil = schema.drop_nulls
-  return schema.nulls(decl) or false
-end
-
--- A step (call 2): the C core starts it directly (M.step), without
--- dispatch. `is_table` is core.input()'s second result, true when the
--- action is a table (cheaper than type(action) on every step).
-local function step()
-  doing[1] = 0
-  local action, is_table = input()
-  if action == nil then action = {} end
-  if tools_load and is_table
-    and (action.type == "list_tools" or action.type == "call_tool") then
-    local obs = bound_tools().step(action)
-    step_count = step_count + 1
-    -- false where a step returns the rubric's score: the C core neither
-    -- scores a tool's observation nor checks it against the schema
-    return obs, false
-  end
-  if check_action then
-    local ok, err = check_action(action) -- (checked, inline: every step)
-    if not ok then raise("ESCHEMA", err, 0) end
-    if nulls == nil then nulls = load_nulls(action_decl) end
-    if nulls then null_to_nil(action, nulls) end
-  end
-  local obs = env_step(action)
-  if type(obs) ~= "table" or obs == null then
-    if obs == nil then
-      error("ESCRIPT: step of environment " .. env_name .. " returned "
-        .. "nothing; it must return an observation table", 0)
-    end
-    obs = observation(obs, "step")
-  end
-  step_count = step_count + 1
-  if transform then
-    doing[1] = 1
-    obs = observation(transform(obs, action), "the transform")
-  end
-  if rubric ~= nil then
-    -- Forget a rubric call that a stopped step left in progress, so that
-    -- errors name the rubric that failed, and start the step's stamp, so
-    -- that metadata.rubrics tells the rubrics called (see ludo.rubric).
-    if settle then named_rubrics.stamp = settle() end
-    doing[1] = 2
-    local score = rubric(action, obs)
-    if trajectories then report_step_rewards(obs) end
-    return obs, score
-  end
-  return obs
-end
-
 local function state()
   local st = env_state and env_state() or {}
   if type(st) ~= "table" then
@@ -253,7 +238,8 @@ local function state()
   end
   local eid, n = st.episode_id, st.step_count
   if eid == nil or n == nil then
-    local copy = { episode_id = episode_id or null, step_count = step_count }
+    local copy = { episode_id = episode_id or null,
+      step_count = doing[STEPS] }
     for k, v in pairs(st) do copy[k] = v end
     st, eid, n = copy, copy.episode_id, copy.step_count
   end
@@ -274,7 +260,7 @@ end
 -- the session's coroutine. (The C core starts a step with M.step.)
 function M.dispatch(kind)
   doing[1] = 0
-  if kind == 2 then return step() end
+  if kind == 2 then return M.step() end
   if kind == 1 then return reset((input())) end
   if kind == 3 then return state() end
   if kind == 5 then
@@ -288,6 +274,4 @@ function M.dispatch(kind)
   end
   if env_close then env_close() end
 end
-M.step = step
-
 return M

@@ -172,7 +172,8 @@ static int load_tasks(lua_State *L) {
 
 /* Runs in the new state, protected and under the CPU budget: loads the
  * runner and the environment module, and keeps runner.dispatch (and
- * runner.step, which a step starts without the dispatch).
+ * runner.step, which a step starts without the dispatch: runner.init
+ * builds it).
  * [-0, +0, e] */
 static int build_protected(lua_State *L) {
   build_req_t *r = lua_touserdata(L, 1);
@@ -184,8 +185,6 @@ static int build_protected(lua_State *L) {
   ludo__modules_require(L, "ludo.runner"); /* runner */
   lua_getfield(L, -1, "dispatch");
   r->ps->dispatch_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_getfield(L, -1, "step");
-  r->ps->step_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "doing");
   r->ps->doing_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_getfield(L, -1, "init");             /* runner, init */
@@ -213,6 +212,8 @@ static int build_protected(lua_State *L) {
     lua_pushnil(L);
   }
   lua_call(L, 7, 1);                       /* runner, named */
+  lua_getfield(L, -2, "step");
+  r->ps->step_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   prepare_named(L);                        /* runner, {keys, objs} */
   lua_rawgeti(L, LUA_REGISTRYINDEX, r->ps->encode_ref);
   ludo__result_bind_rubrics(L, -1, -2);

@@ -13,6 +13,7 @@
 #include "base/uuid.h"
 #include "ludo_defs.h"
 #include "script/json.h"
+#include "script/lstep.h"
 #include "script/sched.h"
 #include "script/state.h"
 
@@ -183,7 +184,7 @@ LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
       {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
       {"memory", ludo_l_core_memory}, {"where", ludo_l_core_where},
       {"redact", ludo_l_core_redact}, {"is_score", ludo_l_core_is_score},
-      {NULL, NULL}};
+      {"runner_step", ludo__lstep_new}, {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }
