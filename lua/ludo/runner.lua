@@ -2,7 +2,7 @@
 -- module into a fresh sandboxed state, hands it to runner.init, and then
 -- runs every call as runner.dispatch(kind) inside the session's coroutine,
 -- reading the call's JSON input through ludo.core.input(); a step is a C
--- function that init builds from the runner's parts (step_parts below). It
+-- function that init builds from the runner's parts (see M.init). It
 -- is kept small on purpose: every session state holds its code.
 --
 -- What a call does (see docs/environments.md):
@@ -130,29 +130,6 @@ local function tool_step(action)
   return bound_tools().step(action)
 end
 
--- A step (call 2) is a C function (ludo.core.runner_step, built by init
--- from these parts; runtime/script/lstep.h): it reads the action
--- (core.input), runs a tool action through tool_step (no reward, no
--- transform, no rubric; the step counts), else validates the action
--- against the declared action schema (in C; the error names the field),
--- drops its null optional fields, calls env.step(action), counts the
--- step, applies the transform, then the rubric (starting the step's
--- stamp first, so that metadata.rubrics tells the rubrics called: see
--- ludo.rubric; an error in the rubric names the rubric that failed), and
--- reports the trajectory rubrics' step rewards at the end of an episode.
--- It returns the observation and the rubric's score (false for a tool's
--- observation: the C core neither scores it nor checks it against the
--- schema). The C core starts a step with M.step, without dispatch.
-local function step_parts()
-  return {
-    doing = doing, input = input, step = env_step, check = check_action,
-    nulls = action_nulls, tools = tools_load and tool_step,
-    transform = transform, rubric = rubric, settle = settle,
-    named = named_rubrics, report = trajectories and report_step_rewards,
-    raise = raise, name = env_name,
-  }
-end
-
 -- Binds the session to the environment module `mod` (already checked by
 -- ludo.envinfo in the probe state). `action`/`reset` are the C validators
 -- of the action schema (or nil) and of the reset options; `raiser` raises
@@ -194,7 +171,24 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
     add_trajectory("total", rubric)
     for i = 1, #named do add_trajectory(named[i][1], named[i][2]) end
   end
-  M.step = core.runner_step(step_parts())
+  -- A step (call 2) is a C function built from the runner's parts
+  -- (ludo.core.runner_step, runtime/script/lstep.h; the parts in its
+  -- order, as arguments: a table of them would be garbage of every
+  -- session's build). It reads the action (core.input), runs a tool action
+  -- through tool_step (no reward, no transform, no rubric; the step
+  -- counts), else validates the action against the declared action schema
+  -- (in C; the error names the field), drops its null optional fields,
+  -- calls env.step(action), counts the step, applies the transform, then
+  -- the rubric (starting the step's stamp first, so that metadata.rubrics
+  -- tells the rubrics called: see ludo.rubric; an error in the rubric
+  -- names the rubric that failed), and reports the trajectory rubrics'
+  -- step rewards at the end of an episode. It returns the observation and
+  -- the rubric's score (false for a tool's observation: the C core
+  -- neither scores it nor checks it against the schema). The C core
+  -- starts a step with M.step, without dispatch.
+  M.step = core.runner_step(doing, input, env_step, check_action,
+    action_nulls, tools_load and tool_step, transform, rubric, settle,
+    named_rubrics, trajectories and report_step_rewards, raise, env_name)
   return named
 end
 

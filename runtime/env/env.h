@@ -57,6 +57,7 @@ typedef struct ludo__pstate_s {
                                   call's end (session.c, settle_memory) */
   unsigned cold_steps;         /* steps taken cold since it last learned
                                   (session.c, learning) */
+  int pause;                   /* the collector's pause (%) once built */
   struct ludo__pstate_s *next;
   ludo__sched_t sched;
 } ludo__pstate_t;
@@ -195,10 +196,11 @@ void ludo__env_compile_schema(lua_State *L, ludo_env_t *env,
  * runtime's limits. On failure writes rt->errmsg. */
 int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
                      const char *who, ludo__pstate_t **out);
-/* Collects the state of `ps` fully (L: its running thread), then moves
- * the start of its next collection cycle a random part of the way
- * towards now, without collecting, so that states built together do not
- * collect together. */
+/* Gives the state of `ps` its own collector pause (ps->pause; its build
+ * ran with pstate.c's BUILD_PAUSE), collects it fully (L: its running
+ * thread), then moves the start of its next collection cycle a random
+ * part of the way towards now, without collecting, so that states built
+ * together do not collect together. */
 void ludo__pstate_collect(ludo_runtime_t *rt, ludo__pstate_t *ps,
                           lua_State *L);
 

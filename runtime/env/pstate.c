@@ -10,6 +10,16 @@
 #include "base/errors.h"
 #include "env/env.h"
 
+/* The collector's pause (%) while a state is built: the same for every
+ * state, so that builds of one environment collect at the same points
+ * and hold the same chunks, and a little under Lua's 200 %, so less of
+ * the build's garbage is there at its peak. The chunks a build leaves
+ * are the idle session's memory: with each state's own pause (200-300 %,
+ * below) during the build, 44 % of echo's states kept an eighth chunk of
+ * 4 KiB; with 190 % none did (docs/performance.md, "Session 37"). A
+ * script's state, never collected after its build, keeps this pause. */
+#define BUILD_PAUSE 190
+
 /* A number in [0, n) from the runtime's generator (rt->gc_seed), which
  * spreads what states built together would otherwise do together. */
 static unsigned spread(ludo_runtime_t *rt, unsigned n) {
@@ -39,8 +49,11 @@ int ludo__pstate_new(ludo_runtime_t *rt, ludo__modules_t *modules,
    * 200-300 %: with the code shared (core/codecache.h) the live heap is
    * about half what it was and made of small objects, so at Lua's 200 % a
    * step paid 2 % more in collections (callgrind, @256); a busy session's
-   * peak (live x pause) stays below what it was. */
-  ps->st.gc_pause = 200 + (int)spread(rt, 101);
+   * peak (live x pause) stays below what it was. That pause is the
+   * session's once it is built (ludo__pstate_collect); the build itself
+   * runs with BUILD_PAUSE. */
+  ps->pause = 200 + (int)spread(rt, 101);
+  ps->st.gc_pause = BUILD_PAUSE;
   /* Relearning (session.c, learning) comes every LUDO__RELEARN_STEPS cold
    * steps: states stepped together from the same count would all relearn
    * in the same round (at 256 sessions, a round of 4 ms against 0.7). */
@@ -99,7 +112,9 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
  * its own phase. */
 void ludo__pstate_collect(ludo_runtime_t *rt, ludo__pstate_t *ps,
                           lua_State *L) {
-  int kb, gap, pause = ps->st.gc_pause;
+  int kb, gap, pause = ps->pause;
+  ps->st.gc_pause = pause;
+  lua_gc(L, LUA_GCINC, pause, 200, 11); /* as state.c sets it */
   lua_gc(L, LUA_GCCOLLECT);
   kb = lua_gc(L, LUA_GCCOUNT);
   /* (4 % below the pause asked for: the one Lua keeps may be lower) */

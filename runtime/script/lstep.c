@@ -6,9 +6,10 @@
 
 #include "script/json.h"
 
-/* The closure's upvalues, named as `parts` names them. 14 of them make
- * it 256 bytes, the largest block a state's arena holds (a larger one
- * would come from the heap, apart from the session's other objects). */
+/* The closure's upvalues: the parts in their order (lstep.h), then what
+ * the first checked step found. 14 of them make it 256 bytes, the
+ * largest block a state's arena holds (a larger one would come from the
+ * heap, apart from the session's other objects). */
 enum {
   UP_DOING = 1, UP_INPUT, UP_STEP, UP_CHECK, UP_NULLS_OF, UP_TOOLS,
   UP_TRANSFORM, UP_RUBRIC, UP_SETTLE, UP_NAMED, UP_REPORT, UP_RAISE,
@@ -17,9 +18,6 @@ enum {
   UP_COUNT = UP_DROP
 };
 
-static const char *const part_names[] = {
-    "doing",  "input", "step",   "check", "nulls", "tools", "transform",
-    "rubric", "settle", "named", "report", "raise", "name"};
 
 /* Where a continuation picks up. */
 enum { K_NULLS, K_DROP, K_TOOL, K_ENV, K_TRANSFORM, K_SETTLE, K_SCORE,
@@ -204,17 +202,12 @@ static int step(lua_State *L) {
 }
 
 int ludo__lstep_new(lua_State *L) {
-  int i;
-  luaL_checktype(L, 1, LUA_TTABLE);
-  for (i = 0; i < (int)(sizeof part_names / sizeof *part_names); i++)
-    lua_getfield(L, 1, part_names[i]);
-  luaL_checktype(L, 1 + UP_DOING, LUA_TTABLE);
-  luaL_checktype(L, 1 + UP_INPUT, LUA_TFUNCTION);
-  luaL_checktype(L, 1 + UP_NAME, LUA_TSTRING);
-  if (!lua_isnil(L, 1 + UP_CHECK))
-    luaL_checktype(L, 1 + UP_NULLS_OF, LUA_TFUNCTION);
-  if (!lua_isnil(L, 1 + UP_SETTLE)) luaL_checktype(L, 1 + UP_NAMED,
-                                                   LUA_TTABLE);
+  lua_settop(L, UP_NAME);
+  luaL_checktype(L, UP_DOING, LUA_TTABLE);
+  luaL_checktype(L, UP_INPUT, LUA_TFUNCTION);
+  luaL_checktype(L, UP_NAME, LUA_TSTRING);
+  if (!lua_isnil(L, UP_CHECK)) luaL_checktype(L, UP_NULLS_OF, LUA_TFUNCTION);
+  if (!lua_isnil(L, UP_SETTLE)) luaL_checktype(L, UP_NAMED, LUA_TTABLE);
   lua_pushnil(L); /* UP_DROP */
   lua_pushcclosure(L, step, UP_COUNT);
   return 1;

@@ -17,7 +17,9 @@
 
 #include <lua.h>
 
-/* ludo.core.runner_step(parts) -> the step function. `parts` is a table:
+/* ludo.core.runner_step(doing, input, step, check, nulls, tools,
+ * transform, rubric, settle, named, report, raise, name) -> the step
+ * function, from the runner's parts:
  *   doing      the runner's table: doing[1] what runs (0 the environment,
  *              1 the transform, 2 the rubric), doing[2] the episode's
  *              step count (the step adds 1)
@@ -39,7 +41,7 @@
  *   name       the environment's name, for messages
  * The step function takes no arguments and returns the observation and
  * the rubric's score (nothing without a rubric; false for a tool's
- * observation). Raises on a bad `parts`. */
+ * observation). Raises when a part has the wrong type. */
 int ludo__lstep_new(lua_State *L);
 
 #endif
