@@ -84,8 +84,8 @@ static int decode_input(lua_State *L) {
 
 /* ludo.core.input() -> the decoded JSON input of the running call, or nil
  * when the call has none; and true when it is a table (an object or an
- * array; the runner asks on every step, and type() would make a string).
- * Raises EPARSE on malformed input. */
+ * array: cheaper than type(), which makes a string). Raises EPARSE on
+ * malformed input. */
 static int ludo_l_core_input(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;

@@ -18,7 +18,6 @@ enum {
   UP_COUNT = UP_DROP
 };
 
-
 /* Where a continuation picks up. */
 enum { K_NULLS, K_DROP, K_TOOL, K_ENV, K_TRANSFORM, K_SETTLE, K_SCORE,
        K_RUBRIC, K_REPORT };
