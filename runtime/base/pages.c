@@ -118,9 +118,7 @@ static ludo__pages_region_t *next_region(ludo__pages_t *pg) {
   ludo__pages_region_t *r;
   if ((r = pg->spare) != NULL) {
     pg->spare = NULL;
-  } else if (atomic_load_explicit(&pg->offered, memory_order_relaxed) !=
-                 NULL &&
-             (r = atomic_exchange_explicit(&pg->offered, NULL,
+  } else if ((r = atomic_exchange_explicit(&pg->offered, NULL,
                                            memory_order_acquire)) != NULL) {
     pg->regions++;
     pg->asked = 0;

@@ -113,8 +113,7 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
 void ludo__pstate_collect(ludo_runtime_t *rt, ludo__pstate_t *ps,
                           lua_State *L) {
   int kb, gap, pause = ps->pause;
-  ps->st.gc_pause = pause;
-  lua_gc(L, LUA_GCINC, pause, 200, 11); /* as state.c sets it */
+  lua_gc(L, LUA_GCINC, pause, 200, 11); /* as state.c sets st.gc_pause */
   lua_gc(L, LUA_GCCOLLECT);
   kb = lua_gc(L, LUA_GCCOUNT);
   /* (4 % below the pause asked for: the one Lua keeps may be lower) */

@@ -22,8 +22,9 @@ enum {
 enum { K_NULLS, K_DROP, K_TOOL, K_ENV, K_TRANSFORM, K_SETTLE, K_SCORE,
        K_RUBRIC, K_REPORT };
 
-/* Stack slots of a step: the action, then the observation, the score. */
-enum { S_ACTION = 1, S_OBS, S_SCORE };
+/* Stack slots of a step: the action, then the observation (the score,
+ * when there is one, above it). */
+enum { S_ACTION = 1, S_OBS };
 
 #define UP(i) lua_upvalueindex(i)
 
@@ -78,6 +79,7 @@ static void check_observation(lua_State *L, const char *what) {
   bad_observation(L, what);
 }
 
+/* 1 when the n bytes at s are the string lit, as Lua's == compares. */
 static int is(const char *s, size_t n, const char *lit) {
   return n == strlen(lit) && memcmp(s, lit, n) == 0;
 }

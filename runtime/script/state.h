@@ -55,7 +55,8 @@ typedef struct ludo__state_s {
                                 cap or not (the heap, fault injection) */
   size_t *total;              /* also counted here when not NULL */
   long fail_after;            /* tests: fail the Nth allocation (<0 off) */
-  int gc_pause;               /* the collector's pause (%); 0: Lua's */
+  int gc_pause;               /* the collector's pause (%) the state
+                                 opens with; 0: Lua's */
 
   /* CPU budget of the current call. */
   int count_hook;             /* budgets by a permanent count hook (set
