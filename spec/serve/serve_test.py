@@ -1890,7 +1890,13 @@ def worker_ports(srv, n=2):
     the kernel's SO_REUSEPORT hash of the 4-tuple is stable, and a session
     made on a connection names the worker that made it ("w<N>-")."""
     got = {0: [], 1: []}
-    base = 20000 + os.getpid() % 20000
+    # Below the kernel's ephemeral range, so no connection made meanwhile
+    # (a client's, a worker's to the other) is given one of these ports
+    # before the test binds it (it was: EADDRINUSE).
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    span = max(low - 10400, 1)
+    base = 10000 + os.getpid() % span
     for sport in range(base, base + 400):
         try:
             s = raw_ws(srv.port, "/mcp", sport)
