@@ -347,6 +347,10 @@ $(BUILD)/ludo-step-count: bench/step_count.c $(BUILD)/libludo.a $(LUA_A)
 $(BUILD)/ludo-step-stalls: bench/step_stalls.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
+# Blocking steps/s at N sessions against 1, alternated, for any environment.
+$(BUILD)/ludo-scale-ratio: bench/scale_ratio.c $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+
 # Reads Lua's internal structures: built against the headers of the Lua
 # that build-lua compiled (scripts/lua-build.sh).
 $(BUILD)/ludo-heap-map: bench/heap_map.c $(BUILD)/libludo.a $(LUA_A)
