@@ -348,8 +348,10 @@ $(BUILD)/ludo-step-stalls: bench/step_stalls.c $(BUILD)/libludo.a $(LUA_A)
 	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Blocking steps/s at N sessions against 1, alternated, for any environment.
-$(BUILD)/ludo-scale-ratio: bench/scale_ratio.c $(BUILD)/libludo.a $(LUA_A)
-	$(CC) $(CFLAGS_ALL) -o $@ $< $(BUILD)/libludo.a $(PROG_LIBS)
+$(BUILD)/ludo-scale-ratio: bench/scale_ratio.c bench/table.c bench/table.h \
+  $(BUILD)/libludo.a $(LUA_A)
+	$(CC) $(CFLAGS_ALL) -o $@ bench/scale_ratio.c bench/table.c \
+	  $(BUILD)/libludo.a $(PROG_LIBS)
 
 # Reads Lua's internal structures: built against the headers of the Lua
 # that build-lua compiled (scripts/lua-build.sh).

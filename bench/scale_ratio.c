@@ -14,28 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ludo.h"
+#include "table.h"
 
 #define STEPS 49152L /* per reading, as ludo-bench's scale group */
 #define MAX_ROUNDS 64
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp);
-  return v[n / 2];
-}
 
 /* Steps/s of `steps` blocking steps over the first k sessions in turn. */
 static double rate(ludo_session_t **ss, long k, long steps, const char *act,
@@ -44,14 +28,14 @@ static double rate(ludo_session_t **ss, long k, long steps, const char *act,
   size_t out_len;
   long i;
   int rc;
-  double t0 = now_s();
+  double t0 = bench_now_us();
   for (i = 0; i < steps; i++)
     if ((rc = ludo_session_step(ss[i % k], act, len, &out, &out_len)) != 0) {
       fprintf(stderr, "scale_ratio: step: %s: %s\n", ludo_err_name(rc),
               ludo_session_errmsg(ss[i % k]));
       exit(1);
     }
-  return (double)steps / (now_s() - t0);
+  return (double)steps / ((bench_now_us() - t0) / 1e6);
 }
 
 int main(int argc, char **argv) {
@@ -96,8 +80,8 @@ int main(int argc, char **argv) {
   }
   printf("%s: @1 %.1fk/s, @%ld %.1fk/s, ratio %.3f (medians of %d "
          "alternated rounds)\n",
-         argv[1], median(one, rounds) / 1e3, n, median(many, rounds) / 1e3,
-         median(ratio, rounds), rounds);
+         argv[1], bench_median(one, (size_t)rounds) / 1e3, n, bench_median(many, (size_t)rounds) / 1e3,
+         bench_median(ratio, (size_t)rounds), rounds);
   for (i = 0; i < n; i++) ludo_session_close(ss[i]);
   free(ss);
   ludo_runtime_free(rt);
