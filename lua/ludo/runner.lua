@@ -141,10 +141,12 @@ end
 -- and the ludo.tools module; `load`
 -- gives the modules of tasks bound to the module's (nil without tasks):
 -- load(1) ludo.tasks for reset, load(6) ludo.tasks_api for call 6.
+-- `make_step` builds the step from the runner's parts (see M.step below).
 -- Returns the rubric's {name, rubric} pairs (named_rubrics, in tree
 -- order), from which the C core reports scores; its `stamp` field is the
 -- step's stamp, which tells the rubrics the step called.
-function M.init(mod, action, reset, raiser, name, tools_loader, load)
+function M.init(mod, action, reset, raiser, name, tools_loader, load,
+  make_step)
   env_step, env_reset, env_state, env_close =
     mod.step, mod.reset, mod.state, mod.close
   env_name = tostring(mod.name or name)
@@ -172,7 +174,8 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
     for i = 1, #named do add_trajectory(named[i][1], named[i][2]) end
   end
   -- A step (call 2) is a C function built from the runner's parts
-  -- (ludo.core.runner_step, runtime/script/lstep.h; the parts in its
+  -- (make_step, which the core hands to init alone: runtime/script/
+  -- lstep.h; a session's code cannot make one; the parts in its
   -- order, as arguments: a table of them would be garbage of every
   -- session's build). It reads the action (core.input), runs a tool action
   -- through tool_step (no reward, no transform, no rubric; the step
@@ -186,7 +189,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load)
   -- the rubric's score (false for a tool's observation: the C core
   -- neither scores it nor checks it against the schema). The C core
   -- starts a step with M.step, without dispatch.
-  M.step = core.runner_step(doing, input, env_step, check_action,
+  M.step = make_step(doing, input, env_step, check_action,
     action_nulls, tools_load and tool_step, transform, rubric, settle,
     named_rubrics, trajectories and report_step_rewards, raise, env_name)
   return named

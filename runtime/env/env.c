@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "base/errors.h"
 #include "script/json.h"
+#include "script/lstep.h"
 #include "script/schema.h"
 
 typedef struct {
@@ -211,7 +212,9 @@ static int build_protected(lua_State *L) {
   } else {
     lua_pushnil(L);
   }
-  lua_call(L, 7, 1);                       /* runner, named */
+  /* the step's maker, for the runner alone (script/lstep.h) */
+  lua_pushcfunction(L, ludo__lstep_new);
+  lua_call(L, 8, 1);                       /* runner, named */
   lua_getfield(L, -2, "step");
   r->ps->step_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   prepare_named(L);                        /* runner, {keys, objs} */

@@ -13,7 +13,6 @@
 #include "base/uuid.h"
 #include "ludo_defs.h"
 #include "script/json.h"
-#include "script/lstep.h"
 #include "script/sched.h"
 #include "script/state.h"
 
@@ -75,43 +74,21 @@ static int ludo_l_core_log(lua_State *L) {
   return 0;
 }
 
-/* Protected: decodes the call's input. [-0, +1, e] */
-static int decode_input(lua_State *L) {
-  ludo__sched_t *s = lua_touserdata(L, 1);
-  ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
-  return 1;
-}
-
 /* ludo.core.input() -> the decoded JSON input of the running call, or nil
  * when the call has none; and true when it is a table (an object or an
  * array: cheaper than type(), which makes a string). Raises EPARSE on
- * malformed input. */
+ * malformed input (the decoder's coded error), a memory error at the
+ * session's limit, and the check hook's error, as they come. */
 static int ludo_l_core_input(lua_State *L) {
   ludo__state_t *st = ludo__state_of(L);
   ludo__sched_t *s = st ? st->sched : NULL;
-  int status;
   if (s == NULL || s->input == NULL || s->input_len == 0) {
     lua_pushnil(L);
     return 1;
   }
-  lua_pushcfunction(L, decode_input);
-  lua_pushlightuserdata(L, s);
-  status = lua_pcall(L, 1, 1, 0);
-  if (status == LUA_OK) {
-    lua_pushboolean(L, lua_type(L, -1) == LUA_TTABLE);
-    return 2;
-  }
-  if (ludo__error_code(L, -1) != 0) return lua_error(L);
-  /* A memory error goes on as Lua raised it: the core names the session's
-   * limit (ludo__state_error), wherever it struck (the decoder's stack or
-   * tables, or this call's own frame at the cap). */
-  if (status == LUA_ERRMEM) return lua_error(L);
-  /* The decoder's text is the host input's, not a script's: it keeps
-   * its code. */
-  ludo__error_push(L, LUDO_EPARSE,
-                   lua_tostring(L, -1) ? lua_tostring(L, -1) : "bad input",
-                   lua_tostring(L, -1) ? lua_rawlen(L, -1) : 9, 0);
-  return lua_error(L);
+  ludo__json_decode(L, s->input, s->input_len, LUDO__JSON_MAXDEPTH);
+  lua_pushboolean(L, lua_type(L, -1) == LUA_TTABLE);
+  return 2;
 }
 
 /* ludo.core.is_score(v) -> true when v is a number or nil (what a
@@ -184,7 +161,7 @@ LUDO_EXTERN int luaopen_ludo_core(lua_State *L) {
       {"uuid", ludo_l_core_uuid},   {"who", ludo_l_core_who},
       {"memory", ludo_l_core_memory}, {"where", ludo_l_core_where},
       {"redact", ludo_l_core_redact}, {"is_score", ludo_l_core_is_score},
-      {"runner_step", ludo__lstep_new}, {NULL, NULL}};
+      {NULL, NULL}};
   luaL_newlib(L, funcs);
   return 1;
 }

@@ -40,7 +40,8 @@ static void count_step(lua_State *L) {
   lua_rawgeti(L, UP(UP_DOING), 2);
   n = lua_tointeger(L, -1);
   lua_pop(L, 1);
-  lua_pushinteger(L, n + 1);
+  /* wraps as Lua's own integer arithmetic does (no signed overflow) */
+  lua_pushinteger(L, (lua_Integer)((lua_Unsigned)n + 1u));
   lua_rawseti(L, UP(UP_DOING), 2);
 }
 
@@ -160,6 +161,12 @@ static int step_k(lua_State *L, int status, lua_KContext k) {
     lua_pushvalue(L, S_OBS);
     return call(L, 2, 1, K_RUBRIC);
   case K_RUBRIC: /* obs, score */
+    /* false is the mark of a tool's observation (env/result.c: neither
+     * scored nor checked), so a rubric's boolean is refused here, as the
+     * result's encoder refuses any score that is not a number or nil */
+    if (lua_type(L, -1) == LUA_TBOOLEAN)
+      return luaL_error(L, "ESCRIPT: the rubric's score must be a number "
+                        "or nil, got boolean");
     if (lua_isnil(L, UP(UP_REPORT))) return 2;
     lua_pushvalue(L, UP(UP_REPORT));
     lua_pushvalue(L, S_OBS);

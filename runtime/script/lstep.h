@@ -1,4 +1,4 @@
-/* lstep.h - the runner's step in C (ludo.core.runner_step).
+/* lstep.h - the runner's step in C (the runner's make_step).
  *
  * ludo.runner's step (lua/ludo/runner.lua, docs/environments.md) is what
  * every step of every session runs. Written in Lua, it read a dozen of
@@ -17,9 +17,11 @@
 
 #include <lua.h>
 
-/* ludo.core.runner_step(doing, input, step, check, nulls, tools,
- * transform, rubric, settle, named, report, raise, name) -> the step
- * function, from the runner's parts:
+/* make_step(doing, input, step, check, nulls, tools, transform, rubric,
+ * settle, named, report, raise, name) -> the step function, from the
+ * runner's parts. The core hands it to ludo.runner's init alone
+ * (env/env.c), never to a session's modules: a step made elsewhere would
+ * count steps in a table of the script's own. The parts:
  *   doing      the runner's table: doing[1] what runs (0 the environment,
  *              1 the transform, 2 the rubric), doing[2] the episode's
  *              step count (the step adds 1)

@@ -67,3 +67,51 @@ describe("the runner's step", function()
       rt:close()
     end)
 end)
+
+describe("the runner's step at its edges", function()
+  local function edges()
+    local rt = assert(host.runtime({ prewarm = 0 }))
+    local env = assert(rt:load("spec/fixtures/functional/step_edges"))
+    local s = assert(env:open())
+    assert(s:reset("{}"))
+    return rt, s
+  end
+
+  -- false marks a tool's observation (neither scored nor checked): a
+  -- rubric's false was taken for it, and the step went unscored
+  it("refuses a rubric's boolean score, false as true", function()
+    local rt, s = edges()
+    for _, score in ipairs({ "false", "true" }) do
+      local out, msg, code = s:step(json.encode({ score = score }))
+      assert.is_nil(out)
+      assert.are.equal("ESCRIPT", code)
+      assert.is_truthy(msg:find("the rubric's score must be a number or "
+        .. "nil, got boolean", 1, true), msg)
+    end
+    local out = json.decode(assert(s:step('{"score":"one"}')))
+    assert.are.equal(1, out.reward)
+    assert.are.equal(1, out.metadata.rubrics.total)
+    rt:close()
+  end)
+
+  -- an error of the script's own making (here its C stack) is never the
+  -- input's fault, wherever input() was asked from
+  it("never blames the input for the script's errors", function()
+    local rt, s = edges()
+    local out, msg, code = s:step('{"deep":true}')
+    assert.is_nil(out)
+    assert.are.equal("ESCRIPT", code, msg)
+    assert.is_truthy(msg:find("stack overflow", 1, true), msg)
+    assert(s:step('{}')) -- the session goes on
+    rt:close()
+  end)
+
+  it("is made by the runtime alone: a session's code has no maker",
+    function()
+      local rt, s = edges()
+      local out = json.decode(assert(s:step('{}')))
+      assert.is_false(out.observation.maker)
+      assert.is_false(out.observation.make_step)
+      rt:close()
+    end)
+end)
