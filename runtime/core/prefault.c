@@ -7,9 +7,6 @@
 
 static void *run(void *arg) {
   ludo__prefault_t *pf = arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL); /* never run host handlers */
   for (;;) {
     ludo__pages_region_t *r;
     while (sem_wait(&pf->wake) != 0 && errno == EINTR) {
@@ -25,8 +22,16 @@ static void *run(void *arg) {
  * itself. */
 static void ask(void *ud) {
   ludo__prefault_t *pf = ud;
-  if (pf->started == 0)
+  if (pf->started == 0) {
+    /* The thread starts with every signal blocked (it inherits the mask
+     * it is created under), so it never runs a host's handler, not even
+     * before its first instruction. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     pf->started = pthread_create(&pf->thread, NULL, run, pf) == 0 ? 1 : -1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
   if (pf->started == 1) sem_post(&pf->wake);
 }
 

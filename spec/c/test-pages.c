@@ -6,14 +6,20 @@
  * there, and one on a host's allocator does not; a runtime freed with
  * sessions open on a borrowed loop gives every page back first; and the
  * next region is asked for once the pages run low, mapped on another
- * thread (runtime/core/prefault.c) and taken before a new one would be
- * mapped. */
+ * thread (runtime/core/prefault.c, which blocks every signal) and taken
+ * before a new one would be mapped. */
 #include "helpers.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "base/pages.h"
@@ -262,6 +268,35 @@ TEST_IMPL(pages_next_region_asked_ahead) {
   ASSERT_TRUE(!mapped((void *)offered)); /* offered, never taken: gone */
 }
 
+/* Every thread of the process but the calling one blocks SIGINT,
+ * SIGTERM, SIGUSR1 and SIGCHLD (SigBlk in /proc/self/task/N/status), and
+ * there is at least one. */
+static int others_block_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGUSR1, SIGCHLD};
+  long me = (long)syscall(SYS_gettid);
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  int ok = 1, others = 0;
+  size_t i;
+  if (d == NULL) return 0;
+  while ((e = readdir(d)) != NULL) {
+    char path[300], line[256];
+    unsigned long long blk = 0;
+    FILE *f;
+    if (e->d_name[0] == '.' || atol(e->d_name) == me) continue;
+    snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+    if ((f = fopen(path, "r")) == NULL) continue; /* ended meanwhile */
+    while (fgets(line, sizeof line, f) != NULL)
+      if (sscanf(line, "SigBlk: %llx", &blk) == 1) break;
+    fclose(f);
+    others++;
+    for (i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+      if ((blk & (1ull << (sigs[i] - 1))) == 0) ok = 0;
+  }
+  closedir(d);
+  return ok && others > 0;
+}
+
 /* The core's thread answers: a pages source asking through
  * ludo__prefault gets its next region mapped on that thread, with no
  * region mapped by the gets themselves; freeing the thread joins it. */
@@ -278,6 +313,8 @@ TEST_IMPL(prefault_maps_next_region) {
   ASSERT_EQ(pf.started, 0);
   got[i++] = ludo__pages_get(&pg); /* low: asks */
   ASSERT_EQ(pf.started, 1);
+  /* started with every signal blocked: a host's handlers never run on it */
+  ASSERT_TRUE(others_block_signals());
   for (waited = 0; atomic_load(&pg.offered) == NULL && waited < 5000;
        waited++)
     uv_sleep(1);
