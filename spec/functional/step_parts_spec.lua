@@ -7,9 +7,11 @@
 local host = require("ludo.host")
 local json = require("ludo.json")
 
-local function session()
+-- A runtime and a reset session of fixture `name` (default: yielding).
+local function session(name)
   local rt = assert(host.runtime({ prewarm = 0 }))
-  local env = assert(rt:load("spec/fixtures/functional/yielding"))
+  local env = assert(rt:load("spec/fixtures/functional/"
+    .. (name or "yielding")))
   local s = assert(env:open())
   assert(s:reset("{}"))
   return rt, s
@@ -69,13 +71,7 @@ describe("the runner's step", function()
 end)
 
 describe("the runner's step at its edges", function()
-  local function edges()
-    local rt = assert(host.runtime({ prewarm = 0 }))
-    local env = assert(rt:load("spec/fixtures/functional/step_edges"))
-    local s = assert(env:open())
-    assert(s:reset("{}"))
-    return rt, s
-  end
+  local function edges() return session("step_edges") end
 
   -- false marks a tool's observation (neither scored nor checked): a
   -- rubric's false was taken for it, and the step went unscored
