@@ -186,7 +186,7 @@ function M.init(mod, action, reset, raiser, name, tools_loader, load,
   -- tells the rubrics called: see ludo.rubric; an error in the rubric
   -- names the rubric that failed), and reports the trajectory rubrics'
   -- step rewards at the end of an episode. It returns the observation and
-  -- the rubric's score (false for a tool's observation: the C core
+  -- the rubric's score (a mark for a tool's observation: the C core
   -- neither scores it nor checks it against the schema). The C core
   -- starts a step with M.step, without dispatch.
   M.step = make_step(doing, input, env_step, check_action,

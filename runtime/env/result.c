@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "env/env.h"
 #include "script/json.h"
+#include "script/lstep.h"
 #include "script/schema.h"
 
 static const char *const envelope_skip[] = {"reward", "done", "metadata",
@@ -244,14 +245,15 @@ static int nest_metadata(lua_State *L, ludo__buf_t *b, size_t obs_end,
 /* On the finished call thread (protected): writes the result JSON.
  * Stack: 1 = result (observation, state, a tool's result, or the JSON
  * text of a tasks call), 2 = the rubric's score (step
- * with a rubric), nil, or false for a tool's observation (list_tools,
- * call_tool: neither scored nor checked against the environment's
- * observation schema), 3 = the session as light userdata. [-0, +0, e] */
+ * with a rubric), nil, or the tool mark for a tool's observation
+ * (list_tools, call_tool: neither scored nor checked against the
+ * environment's observation schema; script/lstep.h), 3 = the session as
+ * light userdata. [-0, +0, e] */
 static int encode_result(lua_State *L) {
   ludo_session_t *s = lua_touserdata(L, 3);
   ludo__buf_t *b = &s->out;
   int t2 = lua_type(L, 2), mt;
-  int tool_obs = t2 == LUA_TBOOLEAN && !lua_toboolean(L, 2);
+  int tool_obs = ludo__lstep_is_tool_mark(L, 2);
   int has_score = t2 != LUA_TNIL && t2 != LUA_TNONE && !tool_obs, md, done;
   size_t obs_at, obs_end, md_at = (size_t)-1; /* where the observation's
                                                   and metadata's text are */

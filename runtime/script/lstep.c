@@ -28,6 +28,14 @@ enum { S_ACTION = 1, S_OBS };
 
 #define UP(i) lua_upvalueindex(i)
 
+/* What a tool action's step returns in the score's place (its address,
+ * as a light userdata: no value a rubric returns is this one). */
+static const char tool_mark;
+
+int ludo__lstep_is_tool_mark(lua_State *L, int idx) {
+  return lua_touserdata(L, idx) == (const void *)&tool_mark;
+}
+
 static int step_k(lua_State *L, int status, lua_KContext k);
 
 static void set_doing(lua_State *L, lua_Integer what) {
@@ -134,7 +142,8 @@ static int step_k(lua_State *L, int status, lua_KContext k) {
     return run_env(L);
   case K_TOOL: /* obs */
     count_step(L);
-    lua_pushboolean(L, 0); /* no score: neither scored nor checked */
+    lua_pushlightuserdata(L, (void *)&tool_mark); /* neither scored nor
+                                                     checked */
     return 2;
   case K_ENV: /* obs */
     check_observation(L, "step");
@@ -161,12 +170,6 @@ static int step_k(lua_State *L, int status, lua_KContext k) {
     lua_pushvalue(L, S_OBS);
     return call(L, 2, 1, K_RUBRIC);
   case K_RUBRIC: /* obs, score */
-    /* false is the mark of a tool's observation (env/result.c: neither
-     * scored nor checked), so a rubric's boolean is refused here, as the
-     * result's encoder refuses any score that is not a number or nil */
-    if (lua_type(L, -1) == LUA_TBOOLEAN)
-      return luaL_error(L, "ESCRIPT: the rubric's score must be a number "
-                        "or nil, got boolean");
     if (lua_isnil(L, UP(UP_REPORT))) return 2;
     lua_pushvalue(L, UP(UP_REPORT));
     lua_pushvalue(L, S_OBS);

@@ -42,8 +42,15 @@
  *   raise      the error raiser (raise(code, text, level))
  *   name       the environment's name, for messages
  * The step function takes no arguments and returns the observation and
- * the rubric's score (nothing without a rubric; false for a tool's
+ * the rubric's score (nothing without a rubric; the tool mark for a tool's
  * observation). Raises when a part has the wrong type. */
 int ludo__lstep_new(lua_State *L);
+
+/* 1 when the value at idx is what a tool action's step returns in the
+ * score's place (the result's encoder then neither scores its observation
+ * nor checks it against the observation schema). A rubric's score is
+ * never taken for it: any score that is not a number or nil is refused
+ * there, booleans included. [-0, +0, -] */
+int ludo__lstep_is_tool_mark(lua_State *L, int idx);
 
 #endif
