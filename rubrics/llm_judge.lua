@@ -43,7 +43,8 @@
 -- through require("ludo.re") (the ludo runtime's pcre2 binding): the first
 -- capture, else the whole match; without ludo.re it raises when the judge
 -- is built. No match, or text that is not a number, gives default_score.
--- With normalize the score (including the default) is clamped to [0, 1].
+-- With normalize a score read from the text is clamped to [0, 1]; the
+-- default is returned as given (OpenEnv's _parse_score).
 -- Scores are floats.
 local Rubric = require("ludo.rubric")
 local jsontext = require("ludo.jsontext")
@@ -370,7 +371,7 @@ function LLMJudge:parse_score(text)
     local s = default_extract(text)
     if s ~= nil then num = tonumber(s) end
   end
-  if num == nil then num = self.default_score end
+  if num == nil then return self.default_score + 0.0 end -- as is (OpenEnv)
   num = num + 0.0
   if self.normalize then
     if num < 0.0 then
@@ -393,10 +394,10 @@ function LLMJudge:forward(action, observation)
   end
   if type(text) ~= "string" then
     if text == nil then
-      error("LLMJudge: the client failed: " .. tostring(err), 2)
+      error("LLMJudge: the client failed: " .. tostring(err), 0)
     end
     error("LLMJudge: the client must return a string, got " .. type(text),
-      2)
+      0)
   end
   return self:parse_score(text)
 end

@@ -132,7 +132,7 @@ RubricDict.__pairs = function(self) return self:iter() end
 function RubricDict:forward() -- luacheck: ignore 212
   error("RubricDict.forward() is not implemented. RubricDict is a "
     .. "container: look up its rubrics by key and combine their scores "
-    .. "yourself, or use WeightedSum or Sequential.", 3)
+    .. "yourself, or use WeightedSum or Sequential.", 0)
 end
 
 return RubricDict

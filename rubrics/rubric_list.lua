@@ -80,7 +80,7 @@ end
 function RubricList:forward() -- luacheck: ignore 212
   error(format("RubricList.forward() is not implemented. RubricList is a "
     .. "container: iterate over its rubrics and combine their scores "
-    .. "yourself, or use WeightedSum or Sequential."), 3)
+    .. "yourself, or use WeightedSum or Sequential."), 0)
 end
 
 return RubricList

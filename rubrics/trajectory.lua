@@ -10,10 +10,11 @@
 -- OpenEnv semantics: each call appends the step {action = a,
 -- observation = o} and returns score_trajectory(trajectory) when the
 -- observation is done, else intermediate_reward. An observation is done
--- when observation.done is set and is not false, 0 or ludo.null; values
--- that are not tables (or userdata) are never done. The trajectory is not
--- cleared on done: later calls keep appending until reset(). Subclasses
--- implement score_trajectory(trajectory) -> number and
+-- when observation.done is truthy as Python reads it (OpenEnv's
+-- `if done:`): set and not false, 0, ludo.null, "" or an empty table;
+-- values that are not tables (or userdata) are never done. The trajectory
+-- is not cleared on done: later calls keep appending until reset().
+-- Subclasses implement score_trajectory(trajectory) -> number and
 -- compute_step_rewards() -> array of per-step rewards.
 --
 -- Stored steps are plain data: actions and observations are deep-copied
@@ -32,9 +33,10 @@
 -- streaming mode. rubrics.exponential_discounting works in both modes.
 local Rubric = require("ludo.rubric")
 local null = require("ludo.null")
+local transient = require("ludo.class").transient
 
-local type, error, format, pairs, tostring, next, rawset =
-  type, error, string.format, pairs, tostring, next, rawset
+local type, error, format, pairs, tostring, next, rawset, mtype =
+  type, error, string.format, pairs, tostring, next, rawset, math.type
 
 local TrajectoryRubric = Rubric:extend("TrajectoryRubric")
 
@@ -98,7 +100,10 @@ function TrajectoryRubric.is_done(observation)
   local t = type(observation)
   if t ~= "table" and t ~= "userdata" then return false end
   local d = observation.done
-  return d ~= nil and d ~= false and d ~= 0 and d ~= null
+  if d == nil or d == false or d == 0 or d == null or d == "" then
+    return false
+  end
+  return type(d) ~= "table" or next(d) ~= nil
 end
 local is_done = TrajectoryRubric.is_done
 
@@ -151,6 +156,15 @@ function TrajectoryRubric:_traj_setup(o, level)
   self._tr_acc = nil
 end
 
+-- Returns `score`, what method `name` of self returned, when forward may
+-- return it (a number or nil); else raises naming that method, not forward.
+local function checked(self, name, score)
+  if score ~= nil and mtype(score) == nil then
+    transient("ludo.rubric_error").bad_score(self, score, name)
+  end
+  return score
+end
+
 function TrajectoryRubric:forward(action, observation)
   local n = self._tr_steps + 1
   self._tr_steps = n
@@ -160,14 +174,16 @@ function TrajectoryRubric:forward(action, observation)
     if n == 1 then acc = self:start() end
     acc = self:fold(acc, action, observation)
     self._tr_acc = acc
-    if done then return self:finish(acc, n) end
+    if done then return checked(self, "finish", self:finish(acc, n)) end
     return self.intermediate_reward
   end
   local traj = self._tr_traj
   traj[n] = {
     action = plain_copy(action), observation = plain_copy(observation),
   }
-  if done then return self:score_trajectory(traj) end
+  if done then
+    return checked(self, "score_trajectory", self:score_trajectory(traj))
+  end
   return self.intermediate_reward
 end
 
@@ -207,7 +223,7 @@ end
 
 local function abstract(self, name, sig)
   error(format("%s.%s is not implemented: subclasses of TrajectoryRubric "
-    .. "must define %s", self.__name, name, sig), 3)
+    .. "must define %s", self.__name, name, sig), 0)
 end
 
 -- Scores a whole trajectory (an array of {action, observation}).

@@ -36,10 +36,11 @@ local function class_name(r)
   return tostring(r.__name or "Rubric")
 end
 
--- Raises: rubric `r`'s forward returned `v`, neither a number nor nil.
--- (Called by the rubric's own call, so the path is added by the outermost
--- call.)
-function E.bad_score(r, v)
+-- Raises: rubric `r`'s forward (or its method `name`, whose result forward
+-- returns: a trajectory rubric's score_trajectory) returned `v`, neither a
+-- number nor nil. (Called by the rubric's own call, so the path is added
+-- by the outermost call.)
+function E.bad_score(r, v, name)
   local t, shown = type(v), ""
   if t == "string" then
     local s = #v > 40 and v:sub(1, 40) .. "..." or v
@@ -47,10 +48,11 @@ function E.bad_score(r, v)
   elseif t == "boolean" then
     shown = " (" .. tostring(v) .. ")"
   end
-  local at = where(r.forward)
-  error(format("forward%s returned a %s%s; a rubric must return a number, "
-    .. "or nil for no score", at and " (defined at " .. at .. ")" or "", t,
-    shown), 0)
+  name = name or "forward"
+  local at = where(r[name])
+  error(format("%s%s returned a %s%s; a rubric must return a number, "
+    .. "or nil for no score", name, at and " (defined at " .. at .. ")" or "",
+    t, shown), 0)
 end
 
 -- Why each container needs a number from its children.

@@ -110,7 +110,7 @@ end
 -- Computes the score. Subclasses must implement it.
 function T:forward(action, observation) -- luacheck: ignore 212
   error(format("%s.forward is not implemented: subclasses of Rubric must "
-    .. "define forward(action, observation)", self.__name), 2)
+    .. "define forward(action, observation)", self.__name), 0)
 end
 
 -- Returns true when `f` is a function or has a __call metamethod.

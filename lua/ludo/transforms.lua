@@ -43,7 +43,7 @@ end
 -- Returns the transformed observation. Subclasses must implement it.
 function Transform:apply(observation, action) -- luacheck: ignore 212
   error(format("%s.apply is not implemented: subclasses of Transform must "
-    .. "define apply(observation, action)", self.__name), 2)
+    .. "define apply(observation, action)", self.__name), 0)
 end
 
 -- Compose{t1, t2, ...} or Compose(t1, t2, ...): applies the transforms in

@@ -98,9 +98,11 @@ describe("rubrics.llm_judge", function()
       assert.are.equal(0.001, judge("1e-3", { normalize = false })())
     end)
 
-    it("falls back to default_score, clamped when normalizing", function()
+    it("falls back to default_score as given, even when normalizing "
+      .. "(OpenEnv's _parse_score)", function()
       assert.are.equal(0.3, judge("none", { default_score = 0.3 })())
-      assert.are.equal(1.0, judge("none", { default_score = 7 })())
+      assert.are.equal(7.0, judge("none", { default_score = 7 })())
+      assert.are.equal(-1.0, judge("none", { default_score = -1 })())
       assert.are.equal(7.0, judge("none", { default_score = 7,
         normalize = false })())
     end)
@@ -194,6 +196,9 @@ describe("rubrics.llm_judge", function()
       assert.is_false(ok)
       assert.matches("LLMJudge: the client failed: ETIMEDOUT: no answer",
         err)
+      -- the rubric's path names it; no position inside the library
+      assert.is_nil(err:find("rubric.lua:", 1, true))
+      assert.is_nil(err:find("llm_judge.lua:", 1, true))
     end)
 
     it("raises when the client returns a non-string", function()

@@ -39,6 +39,10 @@ describe("rubrics.trajectory", function()
       { { done = true }, true }, { { done = 1 }, true },
       { { done = "yes" }, true }, { { done = false }, false },
       { { done = 0 }, false }, { { done = null }, false },
+      -- Python's truthiness, as OpenEnv's `if done:` reads it
+      { { done = "" }, false }, { { done = {} }, false },
+      { { done = { 1 } }, true }, { { done = { a = 1 } }, true },
+      { { done = 0.0 }, false },
       { {}, false }, { "done", false }, { 42, false }, { nil, false },
     }
     for i, c in ipairs(cases) do
@@ -110,11 +114,31 @@ describe("rubrics.trajectory", function()
     assert.are.equal("b", r.seen[2].action)
   end)
 
+  it("names score_trajectory or finish when they return a bad score",
+    function()
+      local Bad = TrajectoryRubric:extend("Bad")
+      function Bad:score_trajectory() return "win" end
+      local ok, err = pcall(Bad(), "a", { done = true })
+      assert.is_false(ok)
+      assert.matches('score_trajectory %(defined at [^)]*%) returned a '
+        .. 'string %("win"%)', err)
+      assert.is_nil(err:find("forward", 1, true))
+      local Fold = TrajectoryRubric:extend("Fold")
+      Fold.streaming = true
+      function Fold:start() return 0 end
+      function Fold:fold(acc) return acc + 1 end
+      function Fold:finish() return {} end
+      ok, err = pcall(Fold(), "a", { done = true })
+      assert.is_false(ok)
+      assert.matches("finish %(defined at [^)]*%) returned a table", err)
+    end)
+
   it("raises for the abstract methods", function()
     local Bare = TrajectoryRubric:extend("Bare")
     assert.has_error(function() Bare()("a", { done = true }) end,
-      "Bare.score_trajectory is not implemented: subclasses of "
-        .. "TrajectoryRubric must define score_trajectory(trajectory)")
+      "the root rubric (Bare): Bare.score_trajectory is not implemented: "
+        .. "subclasses of TrajectoryRubric must define "
+        .. "score_trajectory(trajectory)")
     assert.has_error(function() Bare():compute_step_rewards() end,
       "Bare.compute_step_rewards is not implemented: subclasses of "
         .. "TrajectoryRubric must define compute_step_rewards()")
@@ -170,8 +194,9 @@ describe("rubrics.trajectory", function()
       local Half = TrajectoryRubric:extend("Half")
       assert.has_error(function()
         Half { streaming = true }("a", {})
-      end, "Half.fold is not implemented: subclasses of TrajectoryRubric "
-        .. "must define fold(acc, action, observation) in streaming mode")
+      end, "the root rubric (Half): Half.fold is not implemented: "
+        .. "subclasses of TrajectoryRubric must define "
+        .. "fold(acc, action, observation) in streaming mode")
     end)
   end)
 end)

@@ -49,8 +49,8 @@ describe("ludo.rubric", function()
     it("raises when forward is not implemented", function()
       local Bare = Rubric:extend("Bare")
       assert.has_error(function() Bare()(1, 2) end,
-        "Bare.forward is not implemented: subclasses of Rubric must define "
-          .. "forward(action, observation)")
+        "the root rubric (Bare): Bare.forward is not implemented: "
+          .. "subclasses of Rubric must define forward(action, observation)")
     end)
 
     it("is a Rubric instance with a readable name", function()
