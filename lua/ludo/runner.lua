@@ -233,6 +233,10 @@ local function state()
   if type(st) ~= "table" then
     error("ESCRIPT: state must return a table, got " .. type(st), 0)
   end
+  if rawget(st, 1) ~= nil then
+    error("ESCRIPT: state of environment " .. env_name .. " must return a "
+      .. "table of named fields (an object), got an array", 0)
+  end
   local eid, n = st.episode_id, st.step_count
   if eid == nil or n == nil then
     local copy = { episode_id = episode_id or null,
@@ -248,7 +252,7 @@ local function state()
   if math.type(n) ~= "integer" or n < 0 then
     error("ESCRIPT: state of environment " .. env_name .. ": step_count "
       .. "must be an integer >= 0 or nil (the runtime's), got "
-      .. (math.type(n) or type(n)), 0)
+      .. (math.type(n) == "integer" and n or math.type(n) or type(n)), 0)
   end
   return st
 end

@@ -75,6 +75,9 @@ static void describe(lua_State *L, ludo_env_t *env) {
     if (env->label == NULL) ludo__error_raise(L, LUDO_ENOMEM, "no memory");
   }
   lua_pop(L, 1);
+  lua_getfield(L, -3, "observation");      /* for strict's messages */
+  env->obs_declared = !lua_isnil(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, -3, "tasks");            /* checked by envinfo */
   env->has_tasks = !lua_isnil(L, -1);
   lua_pop(L, 1);

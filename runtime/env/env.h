@@ -102,6 +102,8 @@ struct ludo_env_s {
   struct ludo__schema_s *action_schema; /* compiled, shared; may be NULL */
   struct ludo__schema_s *obs_schema;    /* the observation's, for strict
                                            sessions; set at load */
+  int obs_declared;            /* the module declares `observation` (else
+                                  obs_schema is any object's) */
   char *label;                 /* the declared name (mod.name, else
                                   `name`), for messages (owned) */
   struct ludo__tool_s *tools;  /* MCP tools: names and argument schemas */

@@ -209,9 +209,14 @@ static void check_observation(lua_State *L, ludo_session_t *s) {
            msg.p ? msg.p : "observation: does not match the schema");
   ludo__buf_free(&msg);
   ludo__error_raise(L, LUDO_ESCHEMA, "environment %s: the observation of "
-                    "%s does not match its declared schema: %s",
+                    "%s does not match %s: %s",
                     s->env->label ? s->env->label : s->env->name,
-                    s->kind == LUDO__CALL_RESET ? "reset" : "step", text);
+                    s->kind == LUDO__CALL_RESET ? "reset" : "step",
+                    s->env->obs_declared ? "its declared schema"
+                                         : "what every observation must be "
+                                           "(an object; the environment "
+                                           "declares no schema)",
+                    text);
 }
 
 /* OpenEnv's wire form since 2026-06 (OPENENV.md 1.3): the observation

@@ -66,8 +66,9 @@ static int bad_observation(lua_State *L, const char *what) {
   const char *name = lua_tostring(L, UP(UP_NAME));
   int t = lua_type(L, -1);
   if (t == LUA_TNIL && strcmp(what, "step") == 0)
-    return luaL_error(L, "ESCRIPT: step of environment %s returned "
-                      "nothing; it must return an observation table", name);
+    return luaL_error(L, "ESCRIPT: step of environment %s returned nil "
+                      "(or nothing); it must return an observation table",
+                      name);
   ludo__json_pushnull(L);
   lua_pushfstring(L, "ESCRIPT: %s of environment %s must return an "
                   "observation table, got %s", what, name,

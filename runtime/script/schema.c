@@ -1072,6 +1072,23 @@ static int check_more(chk_t *c, int idx, unsigned t, const node_t *n) {
   return 1;
 }
 
+/* 1 when the table at idx, taken for an array (t[1] is set), also has a
+ * key that is not a positive integer: neither an array nor an object.
+ * Asked only to word an error. [-0, +0, -] */
+static int mixes_keys(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int bad = !lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1;
+    lua_pop(L, 1);
+    if (bad) {
+      lua_pop(L, 1);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int check_node(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
@@ -1081,7 +1098,10 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
   if (n->types != 0 && !(n->types & t)) {
     char want[96];
     types_text(n->types, want, sizeof want);
-    return fail(c, "expected %s, got %s", want, type_name(t));
+    return fail(c, "expected %s, got %s", want,
+                t == T_ARRAY && lua_istable(L, idx) && mixes_keys(L, idx)
+                    ? "a table that mixes array items and keys"
+                    : type_name(t));
   }
   if (n->enum_ != NULL) {
     size_t i;

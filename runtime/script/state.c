@@ -922,9 +922,33 @@ void ludo__state_push_limit(ludo__state_t *st, lua_State *L,
     lua_rawgetp(L, LUA_REGISTRYINDEX, &timeout_key);
 }
 
+/* Replaces the string message on top, when it holds NUL bytes, with its
+ * text where each NUL is the two characters "\\0": the message is
+ * prefixed and traced with C-string formats, and reaches the host as a C
+ * string (ludo_session_errmsg), all of which would end it at the NUL.
+ * [-1, +1, m] */
+static void nul_top(lua_State *L) {
+  size_t len, at = 0;
+  const char *msg, *nul;
+  luaL_Buffer b;
+  if (lua_type(L, -1) != LUA_TSTRING) return;
+  msg = lua_tolstring(L, -1, &len);
+  if (memchr(msg, '\0', len) == NULL) return;
+  luaL_buffinit(L, &b);
+  while ((nul = memchr(msg + at, '\0', len - at)) != NULL) {
+    luaL_addlstring(&b, msg + at, (size_t)(nul - msg) - at);
+    luaL_addstring(&b, "\\0");
+    at = (size_t)(nul - msg) + 1;
+  }
+  luaL_addlstring(&b, msg + at, len - at);
+  luaL_pushresult(&b);
+  lua_remove(L, -2);
+}
+
 static int state_error_p(lua_State *L) {
   err_req_t *r = lua_touserdata(L, 2);
   lua_settop(L, 1);
+  nul_top(L);
   r->code = state_error(r->st, L, r->status, r->cap);
   /* A limit says where the call was when it was stopped: where the hook
    * or a budget check stopped it, or where the thread died. */

@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#include <lauxlib.h>
+
 #define ABUSE "spec/fixtures/c/abuse"
 
 /* Steps with the action {"mode": mode}; the result in *out (borrowed
@@ -457,6 +459,35 @@ TEST_IMPL(abuse_no_addresses) {
   ASSERT_TRUE(!shows_address(ludo_runtime_errmsg(rt)));
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "table: 0x?");
   test_rt_free(rt);
+}
+
+/* What tostring and string.format's %p show (lua_topointer, patched:
+ * scripts/patches/lua-5.4.4-hidden-pointers.patch) is not an address of
+ * the process, so an observation cannot carry one out of a session; the
+ * same object still shows the same value, two objects two values. */
+static void pointer_text(lua_State *L, const void *p, char *out, size_t n) {
+  lua_pushlightuserdata(L, (void *)p);
+  snprintf(out, n, "%s", luaL_tolstring(L, -1, NULL));
+  lua_pop(L, 2);
+}
+
+TEST_IMPL(abuse_pointers_hidden) {
+  lua_State *L = luaL_newstate();
+  static int a, b;
+  char real[64], shown[64], again[64], other[64];
+  ASSERT_TRUE(L != NULL);
+  snprintf(real, sizeof real, "%p", (void *)&a);
+  pointer_text(L, &a, shown, sizeof shown);
+  pointer_text(L, &a, again, sizeof again);
+  pointer_text(L, &b, other, sizeof other);
+  ASSERT_TRUE(strstr(shown, real + 2) == NULL); /* the hex digits */
+  ASSERT_STR_EQ(shown, again);
+  ASSERT_TRUE(strcmp(shown, other) != 0);
+  lua_pushlightuserdata(L, &a);
+  ASSERT_TRUE(lua_topointer(L, -1) != (const void *)&a);
+  lua_pushlightuserdata(L, &a);
+  ASSERT_TRUE(lua_topointer(L, -1) == lua_topointer(L, -2));
+  lua_close(L);
 }
 
 /* ludo.re: a global match is bounded as a whole by the CPU budget, and the

@@ -299,6 +299,21 @@ TEST_IMPL(error_codes_not_spoofable) {
   test_rt_free(rt);
 }
 
+/* A message holding a NUL byte reaches the host whole, the NUL written as
+ * the two characters \0 (a C string would end at it). */
+TEST_IMPL(error_message_with_nul) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_session_t *s = test_open(test_env_load(rt, "spec/fixtures/c/nulerror",
+                                              NULL));
+  const char *out;
+  size_t len;
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{}"), &out, &len), LUDO_ESCRIPT);
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(s), "visible\\0hidden");
+  ludo_session_close(s);
+  test_rt_free(rt);
+}
+
 /* A step that returns nothing is an error naming the environment, never
  * an empty observation. */
 TEST_IMPL(error_step_returns_nil) {
@@ -310,7 +325,8 @@ TEST_IMPL(error_step_returns_nil) {
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   ASSERT_ERR(ludo_session_step(s, J("{}"), &out, &len), LUDO_ESCRIPT);
   ASSERT_STR_CONTAINS(ludo_session_errmsg(s),
-                      "step of environment forgetful returned nothing");
+                      "step of environment forgetful returned nil "
+                      "(or nothing)");
   ludo_session_close(s);
   test_rt_free(rt);
 }

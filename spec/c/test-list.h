@@ -24,6 +24,7 @@
   X(error_env_raises)                                                        \
   X(error_codes_not_spoofable)                                               \
   X(error_step_returns_nil)                                                  \
+  X(error_message_with_nul)                                                  \
   /* test-async.c: the non-blocking path */                                  \
   X(async_not_synchronous)                                                   \
   X(async_poll_interleaves)                                                  \
@@ -79,6 +80,7 @@
   X(abuse_regex_bounds)                                                      \
   X(abuse_pattern_bounds)                                                    \
   X(abuse_no_addresses)                                                      \
+  X(abuse_pointers_hidden)                                                   \
   X(abuse_failed_call_no_collect)                                            \
   X(abuse_emergency_collections)                                             \
   X(abuse_metamethods_at_slice_ends)                                         \
@@ -184,6 +186,7 @@
   X(strict_reset_after_transform)                                            \
   X(strict_per_session)                                                      \
   X(strict_undeclared_schema)                                                \
+  X(strict_undeclared_names_shape)                                           \
   X(strict_plain_tables_agree)                                               \
   /* test-limits.c */                                                        \
   X(limit_cpu_loop)                                                          \

@@ -59,7 +59,8 @@ TEST_IMPL(strict_observation_checked) {
   ASSERT_TRUE(json_is_true(JGET(JPARSE(out, strlen(out)), "done")));
   /* nil from step is an error naming the environment, strict or not. */
   ASSERT_STR_CONTAINS(step(s, "nil", LUDO_ESCRIPT),
-                      "step of environment strict_probe returned nothing");
+                      "step of environment strict_probe returned nil "
+                      "(or nothing)");
   step(s, "good", 0);
   ASSERT_OK(ludo_session_state(s, &out, &len));
   ASSERT_EQ(JINT(JPARSE(out, len), "step_count"), 8); /* all but nil's */
@@ -138,6 +139,28 @@ TEST_IMPL(strict_undeclared_schema) {
   ASSERT_OK(ludo_session_reset(s2, NULL, 0, &out, &len));
   ludo_session_close(s);
   ludo_session_close(s2);
+  test_rt_free(rt);
+}
+
+/* An environment that declares no observation: strict still asks for an
+ * object, and says so without citing a declared schema; a table mixing
+ * array items and keys is named as such, not as an array. */
+TEST_IMPL(strict_undeclared_names_shape) {
+  ludo_runtime_t *rt = test_rt_new(NULL);
+  ludo_env_t *env =
+      test_env_load(rt, "spec/fixtures/c/strict_mixed", NULL);
+  ludo_session_t *s = test_open(env);
+  const char *out;
+  size_t len;
+  ASSERT_OK(ludo_session_set_strict(s, 1));
+  ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
+  ASSERT_ERR(ludo_session_step(s, J("{}"), &out, &len), LUDO_ESCHEMA);
+  ASSERT_STR_EQ(ludo_session_errmsg(s),
+                "ESCHEMA: environment strict_mixed: the observation of step "
+                "does not match what every observation must be (an object; "
+                "the environment declares no schema): observation: expected "
+                "object, got a table that mixes array items and keys");
+  ludo_session_close(s);
   test_rt_free(rt);
 }
 

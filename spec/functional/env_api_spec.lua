@@ -500,7 +500,10 @@ describe("environment API", function()
         for _, c in ipairs({
           { { step_count = "many" }, "step_count must be an integer >= 0 "
             .. "or nil (the runtime's), got string" },
-          { { step_count = -1 }, "got integer" },
+          { { step_count = -1 }, "got -1" },
+          -- the runtime's fields would mix with the items: named as such
+          { { 1, 2, 3 }, "state of environment badstate must return a "
+            .. "table of named fields (an object), got an array" },
           { { step_count = 1.5 }, "got float" },
           { { episode_id = 5 }, "episode_id must be a string or nil "
             .. "(the runtime's), got number" },
