@@ -540,8 +540,8 @@ int ludo__session_open_async(ludo_env_t *env, ludo_open_cb cb, void *ud) {
 /* ---- calls ----------------------------------------------------------- */
 
 int ludo__session_busy(const ludo_session_t *s) {
-  /* s->batch: an entry of a blocking batch, prepared and waiting for its
-   * turn to start (batch_blocking), is busy like a queued call. */
+  /* s->batch: an entry of a blocking batch, held until the batch lets go
+   * (batch_blocking), is busy like a queued call. */
   return s->ps->sched.in_call || s->ps->sched.resuming ||
          s->phase != LUDO__PH_IDLE || s->batch != NULL;
 }
@@ -675,30 +675,47 @@ static void report(ludo_session_t *s, size_t i, int status, ludo_batch_cb cb,
     cb(i, s, status, msg, strlen(msg), ud);
 }
 
+/* What rcs[n + i] says of entry i of a blocking batch: held, or why it
+ * was refused with EINVAL (for its message). */
+enum { BATCH_FREE, BATCH_HELD, BATCH_NULL, BATCH_OTHER_RT, BATCH_TWICE };
+
 /* Holds every entry of a blocking batch before any starts (the first
  * entry's Lua runs inside start(): a host function there may close a
  * later entry, which must then be deferred, not torn down under us).
- * rcs[i] gets what prepare said, rcs[n + i] 1 when ss[i] is held. A
- * prepared entry is marked with the batch (s->batch): busy to other
- * callers until the batch lets go, and told apart when given twice.
- * Entries refused with EINVAL or ECLOSED are never touched after. */
+ * rcs[i] gets what prepare said, rcs[n + i] BATCH_HELD when ss[i] is held
+ * (else why it was refused). A held entry is marked with the batch
+ * (s->batch, unless another batch's mark is there): busy to other
+ * callers until the batch lets go, and told apart when given twice, even
+ * when prepare refused its first entry. Entries refused with EINVAL or
+ * ECLOSED are never touched after. */
 static void batch_hold(ludo_runtime_t *rt, ludo_session_t *const *ss,
                        const char *const *actions, const size_t *lens,
                        size_t n, int *rcs) {
   size_t i;
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    rcs[n + i] = 0;
-    if (s == NULL || s->env->rt != rt || s->batch == (void *)rcs) {
-      rcs[i] = LUDO_EINVAL; /* twice in one batch, or not this runtime's */
+    rcs[n + i] = s == NULL              ? BATCH_NULL
+                 : s->env->rt != rt     ? BATCH_OTHER_RT
+                 : s->batch == (void *)rcs ? BATCH_TWICE
+                                        : BATCH_FREE;
+    if (rcs[n + i] != BATCH_FREE) {
+      rcs[i] = LUDO_EINVAL;
       continue;
     }
     rcs[i] = prepare(s, LUDO__CALL_STEP, actions[i], lens[i], NULL, NULL, 1);
     if (rcs[i] == LUDO_ECLOSED) continue; /* its teardown is on its way */
     s->held++;
-    rcs[n + i] = 1;
-    if (rcs[i] == 0) s->batch = (void *)rcs;
+    rcs[n + i] = BATCH_HELD;
+    if (s->batch == NULL) s->batch = (void *)rcs;
   }
+}
+
+/* The message of entry i refused with EINVAL (see batch_hold). */
+static const char *batch_einval(int why) {
+  return why == BATCH_NULL ? "EINVAL: the session is NULL"
+         : why == BATCH_OTHER_RT
+             ? "EINVAL: the session is another runtime's"
+             : "EINVAL: the session is given twice in the batch";
 }
 
 /* Before starting entry i, asks for the memory of the three after it
@@ -739,8 +756,9 @@ static void batch_report(ludo_runtime_t *rt, ludo_session_t *const *ss,
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
     if (rcs[i] != 0) { /* not started: its code, and its own message */
-      const char *msg = ludo__err_name(rcs[i]);
-      if (rcs[n + i] && rcs[i] != LUDO_EBUSY)
+      const char *msg = rcs[n + i] > BATCH_HELD ? batch_einval(rcs[n + i])
+                                                : ludo__err_name(rcs[i]);
+      if (rcs[n + i] == BATCH_HELD && rcs[i] != LUDO_EBUSY)
         report(s, i, rcs[i], cb, ud); /* prepare's own message */
       else
         cb(i, s, rcs[i], msg, strlen(msg), ud);
@@ -764,7 +782,9 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
                           const char *const *actions, const size_t *lens,
                           size_t n, ludo_batch_cb cb, void *ud) {
   size_t i;
-  int *rcs = ludo__malloc(&rt->core.heap, 2 * n * sizeof *rcs);
+  int *rcs;
+  if (n > SIZE_MAX / (2 * sizeof *rcs)) return LUDO_ENOMEM;
+  rcs = ludo__malloc(&rt->core.heap, 2 * n * sizeof *rcs);
   if (rcs == NULL) return LUDO_ENOMEM;
   ludo__core_block(&rt->core);
   batch_hold(rt, ss, actions, lens, n, rcs);
@@ -775,8 +795,8 @@ static int batch_blocking(ludo_runtime_t *rt, ludo_session_t *const *ss,
   batch_report(rt, ss, n, rcs, cb, ud);
   for (i = 0; i < n; i++) {
     ludo_session_t *s = ss[i];
-    if (!rcs[n + i]) continue;
-    if (rcs[i] == 0) s->batch = NULL;
+    if (rcs[n + i] != BATCH_HELD) continue;
+    if (s->batch == (void *)rcs) s->batch = NULL;
     if (--s->held == 0 && s->close_requested) close_when_released(s);
   }
   ludo__free(&rt->core.heap, rcs, 2 * n * sizeof *rcs);

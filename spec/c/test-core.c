@@ -482,6 +482,55 @@ TEST_IMPL(batch_blocking) {
   test_rt_free(rt);
 }
 
+/* A blocking batch's refusals say what was wrong, and a session given
+ * twice is told apart even when its first entry was refused (over
+ * max_input_bytes): the second gets EINVAL, and the first keeps its own
+ * message. A batch of more entries than memory can count is ENOMEM. */
+TEST_IMPL(batch_blocking_refusals_named) {
+  ludo_options_t o;
+  ludo_runtime_t *rt, *rt2;
+  ludo_session_t *a, *other, *ss[4];
+  const char *acts[4] = {"{\"message\":\"far too long for the limit\"}",
+                         "{\"message\":\"A\"}", "{\"message\":\"B\"}",
+                         "{\"message\":\"C\"}"};
+  size_t lens[4];
+  batch_rec_t r;
+  const char *out;
+  size_t len;
+  int i;
+  test_options(&o);
+  o.max_input_bytes = 24;
+  rt = test_rt_new(&o);
+  rt2 = test_rt_new(NULL);
+  a = test_open(test_env_load(rt, "examples/echo", NULL));
+  other = test_open(test_env_load(rt2, "examples/echo", NULL));
+  ASSERT_OK(ludo_session_reset(a, NULL, 0, &out, &len));
+  ss[0] = a;
+  ss[1] = a;
+  ss[2] = NULL;
+  ss[3] = other;
+  for (i = 0; i < 4; i++) lens[i] = strlen(acts[i]);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(ludo_session_step_batch(ss, acts, lens, 4, batch_rec_cb, &r));
+  ASSERT_EQ(r.n, 4);
+  ASSERT_ERR(r.status[0], LUDO_ETOOBIG);
+  ASSERT_STR_CONTAINS(r.data[0], "max_input_bytes");
+  ASSERT_ERR(r.status[1], LUDO_EINVAL);
+  ASSERT_STR_EQ(r.data[1], "EINVAL: the session is given twice in the batch");
+  ASSERT_ERR(r.status[2], LUDO_EINVAL);
+  ASSERT_STR_EQ(r.data[2], "EINVAL: the session is NULL");
+  ASSERT_ERR(r.status[3], LUDO_EINVAL);
+  ASSERT_STR_EQ(r.data[3], "EINVAL: the session is another runtime's");
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(a), "max_input_bytes");
+  ASSERT_ERR(ludo_session_step_batch(ss, acts, lens, SIZE_MAX, batch_rec_cb,
+                                     &r), LUDO_ENOMEM);
+  ASSERT_OK(ludo_session_step(a, J("{\"message\":\"on\"}"), &out, &len));
+  ludo_session_close(a);
+  ludo_session_close(other);
+  ludo_runtime_free(rt2); /* test_rt_free counts every runtime's bytes */
+  test_rt_free(rt);
+}
+
 /* A non-blocking batch queues every step; results come from the loop,
  * and steps that wait overlap. A busy session refuses the whole batch. */
 TEST_IMPL(batch_async) {

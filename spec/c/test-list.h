@@ -56,6 +56,7 @@
   X(reenter_outer_budget)                                                    \
   X(reenter_close_self)                                                      \
   X(batch_blocking)                                                          \
+  X(batch_blocking_refusals_named)                                           \
   X(batch_async)                                                             \
   /* test-abuse.c: cleanup paths and Lua defects */                        \
   X(abuse_close_after_error)                                                 \
