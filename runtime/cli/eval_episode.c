@@ -15,6 +15,10 @@ static void slot_next(eval_slot_t *sl);
 static void write_record(eval_slot_t *sl, json_t *rec) {
   eval_run_t *r = sl->run;
   if (eval_out_append(r->out, rec) != 0 && !r->failed) {
+    /* said; the episodes in flight are cancelled, unrecorded */
+    ludo__cli_error("the run stops here (--resume runs the episodes "
+                    "without a record once %s/results.jsonl can be "
+                    "written)", r->out->dir);
     r->failed = 1;
     eval_slots_cancel(r);
   }

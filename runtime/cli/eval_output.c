@@ -617,7 +617,13 @@ static int append_whole(int fd, const char *line, size_t n, int *cut) {
   int rc, err;
   *cut = 0;
   while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
-  if (rc != 0 || fstat(fd, &sb) != 0) return -1;
+  if (rc != 0) return -1;
+  if (fstat(fd, &sb) != 0) {
+    err = errno;
+    flock(fd, LOCK_UN);
+    errno = err;
+    return -1;
+  }
   rc = write_all(fd, line, n);
   err = errno;
   if (rc != 0 && ftruncate(fd, sb.st_size) != 0) *cut = errno;
@@ -629,8 +635,8 @@ static int append_whole(int fd, const char *line, size_t n, int *cut) {
 /* A record is one write(): with O_APPEND the kernel puts it whole at the
  * end, so the worker processes of a run (eval_workers.c) append to the
  * same file without mixing their lines. A failed append is said once and
- * marks the output broken: nothing more is appended (the caller stops the
- * run; --resume runs the episodes without a record). */
+ * marks the output broken: nothing more is appended (the caller stops:
+ * a run's --resume runs the episodes without a record). */
 int eval_out_append(eval_out_t *o, json_t *record) {
   char *line;
   size_t n;
@@ -644,10 +650,10 @@ int eval_out_append(eval_out_t *o, json_t *record) {
   n = strlen(line) + 1;
   line[n - 1] = '\n'; /* its NUL: the line's end */
   if (append_whole(o->results, line, n, &cut) != 0) {
+    int err = errno;
     o->broken = 1;
     ludo__cli_error("cannot write %s/results.jsonl: %s; episode %lld's "
-                    "record is not in it, %s%s%s; the run stops "
-                    "(--resume runs what is left)", o->dir, strerror(errno),
+                    "record is not in it, %s%s%s", o->dir, strerror(err),
                     (long long)json_integer_value(json_object_get(record,
                                                                   "episode")),
                     cut ? "and the part written could not be cut (" :

@@ -1917,8 +1917,11 @@ def a_record_that_cannot_be_written_is_cut_and_the_run_stops():
                        preexec_fn=small_files)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "cannot write %s/results.jsonl: File too large; episode 10's " \
-        "record is not in it, the file is as it was before it; the run " \
-        "stops" % d in r.stderr, r.stderr
+        "record is not in it, the file is as it was before it\n" % d \
+        in r.stderr, r.stderr
+    assert "the run stops here (--resume runs the episodes without a " \
+        "record once %s/results.jsonl can be written)" % d in r.stderr, \
+        r.stderr
     recs = lines_are_records(os.path.join(d, "results.jsonl"))
     assert untimed(recs) == untimed(results(full)[:10]), recs
     r = ludo(*args, "--out", d, "--resume")
@@ -1982,9 +1985,11 @@ def a_line_two_records_run_into_is_refused_naming_it():
     d = out("two-in-one")
     run_ok(*ECHO6, "--out", d)
     lines = open(os.path.join(d, "results.jsonl")).read().splitlines()
-    set_line(d, 2, lines[2][:len(lines[2]) // 2] + lines[3])
+    cut = lines[2].index('"wall_ms"') + 8  # in a key: '"wall_ms{"ep...'
+    set_line(d, 2, lines[2][:cut] + lines[3])
     refused_by_resume_and_merge(d, "%s/results.jsonl:3: not a result record "
-                                "(malformed JSON: " % d)
+                                "(malformed JSON: ':' expected near "
+                                "'episode\"' at column %d)" % (d, cut + 3))
 
 
 @test
