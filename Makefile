@@ -449,6 +449,7 @@ clean:
 # ludo-bench's, and re-reading 100,000 results for --resume.
 EVAL_BENCH_OBJ := $(BUILD)/obj/runtime/cli/eval_output.o \
   $(BUILD)/obj/runtime/cli/eval_plan.o $(BUILD)/obj/runtime/cli/eval_record.o \
+  $(BUILD)/obj/runtime/cli/eval_scan.o $(BUILD)/obj/runtime/cli/eval_json.o \
   $(BUILD)/obj/runtime/cli/buf.o
 $(BUILD)/ludo-eval-resume-bench: bench/eval_resume.c $(EVAL_BENCH_OBJ) \
   $(BUILD)/libludo.a $(LUA_A)

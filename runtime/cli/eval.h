@@ -17,6 +17,8 @@
  *   eval_progress.c the progress line
  *   eval_workers.c  --workers: the episodes spread over worker processes
  *   eval_report.c   summary.json and report.html (ludo.eval.report)
+ *   eval_json.c     the JSON text of records and trajectory lines
+ *   eval_scan.c     a line of results.jsonl read back and checked
  *   eval_merge.c    `ludo eval merge`: shard folders -> one */
 #ifndef LUDO_CLI_EVAL_H
 #define LUDO_CLI_EVAL_H
@@ -30,11 +32,16 @@
 #include "cli/cli.h"
 #include "ludo.h"
 
-/* How records, trajectory lines and merged results are written: floats
- * with 15 significant digits (0.3, not 0.30000000000000004), the text the
- * summary, the success rule and --resume all read. */
-#define EVAL_JSON_LINE \
-  (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+/* ---- JSON text (eval_json.c) ----------------------------------------- */
+
+/* Appends v's JSON text as records, trajectory lines and merged results
+ * are written: compact, members in their order, reals in the shortest
+ * form that reads back as the same double (0.3, and 0.29999999999999993
+ * too: the text the summary, the success rule, --resume and merge read
+ * is the value the run computed). */
+void eval_json_add(ludo__cli_buf_t *b, json_t *v);
+/* The same as a new string (caller frees; NULL when v is NULL). */
+char *eval_json_dumps(json_t *v);
 
 /* ---- configuration (eval_config.c) ----------------------------------- */
 
@@ -148,6 +155,7 @@ typedef struct eval_out_s {
   char dir[4096];
   int results;             /* results.jsonl, O_APPEND (-1: closed) */
   int lock;                /* OUT/.lock, held for the run (> 0) */
+  int broken;              /* an append failed (said): no more */
 } eval_out_t;
 
 /* The lock file of an output folder: one process writes into it. */
@@ -183,7 +191,11 @@ int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
  * 0 or -1 after saying why. */
 int eval_out_fresh(const char *dir, const char *what_to_do);
 
-/* Appends one record (a JSON object; steals nothing) and flushes. */
+/* Appends one record (a JSON object; steals nothing) as one line, whole
+ * or not at all: a write that fails (a full disk) cuts results.jsonl back
+ * to its size before it, says so naming the file and the OS error, and
+ * marks the output broken. Returns 0, or -1 (broken: every later append
+ * returns -1 at once, saying nothing). */
 int eval_out_append(eval_out_t *o, json_t *record);
 /* Opens cfg->out for a worker (eval_workers.c): the parent took the lock,
  * wrote run.json and read the records; results.jsonl is opened to append.
@@ -220,6 +232,14 @@ typedef struct {
   const char *line;        /* the line, without its '\n' */
   size_t len;
 } eval_line_t;
+
+/* Reads the line l->line[0..l->len) (eval_scan.c) into *l: strict JSON
+ * (as ludo.json decodes it), an object whose fields have the types ludo
+ * writes (episode, seed, reward, steps, error and success present).
+ * Returns NULL, or why the line is not a record (in why[0..n): "the field
+ * \"reward\" must be a number, not a string", "malformed JSON: ... at
+ * column 8542"). */
+const char *eval_scan_line(eval_line_t *l, char *why, size_t n);
 
 /* 1 for an error class --resume runs again (see eval_line_t.rerun). */
 int eval_class_rerun(const char *cls);

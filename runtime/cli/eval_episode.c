@@ -15,6 +15,10 @@ static void slot_next(eval_slot_t *sl);
 static void write_record(eval_slot_t *sl, json_t *rec) {
   eval_run_t *r = sl->run;
   if (eval_out_append(r->out, rec) != 0 && !r->failed) {
+    /* said; the episodes in flight are cancelled, unrecorded */
+    ludo__cli_error("the run stops here (--resume runs the episodes "
+                    "without a record once %s/results.jsonl can be "
+                    "written)", r->out->dir);
     r->failed = 1;
     eval_slots_cancel(r);
   }
@@ -55,7 +59,7 @@ static void on_judge(ludo_script_t *sc, int status, const char *out,
 
 /* Asks the run file's success function about the record. */
 static void judge(eval_slot_t *sl, json_t *rec) {
-  char *text = json_dumps(rec, EVAL_JSON_LINE);
+  char *text = eval_json_dumps(rec);
   int rc;
   ludo__cli_buf_reset(&sl->args);
   ludo__cli_buf_printf(&sl->args, "[");
@@ -293,6 +297,24 @@ static int llm_reply(eval_slot_t *sl, json_t *reply) {
   return 0;
 }
 
+/* The invalid action ludo.eval.policy refused for a Lua policy (a NaN
+ * or an infinity in it, which JSON cannot hold: lua/ludo/eval/policy.lua
+ * raises "ludo.eval.policy: invalid action: WHY"): WHY's first line into
+ * why[0..n), or NULL for any other failure of the call. */
+static const char *refused_action(int status, const char *out, size_t len,
+                                  char *why, size_t n) {
+  static const char mark[] = "ESCRIPT: ludo.eval.policy: invalid action: ";
+  const size_t k = sizeof mark - 1;
+  const char *nl;
+  size_t m;
+  if (status != LUDO_ESCRIPT || len <= k || memcmp(out, mark, k) != 0)
+    return NULL;
+  nl = memchr(out + k, '\n', len - k);
+  m = (nl ? (size_t)(nl - out) : len) - k;
+  snprintf(why, n, "%.*s", (int)m, out + k);
+  return why;
+}
+
 /* The policy's reply: the action (a Lua policy's `action`: its text is
  * used as it is), or an LLM policy's {"action", "text"} or {"invalid":
  * true, "text", "error"}. */
@@ -300,8 +322,14 @@ static void on_act(ludo_script_t *sc, int status, const char *out,
                    size_t len, void *ud) {
   eval_slot_t *sl = ud;
   json_t *reply = NULL;
+  char why[512];
   int rc;
   (void)sc;
+  if (!sl->cancelled && refused_action(status, out, len, why, sizeof why)) {
+    ludo__cli_buf_reset(&sl->action);
+    invalid_action(sl, NULL, why);
+    return;
+  }
   if (status != 0 || sl->cancelled) {
     finish_error(sl, sl->cancelled ? LUDO_ECANCELED : status, out, len);
     return;

@@ -186,11 +186,16 @@ static const char *take_line(void *ud, const eval_line_t *l) {
   shard_t *sh = ud;
   eval_ep_t *e;
   json_t *rec;
+  json_error_t jerr;
   if (eval_record_check(&sh->plan, l, sh->why, sizeof sh->why) != NULL)
     return sh->why;
   e = eval_plan_find(&sh->plan, l->episode);
-  rec = l->rerun ? json_null() : json_loadb(l->line, l->len, 0, NULL);
-  if (rec == NULL) return "cannot be read again (out of memory)";
+  rec = l->rerun ? json_null() : json_loadb(l->line, l->len, 0, &jerr);
+  if (rec == NULL) { /* JSON eval_scan_line took: jansson's own limits */
+    snprintf(sh->why, sizeof sh->why, "not a record jansson reads (%s)",
+             jerr.text);
+    return sh->why;
+  }
   json_decref(sh->last[e - sh->plan.eps]);
   sh->last[e - sh->plan.eps] = rec;
   return NULL;
@@ -397,6 +402,32 @@ static void shard_timing(const merge_args_t *m, eval_timing_t *timing,
   }
 }
 
+/* A merge that failed after it began writing (a disk full, the summary
+ * refusing): what it wrote into --out goes, so the folder is empty again
+ * (its lock aside) and the next merge takes it, not a half-written
+ * folder. --out was empty and is locked: all of it is this merge's. */
+static void unwrite(const merge_args_t *m, json_t *all) {
+  static const char *const names[] = {
+      "run.json", "results.jsonl", "summary.json", "report.html",
+      ".run.json.tmp", ".summary.json.tmp", ".report.html.tmp"};
+  char path[4400];
+  size_t k;
+  for (k = 0; k < sizeof names / sizeof names[0]; k++) {
+    snprintf(path, sizeof path, "%s/%s", m->out, names[k]);
+    unlink(path);
+  }
+  for (k = 0; k < json_array_size(all); k++) {
+    snprintf(path, sizeof path, "%s/trajectories/%06lld.jsonl", m->out,
+             (long long)json_integer_value(json_object_get(
+                 json_array_get(all, k), "episode")));
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/trajectories", m->out);
+  rmdir(path);
+  fprintf(stderr, "ludo eval merge: nothing was merged: %s is left empty\n",
+          m->out);
+}
+
 static int merge(const merge_args_t *m) {
   json_t *run = check_runs(m), *all = json_array();
   long long total, ep;
@@ -420,7 +451,7 @@ static int merge(const merge_args_t *m) {
        write_results(m, all, from) != 0;
   free(text);
   shard_timing(m, &timing, start, sizeof start);
-  text = rc == 0 ? json_dumps(all, EVAL_JSON_LINE) : NULL;
+  text = rc == 0 ? eval_json_dumps(all) : NULL;
   if (rc == 0 && (text == NULL || eval_report_write(m->out, run, text,
                                                     strlen(text),
                                                     &timing) != 0))
@@ -429,6 +460,8 @@ static int merge(const merge_args_t *m) {
   if (rc == 0)
     printf("merged %d folders, %lld episodes, into %s\n", m->ndirs, total,
            m->out);
+  else
+    unwrite(m, all);
 done:
   if (lock >= 0) close(lock);
   free(from);

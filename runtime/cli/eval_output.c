@@ -16,12 +16,17 @@ int eval_write_file(const char *dir, const char *name, const char *text,
                     size_t len) {
   char path[4400], tmp[4400];
   FILE *f;
+  int ok, err = 0;
   snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name);
   f = fopen(tmp, "w");
-  if (f == NULL || fwrite(text, 1, len, f) != len || fclose(f) != 0 ||
-      rename(tmp, path) != 0) {
-    ludo__cli_error("cannot write %s: %s", path, strerror(errno));
+  ok = f != NULL && fwrite(text, 1, len, f) == len;
+  if (!ok) err = errno;
+  if (f != NULL && fclose(f) != 0 && ok) ok = 0, err = errno;
+  if (ok && rename(tmp, path) != 0) ok = 0, err = errno;
+  if (!ok) {
+    unlink(tmp); /* no part written is left behind */
+    ludo__cli_error("cannot write %s: %s", path, strerror(err));
     return -1;
   }
   return 0;
@@ -211,116 +216,9 @@ int eval_class_rerun(const char *cls) {
   return cls != NULL && (!strcmp(cls, "ECANCELED") || eval_class_lost(cls));
 }
 
-static const char *after(const char *p, size_t n, const char *key);
-
-/* Whether the record's line p[0..n) has a lost episode's error class. */
-static int lost_line(const char *p, size_t n) {
-  char key[48];
-  size_t i;
-  for (i = 0; i < NLOST; i++) {
-    snprintf(key, sizeof key, "\"class\":\"%s\"", lost_classes[i]);
-    if (after(p, n, key)) return 1;
-  }
-  return 0;
-}
-
-/* What follows `key` in p[0..n) (NULL when absent). A key is found at
- * once in a line as ludo writes it: a string's quotes are escaped, so no
- * value can fake one, and the first match is the record's own key
- * (rubric scores come after it and are numbers). */
-static const char *after(const char *p, size_t n, const char *key) {
-  size_t k = strlen(key);
-  const char *at = memmem(p, n, key, k);
-  return at ? at + k : NULL;
-}
-
 /* The name of episode `ep`'s trajectory file, in the output folder. */
 static void traj_name(long long ep, char *name, size_t n) {
   snprintf(name, n, "trajectories/%06lld.jsonl", ep);
-}
-
-/* ludo writes "trajectory" last: null or the episode's own file. Any
- * other end returns -1 (the line is read with jansson, which finds the
- * field wherever it is). */
-static int traj_tail(const char *p, size_t n, eval_line_t *l) {
-  static const char none[] = ",\"trajectory\":null}";
-  char own[96];
-  size_t k;
-  if (n >= sizeof none - 1 &&
-      memcmp(p + n - (sizeof none - 1), none, sizeof none - 1) == 0)
-    return 0;
-  k = (size_t)snprintf(own, sizeof own, ",\"trajectory\":\"");
-  traj_name(l->episode, own + k, sizeof own - k);
-  k = strlen(own);
-  snprintf(own + k, sizeof own - k, "\"}");
-  k += 2;
-  if (n < k || memcmp(p + n - k, own, k) != 0) return -1;
-  l->has_traj = 1;
-  return 0;
-}
-
-/* Reads a line as ludo writes it ({"episode":N,"seed":S,...}), the
- * fields found by their keys (jansson takes ~15 us a record, more than
- * the 1 s for 100,000 the figure allows; bench/eval_resume.c). A line
- * cut short (no closing brace), or whose episode or seed is not a whole
- * number where ludo writes it, returns -1: it is read with jansson, which
- * says what is wrong. */
-static int scan_fast(const char *p, size_t n, eval_line_t *l) {
-  static const char head[] = "{\"episode\":";
-  const size_t hn = sizeof head - 1;
-  const char *v;
-  char *end;
-  if (n <= hn || memcmp(p, head, hn) != 0 || p[n - 1] != '}') return -1;
-  l->episode = strtoll(p + hn, &end, 10);
-  if (end == p + hn || *end != ',') return -1;
-  if ((v = after(p, n, "\"seed\":")) == NULL) return -1;
-  l->seed = strtoll(v, &end, 10);
-  if (end == v || (*end != ',' && *end != '}')) return -1;
-  v = after(p, n, "\"reward\":");
-  l->reward = v ? strtod(v, NULL) : 0;
-  v = after(p, n, "\"steps\":");
-  l->steps = v ? strtoll(v, NULL, 10) : 0;
-  l->error = after(p, n, "\"error\":null") == NULL;
-  l->cancelled = l->error && after(p, n, "\"class\":\"ECANCELED\"");
-  l->rerun = l->cancelled || (l->error && lost_line(p, n));
-  return traj_tail(p, n, l);
-}
-
-/* The record's trajectory: none (absent or null), its own file, or
- * anything else (traj_bad). */
-static void traj_slow(json_t *rec, eval_line_t *l) {
-  json_t *t = json_object_get(rec, "trajectory");
-  char own[64];
-  traj_name(l->episode, own, sizeof own);
-  if (t == NULL || json_is_null(t)) return;
-  if (json_is_string(t) && strcmp(json_string_value(t), own) == 0 &&
-      json_string_length(t) == strlen(own))
-    l->has_traj = 1;
-  else
-    l->traj_bad = 1;
-}
-
-/* Reads a line with jansson. Returns 0, or -1 for a line that is not a
- * record (*bad: jansson's message when it is not JSON, else NULL). */
-static int scan_slow(const char *p, size_t n, eval_line_t *l,
-                     json_error_t *jerr, const char **bad) {
-  json_t *rec = load_record(p, n, jerr, bad), *err, *seed;
-  if (rec == NULL) return -1;
-  l->episode = json_integer_value(json_object_get(rec, "episode"));
-  seed = json_object_get(rec, "seed");
-  l->seed = json_is_integer(seed) ? json_integer_value(seed) : -1;
-  l->reward = json_number_value(json_object_get(rec, "reward"));
-  l->steps = json_integer_value(json_object_get(rec, "steps"));
-  err = json_object_get(rec, "error");
-  l->error = json_is_object(err);
-  l->rerun = eval_class_rerun(json_string_value(json_object_get(err,
-                                                                "class")));
-  l->cancelled = json_is_string(json_object_get(err, "class")) &&
-                 strcmp(json_string_value(json_object_get(err, "class")),
-                        "ECANCELED") == 0;
-  traj_slow(rec, l);
-  json_decref(rec);
-  return 0;
 }
 
 /* Calls fn for each complete line of buf[0..n) (the file at `path`, its
@@ -332,17 +230,16 @@ static int scan_lines(const char *path, const char *buf, size_t n,
   size_t line = first_line;
   *at = 0;
   while (*at < n) {
-    const char *nl = memchr(buf + *at, '\n', n - *at), *why, *bad = NULL;
+    const char *nl = memchr(buf + *at, '\n', n - *at), *why;
     eval_line_t l;
-    json_error_t jerr;
+    char bad[300];
     line++;
     if (nl == NULL) break;
     memset(&l, 0, sizeof l);
     l.line = buf + *at;
     l.len = (size_t)(nl - buf) - *at;
-    if (scan_fast(l.line, l.len, &l) != 0 &&
-        scan_slow(l.line, l.len, &l, &jerr, &bad) != 0) {
-      not_a_record(path, line, bad);
+    if (eval_scan_line(&l, bad, sizeof bad) != NULL) {
+      ludo__cli_error("%s:%zu: not a result record (%s)", path, line, bad);
       return -1;
     }
     if ((why = fn(ud, &l)) != NULL) {
@@ -694,26 +591,77 @@ int eval_out_open(eval_out_t *o, const eval_cfg_t *cfg, json_t *run,
   return open_results(o, cfg);
 }
 
+/* Writes the n bytes at p (0), or -1 with errno set (a write of none:
+ * EIO). */
+static int write_all(int fd, const char *p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, p + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w == 0) errno = EIO;
+    if (w <= 0) return -1;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* Appends line[0..n) whole or not at all: under an exclusive flock of
+ * results.jsonl (a run's worker processes append to it too, each on an
+ * open file of its own), from the size it has then; a write that fails
+ * (a full disk, the file size limit) cuts the file back to that size, so
+ * no line is left half written for later records to follow. Returns 0,
+ * or -1 with errno the write's error (*cut: 0, or the error that kept
+ * the file from being cut back). */
+static int append_whole(int fd, const char *line, size_t n, int *cut) {
+  struct stat sb;
+  int rc, err;
+  *cut = 0;
+  while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {}
+  if (rc != 0) return -1;
+  if (fstat(fd, &sb) != 0) {
+    err = errno;
+    flock(fd, LOCK_UN);
+    errno = err;
+    return -1;
+  }
+  rc = write_all(fd, line, n);
+  err = errno;
+  if (rc != 0 && ftruncate(fd, sb.st_size) != 0) *cut = errno;
+  flock(fd, LOCK_UN);
+  errno = err;
+  return rc;
+}
+
 /* A record is one write(): with O_APPEND the kernel puts it whole at the
  * end, so the worker processes of a run (eval_workers.c) append to the
- * same file without mixing their lines. */
+ * same file without mixing their lines. A failed append is said once and
+ * marks the output broken: nothing more is appended (the caller stops:
+ * a run's --resume runs the episodes without a record). */
 int eval_out_append(eval_out_t *o, json_t *record) {
-  char *line = json_dumps(record, EVAL_JSON_LINE);
-  size_t n = line ? strlen(line) + 1 : 0, done = 0;
-  int rc = line ? 0 : -1;
-  if (line != NULL) line[n - 1] = '\n'; /* its NUL: the line's end */
-  while (rc == 0 && done < n) {
-    ssize_t w = write(o->results, line + done, n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) rc = -1;
-    else done += (size_t)w;
+  char *line;
+  size_t n;
+  int cut;
+  if (o->broken) return -1;
+  if ((line = eval_json_dumps(record)) == NULL) {
+    ludo__cli_error("cannot write %s/results.jsonl: a record could not be "
+                    "made (out of memory)", o->dir);
+    return -1;
   }
-  if (rc != 0)
-    ludo__cli_error("cannot write %s/results.jsonl: %s", o->dir,
-                    line ? strerror(errno)
-                         : "the record could not be encoded (out of memory)");
+  n = strlen(line) + 1;
+  line[n - 1] = '\n'; /* its NUL: the line's end */
+  if (append_whole(o->results, line, n, &cut) != 0) {
+    int err = errno;
+    o->broken = 1;
+    ludo__cli_error("cannot write %s/results.jsonl: %s; episode %lld's "
+                    "record is not in it, %s%s%s", o->dir, strerror(err),
+                    (long long)json_integer_value(json_object_get(record,
+                                                                  "episode")),
+                    cut ? "and the part written could not be cut (" :
+                          "the file is as it was before it",
+                    cut ? strerror(cut) : "", cut ? ")" : "");
+  }
   free(line);
-  return rc;
+  return o->broken ? -1 : 0;
 }
 
 void eval_out_close(eval_out_t *o) {

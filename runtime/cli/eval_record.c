@@ -218,7 +218,7 @@ void eval_traj_open(eval_slot_t *sl) {
 static void traj_end(eval_slot_t *sl) {
   json_t *line = json_pack("{sssIso}", "end", "error", "steps",
                            (json_int_t)sl->steps, "error", record_error(sl));
-  char *s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  char *s = line ? eval_json_dumps(line) : NULL;
   if (s != NULL) fprintf(sl->traj, "%s\n", s);
   free(s);
   json_decref(line);
@@ -282,7 +282,7 @@ void eval_traj_reset_failed(eval_slot_t *sl) {
                                             "message",
                                             sl->err.p ? sl->err.p : "")
                                 : json_null());
-  s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  s = line ? eval_json_dumps(line) : NULL;
   if (s != NULL) fprintf(sl->traj, "%s\n", s);
   sl->reset_written = 1;
   free(s);
@@ -317,7 +317,7 @@ void eval_traj_invalid(eval_slot_t *sl, json_t *text, const char *why) {
   line = json_pack("{sIsosbsOss}", "step", (json_int_t)sl->steps, "action",
                    action, "invalid", 1, "text", text ? text : json_null(),
                    "error", why);
-  s = line ? json_dumps(line, EVAL_JSON_LINE) : NULL;
+  s = line ? eval_json_dumps(line) : NULL;
   if (s != NULL) fprintf(sl->traj, "%s\n", s);
   free(s);
   json_decref(line);

@@ -185,6 +185,8 @@ typedef struct {
   int next;                     /* V_*: meaning of the coming value */
   ludo__buf_t text, scratch;    /* the reply's text; unescaping */
   int has_text;                 /* OpenAI: message.content read */
+  int null_text;                /* OpenAI: message.content is null (a
+                                   refusal or a tool call: no text) */
   int has_blocks;               /* Anthropic: content[] read */
   size_t block_at;              /* Anthropic: where this block's text went */
   int block_text, block_type_ok;
@@ -211,11 +213,11 @@ static void forget(rd_t *r) {
   case V_CHOICES:
     free(r->finish);
     r->finish = NULL;
-    r->has_text = 0;
+    r->has_text = r->null_text = 0;
     ludo__buf_reset(&r->text);
     break;
   case V_MESSAGE: case V_CONTENT:
-    r->has_text = 0;
+    r->has_text = r->null_text = 0;
     ludo__buf_reset(&r->text);
     break;
   case V_BLOCKS:
@@ -335,7 +337,9 @@ static int r_string(void *ud, const char *s, size_t n) {
 
 static int r_null(void *ud) {
   rd_t *r = ud;
-  if (value(r) == V_CONTENT) r->has_text = 1; /* null content reads as "" */
+  /* null content is no text (a refusal, a tool call): never read as "",
+   * which a judge would score. */
+  if (value(r) == V_CONTENT) r->null_text = 1;
   r->next = V_NONE;
   return 0;
 }
@@ -417,7 +421,10 @@ int ludo__llm_parse(int api, const char *body, size_t len,
   else if (rc != 0)
     snprintf(err, errlen, "malformed reply (not JSON: %.*s at byte %zu)",
              what_failed(je.msg), je.msg, je.offset);
-  else if ((rc = take(&rd, r)) != 0)
+  else if ((rc = take(&rd, r)) != 0 && rd.null_text)
+    snprintf(err, errlen, "malformed reply (choices[0].message.content is "
+             "null: no text, as in a refusal or a tool call)");
+  else if (rc != 0)
     snprintf(err, errlen, "malformed reply (no %s)",
              api == LUDO__LLM_ANTHROPIC ? "content[] array"
                                         : "choices[0].message.content");

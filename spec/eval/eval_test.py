@@ -11,6 +11,7 @@ Prints "ok NAME" or "FAIL NAME" per test; exits 1 when any failed."""
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -1559,19 +1560,21 @@ def llm_policy_end_to_end():
 
 
 PARSE_RUN = """
--- parse returns nil at the first step, raises a table at the second and
--- text that is not UTF-8 at the third.
+-- parse returns nil at the first step, raises a table at the second,
+-- text that is not UTF-8 at the third and an action holding NaN at the
+-- fourth.
 return {
-  env = %(env)s, episodes = 1, max_steps = 3,
+  env = %(env)s, episodes = 1, max_steps = 4,
   policy = {
     llm = { api = "openai", base_url = %(url)s, model = "mock",
             retries = 0 },
     prompt = function(_, history)
-      return { { role = "user", content = ({ "first", "second" })[
-        #history + 1] or "third" } }
+      return { { role = "user", content = ({ "first", "second", "third" })[
+        #history + 1] or "fourth" } }
     end,
     parse = function(text)
       if text == "nil" then return nil end
+      if text == "nan" then return { message = 0 / 0 } end
       if text == "bytes" then error("bad \\xff" .. text, 0) end
       error({ why = text })
     end,
@@ -1581,13 +1584,14 @@ return {
 
 
 def llm_parse_nil_and_raised_tables_are_invalid_actions():
-    """parse returning nil, raising a table or text that is not UTF-8:
-    invalid actions, recorded with a message that is the same in every
-    run (and UTF-8: bad bytes become U+FFFD)."""
+    """parse returning nil, raising a table or text that is not UTF-8,
+    or an action holding NaN: invalid actions, recorded with a message
+    that is the same in every run (and UTF-8: bad bytes become U+FFFD)."""
     script = write("parse_script.json", json.dumps({"default": "x", "rules": [
         {"match": "^first$", "reply": "nil"},
         {"match": "^second$", "reply": "table"},
-        {"match": "^third$", "reply": "bytes"}]}))
+        {"match": "^third$", "reply": "bytes"},
+        {"match": "^fourth$", "reply": "nan"}]}))
     mock = subprocess.Popen(["node", "spec/llm/mock_llm.js", "--script",
                              script], stdout=subprocess.PIPE, text=True)
     try:
@@ -1598,13 +1602,16 @@ def llm_parse_nil_and_raised_tables_are_invalid_actions():
         d = out("llm-parse")
         run_ok("eval", run, "--out", d, "--quiet")
         rec = results(d)[0]
-        assert rec["error"] is None and rec["invalid_actions"] == 3, rec
+        assert rec["error"] is None and rec["invalid_actions"] == 4, rec
         lines = [json.loads(x) for x in open(os.path.join(
             d, rec["trajectory"]))]
         assert lines[1]["error"] == "parse returned nil", lines[1]
         assert lines[1]["text"] == "nil", lines[1]
         assert lines[2]["error"] == '{"why":"table"}', lines[2]
         assert lines[3]["error"] == "bad \ufffdbytes", lines[3]
+        assert lines[4]["error"] == "action.message is nan: an action's " \
+            "numbers must be finite (JSON has no NaN or infinity)", lines[4]
+        assert lines[4]["text"] == "nan", lines[4]
     finally:
         mock.terminate()
         mock.wait()
@@ -1878,6 +1885,200 @@ def kill_9_of_the_parent_ends_its_workers():
     assert r.returncode == 0, r.stderr
     assert untimed(results(cut)) == untimed(results(full))
     assert summary(cut) == summary(full)
+
+
+def lines_are_records(path):
+    """The file's text ends a line and every line is a JSON object."""
+    text = open(path).read()
+    assert text == "" or text.endswith("\n"), repr(text[-200:])
+    return [json.loads(x) for x in text.splitlines()]
+
+
+@test
+def a_record_that_cannot_be_written_is_cut_and_the_run_stops():
+    """A full disk, here the file size limit (a short write, then EFBIG,
+    as ENOSPC gives): the record's part written is cut from
+    results.jsonl, the run stops with exit 1 naming the file and the OS
+    error, the records before it stand, and --resume completes the run."""
+    args = ["eval", "examples/echo", "--episodes", "30", "--seed", "5",
+            "--max-steps", "3", "--quiet", "--no-trajectories",
+            "--concurrency", "1"]
+    full, d = out("fsz-full"), out("fsz-cut")
+    run_ok(*args, "--out", full)
+    lines = open(os.path.join(full, "results.jsonl")).read().splitlines()
+    limit = sum(len(x) + 1 for x in lines[:10]) + len(lines[10]) // 2
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead
+
+    r = subprocess.run([LUDO, *args, "--out", d], env=ENV, text=True,
+                       capture_output=True, timeout=120,
+                       preexec_fn=small_files)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "cannot write %s/results.jsonl: File too large; episode 10's " \
+        "record is not in it, the file is as it was before it\n" % d \
+        in r.stderr, r.stderr
+    assert "the run stops here (--resume runs the episodes without a " \
+        "record once %s/results.jsonl can be written)" % d in r.stderr, \
+        r.stderr
+    recs = lines_are_records(os.path.join(d, "results.jsonl"))
+    assert untimed(recs) == untimed(results(full)[:10]), recs
+    r = ludo(*args, "--out", d, "--resume")
+    assert r.returncode == 0, r.stderr
+    assert untimed(results(d)) == untimed(results(full))
+    assert summary(d) == summary(full)
+
+
+@test
+def a_reward_is_recorded_as_the_run_computed_it():
+    """0.7 + -0.4 is 0.29999999999999993: the record says so (not 0.3),
+    and the threshold 0.3 and a success function reading the record
+    agree that it is below 0.3."""
+    for run in ("inexact_sum_run.lua", "inexact_sum_fn_run.lua"):
+        d = out("inexact-" + run)
+        run_ok("eval", FIX + "/" + run, "--out", d, "--quiet")
+        rec = results(d)[0]
+        assert rec["reward"] == 0.7 + -0.4 and rec["success"] is False, rec
+        assert '"reward":0.29999999999999993,' in \
+            open(os.path.join(d, "results.jsonl")).read()
+        assert summary(d)["success"]["successes"] == 0, summary(d)
+
+
+ECHO6 = ["eval", "examples/echo", "--episodes", "6", "--seed", "5",
+         "--max-steps", "3", "--quiet", "--no-trajectories"]
+
+
+def set_line(d, line, text):
+    """Replaces line `line` (from 0) of d's results.jsonl by `text`."""
+    path = os.path.join(d, "results.jsonl")
+    lines = open(path).read().splitlines()
+    lines[line] = text
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return open(path).read()
+
+
+def refused_by_resume_and_merge(d, want):
+    """--resume and merge both refuse d's records saying `want`; resume
+    leaves results.jsonl as it was and merge writes nothing."""
+    path = os.path.join(d, "results.jsonl")
+    before = open(path).read()
+    r = ludo(*ECHO6, "--out", d, "--resume")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert want in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert open(path).read() == before
+    m = d + "-merged"
+    r = ludo("eval", "merge", d, "--out", m)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert want in r.stderr and "out of memory" not in r.stderr, r.stderr
+    assert not os.path.exists(m) or sorted(os.listdir(m)) == [".lock"], \
+        os.listdir(m)
+    shutil.rmtree(m, ignore_errors=True)
+
+
+@test
+def a_line_two_records_run_into_is_refused_naming_it():
+    """The line a failed append used to leave (a record cut, the next
+    written after it) is malformed JSON, named with its line, though it
+    starts and ends as a record does."""
+    d = out("two-in-one")
+    run_ok(*ECHO6, "--out", d)
+    lines = open(os.path.join(d, "results.jsonl")).read().splitlines()
+    cut = lines[2].index('"wall_ms"') + 8  # in a key: '"wall_ms{"ep...'
+    set_line(d, 2, lines[2][:cut] + lines[3])
+    refused_by_resume_and_merge(d, "%s/results.jsonl:3: not a result record "
+                                "(malformed JSON: ':' expected near "
+                                "'episode\"' at column %d)" % (d, cut + 3))
+
+
+@test
+def a_reward_beyond_the_double_range_is_refused_naming_its_line():
+    d = out("reward-1e999")
+    run_ok(*ECHO6, "--out", d)
+    line = open(os.path.join(d, "results.jsonl")).read().splitlines()[1]
+    set_line(d, 1, re.sub(r'"reward":[^,]*', '"reward":1e999', line))
+    refused_by_resume_and_merge(d, "%s/results.jsonl:2: not a result record "
+                                "(malformed JSON: number out of range" % d)
+
+
+@test
+def a_field_of_the_wrong_type_is_refused_naming_its_line():
+    """A record's fields must have the types ludo writes: said by
+    --resume and merge with the file and line, never later by the
+    summary (a traceback, "results[1]")."""
+    d = out("wrong-type")
+    run_ok(*ECHO6, "--out", d)
+    rec = results(d)[1]
+    cases = [("reward", "lots", "a number, not a string"),
+             ("reward", {}, "a number, not an object"),
+             ("reward", True, "a number, not a boolean"),
+             ("reward", None, "a number, not null"),
+             ("steps", 1.5, "a whole number, not a number with a fraction "
+              "or exponent"),
+             ("success", "yes", "true or false, not a string"),
+             ("error", {"message": "x"},
+              "null or an object with a string \"class\""),
+             ("rubrics", {"a": "b"}, "an object of numbers (it holds a "
+              "string)")]
+    for field, value, want in cases:
+        edit_record(d, 1, **rec)
+        edit_record(d, 1, **{field: value})
+        refused_by_resume_and_merge(
+            d, '%s/results.jsonl:2: not a result record (the field "%s" '
+            'must be %s' % (d, field, want))
+    edit_record(d, 1, **rec)
+    bare = dict(rec)
+    del bare["reward"]
+    set_line(d, 1, json.dumps(bare, separators=(",", ":")))
+    refused_by_resume_and_merge(d, '%s/results.jsonl:2: not a result record '
+                                '(no field "reward")' % d)
+    set_line(d, 1, json.dumps(rec, separators=(",", ":")))
+    r = ludo(*ECHO6, "--out", d, "--resume")  # whole again: it resumes
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def a_merge_that_fails_writing_leaves_its_folder_empty():
+    """A merge that cannot write its --out whole (the file size limit
+    here, as a full disk) removes what it wrote: the next merge into the
+    same folder works."""
+    shards = echo_shards("mfail", 2)
+    m = out("mfail-m")
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    r = subprocess.run([LUDO, "eval", "merge", *shards, "--out", m],
+                       env=ENV, text=True, capture_output=True, timeout=120,
+                       preexec_fn=small_files)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "File too large" in r.stderr, r.stderr
+    assert "nothing was merged: %s is left empty" % m in r.stderr, r.stderr
+    assert sorted(os.listdir(m)) == [".lock"], os.listdir(m)
+    r = ludo("eval", "merge", *shards, "--out", m)
+    assert r.returncode == 0, r.stderr
+
+
+@test
+def an_action_holding_nan_or_infinity_is_invalid():
+    """JSON has no NaN or infinity (the encoder writes null): a policy's
+    action holding one is an invalid action naming the field and the
+    value, not an action without the field."""
+    d = out("nan-action")
+    run_ok("eval", FIX + "/optional_x", "--policy", FIX + "/nan_policy.lua",
+           "--episodes", "1", "--max-steps", "2", "--out", d, "--quiet")
+    rec = results(d)[0]
+    assert rec["invalid_actions"] == 2 and rec["success"] is False, rec
+    assert rec["reward"] == 0 and rec["error"] is None, rec
+    with open(os.path.join(d, rec["trajectory"])) as f:
+        steps = [json.loads(x) for x in f][1:]
+    why = ": an action's numbers must be finite (JSON has no NaN or " \
+        "infinity)"
+    assert [x["error"] for x in steps] == ["action.x is -inf" + why,
+                                           "action.x is nan" + why], steps
+    assert all(x["invalid"] and x["action"] is None for x in steps), steps
 
 
 # The LLM client and its mock server are helper L's (ludo.llm,

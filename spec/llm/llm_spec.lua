@@ -193,8 +193,13 @@ describe("ludo.llm", function()
         assert.are.equal("length", r.info.finish_reason)
         assert.are.equal(3, r.info.prompt_tokens)
         assert.are.equal(0, r.info.completion_tokens) -- 2.0: not an integer
+        -- null content (a refusal, a tool call) is no text: never "",
+        -- which an LLM judge would score as a reply.
         r = chat(s, client_opts(), user("2"))
-        assert.are.equal("", r.text)
+        assert.is_nil(r.text)
+        assert.are.equal("ELLM: 200 malformed reply (choices[0].message."
+          .. "content is null: no text, as in a refusal or a tool call)",
+          r.err)
         r = chat(s, client_opts({ api = "anthropic" }), user("3"))
         assert.are.equal("abd", r.text)
         assert.are.equal("end_turn", r.info.finish_reason)

@@ -19,13 +19,78 @@ local M = {}
 local impl        -- {reset = fn(seed, result), act = fn(result, ctx)}
 local runfile     -- the run file's table (LLM policy)
 
+-- The first number of `v` that JSON cannot hold (NaN, an infinity), as
+-- its path from `path` and its value; nil when there is none. Keys are
+-- visited in sorted order, so every run names the same one; `depth`
+-- stops the walk where the encoder would refuse the nesting anyway.
+local function nonfinite(v, path, depth)
+  if type(v) == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then return path, v end
+    return nil
+  end
+  if type(v) ~= "table" or depth > 128 then return nil end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta = type(a)
+    if ta == type(b) and (ta == "number" or ta == "string") then
+      return a < b
+    end
+    return type(a) < type(b)
+  end)
+  for _, k in ipairs(keys) do
+    local at = type(k) == "number" and ("%s[%d]"):format(path, k)
+      or path .. "." .. tostring(k)
+    local p, x = nonfinite(v[k], at, depth + 1)
+    if p then return p, x end
+  end
+  return nil
+end
+
+-- Whether `v` holds a number JSON cannot hold, fast (no path).
+local function has_nonfinite(v, depth)
+  if type(v) == "number" then
+    return v ~= v or v == math.huge or v == -math.huge
+  end
+  if type(v) ~= "table" or depth > 128 then return false end
+  for _, x in pairs(v) do
+    if has_nonfinite(x, depth + 1) then return true end
+  end
+  return false
+end
+
+-- Why an action holding NaN or an infinity is refused (nil when it holds
+-- none): the JSON encoder writes them as null, which the environment
+-- would take for "no value", so the policy's mistake would pass unseen.
+local function refusal(action)
+  if not has_nonfinite(action, 0) then return nil end
+  local path, x = nonfinite(action, "action", 0)
+  return ("%s is %s: an action's numbers must be finite (JSON has no " ..
+    "NaN or infinity)"):format(path, x ~= x and "nan" or tostring(x))
+end
+M.refusal = refusal
+
+-- What ludo.eval.policy raises for an action it refuses (a Lua policy's:
+-- runtime/cli/eval_episode.c takes an error so worded for an invalid
+-- action, not the policy's failure).
+local INVALID = "ludo.eval.policy: invalid action: "
+
 local function lua_policy(module, info)
   local P = require("ludo.policy")
   P.init(module, info)
   -- The runner calls action() for each step: ludo.policy's own act_text
   -- (the result as text, decoded only if the policy reads it), so a step
-  -- costs one Lua call into the policy and no wrapping table.
-  M.action = P.act_text
+  -- costs one Lua call into the policy and no wrapping table; the action
+  -- is checked for numbers JSON cannot hold before the encoder sees it.
+  local act_text = P.act_text
+  M.action = function(...)
+    local action = act_text(...)
+    if type(action) == "table" or type(action) == "number" then
+      local why = refusal(action)
+      if why then error(INVALID .. why, 0) end
+    end
+    return action
+  end
   return {
     reset = P.reset,
     act = function(result, ctx) return json.array({ P.act(result, ctx) }) end,
@@ -109,6 +174,11 @@ local function llm_policy(info)
       if not ok or action == nil or action == null then
         entry.error = ok and "parse returned nil" or error_text(action)
         return { invalid = true, text = text, error = entry.error }
+      end
+      local refused = refusal(action)
+      if refused then
+        entry.error = refused
+        return { invalid = true, text = text, error = refused }
       end
       entry.action = action
       return { action = action, text = text }
