@@ -835,6 +835,27 @@ LUDO_EXTERN int ludo_session_llm_usage(const ludo_session_t *s,
 LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
                                       ludo_llm_usage_t *out);
 
+/* ---- JSON ------------------------------------------------------------
+ * ludo's strict JSON parser (RFC 8259; docs/json.md), the one sessions
+ * decode with, for hosts that read JSON without building a tree. */
+
+/* Parses the len bytes at `text` (borrowed; no NUL needed) as one JSON
+ * text, calling `cb`'s callbacks with `ud` for each event (the struct is
+ * in ludo_defs.h). Strict: one value with optional whitespace around it;
+ * no comments, trailing commas, leading zeros, NaN or Infinity, raw
+ * control characters, invalid UTF-8 or unpaired surrogates; an integer
+ * must fit in int64_t and a real in a double. `max_depth` is the deepest
+ * nesting of arrays and objects allowed (0: scalars only; below 0, or
+ * above 1024: 1024). Allocates only a buffer for strings holding
+ * escapes, freed before it returns. Returns 0; LUDO_EPARSE (malformed,
+ * out of range, too deep), LUDO_ENOMEM, or LUDO_ECANCELED (a callback
+ * returned nonzero), with *err filled in when err is not NULL; or
+ * LUDO_EINVAL (text NULL with len > 0, or cb NULL). Callbacks may have
+ * run for the part before an error. */
+LUDO_EXTERN int ludo_json_parse(const char *text, size_t len, int max_depth,
+                                const ludo_json_cb_t *cb, void *ud,
+                                ludo_json_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -347,4 +347,31 @@ typedef void (*ludo_script_cb)(ludo_script_t *sc, int status,
 typedef void (*ludo_batch_cb)(size_t i, ludo_session_t *s, int status,
                               const char *data, size_t len, void *ud);
 
+/* The events of ludo_json_parse (ludo.h), in document order. Each returns
+ * 0 to go on, or nonzero to stop the parse; any may be NULL (the event is
+ * dropped). Strings and keys are borrowed until the callback returns, are
+ * valid UTF-8, are not NUL-terminated and may hold NUL bytes (from
+ * \u0000). A number with '.', 'e' or 'E' is a real; any other is an
+ * integer. Keys may repeat: each is reported. */
+typedef struct ludo_json_cb_s {
+  int (*null_value)(void *ud);
+  int (*boolean)(void *ud, int value);
+  int (*integer)(void *ud, int64_t value);
+  int (*real)(void *ud, double value);
+  int (*string)(void *ud, const char *s, size_t len);
+  int (*key)(void *ud, const char *s, size_t len);
+  int (*begin_object)(void *ud);
+  int (*end_object)(void *ud);
+  int (*begin_array)(void *ud);
+  int (*end_array)(void *ud);
+} ludo_json_cb_t;
+
+/* Where and why ludo_json_parse stopped. */
+typedef struct ludo_json_error_s {
+  size_t offset;  /* 0-based byte offset of the offending byte */
+  size_t line;    /* 1-based */
+  size_t column;  /* 1-based, in bytes from the start of the line */
+  char msg[112];  /* "invalid token near 'nul'", without the position */
+} ludo_json_error_t;
+
 #endif /* LUDO_DEFS_H */

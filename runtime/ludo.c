@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/jsonsax.h"
 #include "env/env.h"
 #include "net/client.h"
 #include "serve/serve.h"
@@ -379,6 +380,13 @@ LUDO_EXTERN int ludo_script_llm_usage(const ludo_script_t *sc,
 
 LUDO_EXTERN void ludo_script_free(ludo_script_t *sc) {
   if (sc != NULL) ludo__script_free(sc);
+}
+
+LUDO_EXTERN int ludo_json_parse(const char *text, size_t len, int max_depth,
+                                const ludo_json_cb_t *cb, void *ud,
+                                ludo_json_error_t *err) {
+  if ((text == NULL && len > 0) || cb == NULL) return LUDO_EINVAL;
+  return ludo__json_sax(text, len, max_depth, cb, ud, err);
 }
 
 /* ---- servers ----------------------------------------------------------- */

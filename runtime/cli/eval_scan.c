@@ -1,6 +1,6 @@
 /* eval_scan.c - one line of results.jsonl read for --resume, merge and the
  * progress of worker processes: a strict JSON pass that builds nothing
- * (base/jsonparse.h, the parser ludo.json decodes with, so a line it
+ * (ludo_json_parse, the parser ludo.json decodes with, so a line it
  * takes is one the summary can read), keeping the fields the runner needs
  * and checking the type of every field of a record, so a line that is
  * not a record ludo writes is refused here, naming its line, and never
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/jsonparse.h"
 #include "cli/eval.h"
+#include "ludo.h"
 
 /* JSON value types, as bits. */
 enum { T_NULL = 1, T_BOOL = 2, T_INT = 4, T_REAL = 8, T_STRING = 16,
@@ -57,8 +57,6 @@ typedef struct {
   int has_class;
   char traj[64];            /* "trajectory" when a string that fits */
   int traj_string, traj_long;
-  char *scratch;            /* unescaping (grown as needed) */
-  size_t scratch_n;
   char *why;                /* why the line is refused */
   size_t why_n;
 } scan_t;
@@ -188,20 +186,9 @@ static int on_end(void *ud) {
   return 0;
 }
 
-static char *on_scratch(void *ud, size_t n) {
-  scan_t *s = ud;
-  if (n > s->scratch_n) {
-    char *p = realloc(s->scratch, n);
-    if (p == NULL) return NULL;
-    s->scratch = p;
-    s->scratch_n = n;
-  }
-  return s->scratch;
-}
-
-static const ludo__jsonparse_cb_t CALLBACKS = {
+static const ludo_json_cb_t CALLBACKS = {
     on_null, on_bool, on_int, on_real, on_string, on_key, on_begin_object,
-    on_end, on_begin_array, on_end, on_scratch, NULL, NULL, NULL};
+    on_end, on_begin_array, on_end};
 
 /* What the fields read say of the line: a field missing, the error's
  * class, the trajectory. Returns NULL or why the line is refused. */
@@ -226,7 +213,7 @@ static const char *conclude(scan_t *s) {
 
 const char *eval_scan_line(eval_line_t *l, char *why, size_t n) {
   scan_t s;
-  ludo__jsonparse_err_t err;
+  ludo_json_error_t err;
   int rc;
   memset(&s, 0, sizeof s);
   s.l = l;
@@ -235,8 +222,7 @@ const char *eval_scan_line(eval_line_t *l, char *why, size_t n) {
   s.why_n = n;
   why[0] = '\0';
   l->seed = -1;
-  rc = ludo__jsonparse_run(l->line, l->len, 64, &CALLBACKS, &s, &err);
-  free(s.scratch);
+  rc = ludo_json_parse(l->line, l->len, 64, &CALLBACKS, &s, &err);
   if (rc != 0 && why[0] == '\0')
     snprintf(why, n, "malformed JSON: %s at column %zu", err.msg,
              err.column);

@@ -981,3 +981,78 @@ TEST_IMPL(embedder_batch_toobig_message) {
   ASSERT_STR_CONTAINS(ludo_session_errmsg(ss[0]), "max_input_bytes");
   test_rt_free(rt);
 }
+
+/* ludo_json_parse: the events in document order with escapes undone, a
+ * malformed text named with its place, a callback that stops the parse,
+ * the depth limit, and the arguments checked. */
+typedef struct {
+  char log[256];
+  int stop_at_key;
+} sax_rec_t;
+
+static void sax_put(sax_rec_t *r, const char *what) {
+  size_t n = strlen(r->log);
+  snprintf(r->log + n, sizeof r->log - n, "%s;", what);
+}
+static int sax_null(void *ud) { sax_put(ud, "null"); return 0; }
+static int sax_bool(void *ud, int v) {
+  sax_put(ud, v ? "true" : "false");
+  return 0;
+}
+static int sax_int(void *ud, int64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "i%lld", (long long)v);
+  sax_put(ud, b);
+  return 0;
+}
+static int sax_real(void *ud, double v) {
+  char b[32];
+  snprintf(b, sizeof b, "r%g", v);
+  sax_put(ud, b);
+  return 0;
+}
+static int sax_str(void *ud, const char *s, size_t n) {
+  char b[64];
+  snprintf(b, sizeof b, "s%.*s", (int)n, s);
+  sax_put(ud, b);
+  return 0;
+}
+static int sax_key(void *ud, const char *s, size_t n) {
+  sax_rec_t *r = ud;
+  char b[64];
+  snprintf(b, sizeof b, "k%.*s", (int)n, s);
+  sax_put(r, b);
+  return r->stop_at_key;
+}
+static int sax_bo(void *ud) { sax_put(ud, "{"); return 0; }
+static int sax_eo(void *ud) { sax_put(ud, "}"); return 0; }
+static int sax_ba(void *ud) { sax_put(ud, "["); return 0; }
+static int sax_ea(void *ud) { sax_put(ud, "]"); return 0; }
+
+TEST_IMPL(embedder_json_parse) {
+  static const ludo_json_cb_t cb = {sax_null, sax_bool, sax_int, sax_real,
+                                    sax_str,  sax_key,  sax_bo,  sax_eo,
+                                    sax_ba,   sax_ea};
+  const char *text = "{\"a\\u00e9\":[1,2.5,true,null,\"x\\ny\"]}";
+  ludo_json_error_t err;
+  sax_rec_t r;
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(ludo_json_parse(text, strlen(text), -1, &cb, &r, &err));
+  ASSERT_STR_EQ(r.log, "{;ka\xc3\xa9;[;i1;r2.5;true;null;sx\ny;];};");
+  memset(&r, 0, sizeof r);
+  ASSERT_ERR(ludo_json_parse("[1,,2]", 6, -1, &cb, &r, &err), LUDO_EPARSE);
+  ASSERT_EQ(err.offset, 3);
+  ASSERT_EQ(err.column, 4);
+  ASSERT_TRUE(err.msg[0] != '\0');
+  ASSERT_ERR(ludo_json_parse("1e999", 5, -1, &cb, &r, &err), LUDO_EPARSE);
+  memset(&r, 0, sizeof r);
+  r.stop_at_key = 7;
+  ASSERT_ERR(ludo_json_parse("{\"k\":1}", 7, -1, &cb, &r, NULL),
+             LUDO_ECANCELED);
+  ASSERT_STR_EQ(r.log, "{;kk;");
+  ASSERT_ERR(ludo_json_parse("[[1]]", 5, 1, &cb, &r, &err), LUDO_EPARSE);
+  ASSERT_OK(ludo_json_parse("[[1]]", 5, 2, &cb, &r, &err));
+  ASSERT_ERR(ludo_json_parse(NULL, 1, -1, &cb, &r, &err), LUDO_EINVAL);
+  ASSERT_ERR(ludo_json_parse("1", 1, -1, NULL, &r, &err), LUDO_EINVAL);
+  ASSERT_ERR(ludo_json_parse(NULL, 0, -1, &cb, &r, &err), LUDO_EPARSE);
+}

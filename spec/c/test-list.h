@@ -88,6 +88,7 @@
   X(abuse_decode_at_cap)                                                     \
   /* test-embedder.c */                                                     \
   X(embedder_batch_async_twice)                                              \
+  X(embedder_json_parse)                                                     \
   X(embedder_batch_close_in_callback)                                        \
   X(embedder_batch_close_busy_entry)                                         \
   X(embedder_runtime_free_reentrant)                                         \
