@@ -45,25 +45,31 @@ function M.bind(tools, checks, list, raiser)
   }
 
   -- Checks the shape of a list_tools / call_tool action (OpenEnv's
-  -- ListToolsAction and CallToolAction, which forbid unknown fields).
+  -- ListToolsAction and CallToolAction, which forbid unknown fields), in
+  -- pydantic's words, which ludo serve maps to pydantic's error types
+  -- (extra_forbidden, missing, string_type, dict_type; docs/protocol.md).
   local function check_tool_action(a)
     local fields = ACTION_FIELDS[a.type]
     for k in pairs(a) do
       if not fields[k] then
-        raise("ESCHEMA", "action." .. tostring(k) .. ": unknown field for a "
-          .. a.type .. " action", 0)
+        raise("ESCHEMA", "action." .. tostring(k) .. ": Extra inputs are "
+          .. "not permitted", 0)
       end
     end
     if a.metadata ~= nil and not is_object(a.metadata) then
-      raise("ESCHEMA", "action.metadata: expected object", 0)
+      raise("ESCHEMA", "action.metadata: Input should be a valid "
+        .. "dictionary", 0)
     end
     if a.type == "call_tool" then
-      if type(a.tool_name) ~= "string" then
-        raise("ESCHEMA", "action.tool_name: " .. (a.tool_name == nil
-          and "required" or "expected string"), 0)
+      if a.tool_name == nil then
+        raise("ESCHEMA", "action.tool_name: Field required", 0)
+      elseif type(a.tool_name) ~= "string" then
+        raise("ESCHEMA", "action.tool_name: Input should be a valid "
+          .. "string", 0)
       end
       if a.arguments ~= nil and not is_object(a.arguments) then
-        raise("ESCHEMA", "action.arguments: expected object", 0)
+        raise("ESCHEMA", "action.arguments: Input should be a valid "
+          .. "dictionary", 0)
       end
     end
   end

@@ -492,25 +492,79 @@ typedef struct sv_wsmsg_s {
  * answers as OpenEnv does. Never allocates. */
 int sv_wsmsg_scan(const char *text, size_t len, sv_wsmsg_t *m);
 
+/* ---- bodyscan.c: the fields of a POST /step or /reset body ----------- */
+
+/* What a body of the common shape holds (sv_body_scan). */
+typedef struct sv_body_s {
+  size_t action_at;      /* a step's action object: its bytes in the */
+  size_t action_len;     /* body, from action_at, action_len of them */
+  double timeout_s;      /* a step's timeout_s, > 0; 0: none */
+  int has_session_id;    /* a step's session_id string is present: */
+  char session_id[64];   /* ... NUL-terminated */
+} sv_body_t;
+
+/* Scans the body `text`/`len` (borrowed) of POST /step (reset 0) or POST
+ * /reset (reset 1) with the streaming JSON parser, building no tree.
+ * Returns 1 when it has the common shape and every field it checks is
+ * valid, and fills *b: a JSON object starting at its first byte, each of
+ * these members at most once: for a step "action" (an object, required),
+ * "timeout_s" (a number > 0, or null), "request_id" (a string of at most
+ * 255 characters, or null) and "session_id" (a string shorter than 64
+ * bytes without NUL, or null); for a reset "seed" (an integer >= 0, or
+ * null) and "episode_id" (as request_id), and no "session_id"; any other
+ * member, of any value; no \u0000 in any key. Returns 0 for any other
+ * text, valid or not: the caller then decodes it with jansson, which
+ * answers it as before. Reset options sent over /ws are checked with it
+ * too (wsproto.c). `heap` lends the buffer for strings with escapes
+ * (freed before it returns). */
+int sv_body_scan(ludo__alloc_t *heap, const char *text, size_t len,
+                 int reset, sv_body_t *b);
+
+/* ---- resetcheck.c: OpenEnv's ResetRequest ----------------------------- */
+
+/* ResetRequest's checks of a reset's options `opts` (a JSON object,
+ * borrowed), for POST /reset and /ws reset alike: seed an integer >= 0
+ * or null, episode_id a string of at most 255 characters or null. The
+ * "errors" list of the first failure, pydantic's shape, loc [prefix,
+ * field] ("body" over HTTP, "data" over /ws), as a new reference; NULL
+ * when they pass. */
+json_t *sv_reset_errors(json_t *opts, const char *prefix);
+
+/* One pydantic-style error entry in a list: [{type, loc: [prefix,
+ * field], msg, input}] (field NULL: loc [prefix]; input borrowed, NULL:
+ * null). New reference. */
+json_t *sv_field_error(const char *type, const char *prefix,
+                       const char *field, const char *msg, json_t *input);
+
 /* ---- jsonload.c: a client's JSON ------------------------------------- */
 
 /* Decodes the client's text `text`/`len` (borrowed) as jansson's
  * json_loadb with JSON_ALLOW_NUL | JSON_DECODE_ANY does, but a text that
- * is not JSON is refused after one pass of the streaming parser, in time
- * linear in its length and without building a tree. Returns a new
+ * is not JSON, or holds more than SV_JSON_MAX_VALUES values, is refused
+ * after one pass of the streaming parser, in time linear in its length
+ * and without building a tree. Returns a new
  * reference, or NULL with *err filled in (text, position, line,
  * column). */
 json_t *sv_json_load(ludo__serve_t *sv, const char *text, size_t len,
                      json_error_t *err);
 
+/* The most values (scalars, objects and arrays) sv_json_load decodes in
+ * one text: jansson's tree of a value costs about a microsecond, on the
+ * loop and under no CPU budget (measured: 100,000 objects, or 100,000
+ * keys with their values, take 0.12-0.2 s of CPU to build, dump and
+ * free). */
+#define SV_JSON_MAX_VALUES 100000
+
 /* When the JSON text `text`/`len` (borrowed) holds a number out of
  * ludo's range (an integer beyond 64 bits, a real beyond the double
  * range: valid JSON that docs/json.md refuses), the pydantic-style error
  * entry naming it: {"type":"value_error","loc":[prefix, keys and indexes
- * to the number],"msg","input":null} (prefix NULL: none). NULL for any
- * other text (call it after sv_json_load refused the text). New
- * reference. */
-json_t *sv_json_range_error(ludo__serve_t *sv, const char *text, size_t len,
+ * to the number],"msg","input":null} (prefix NULL: none); when it holds
+ * more than SV_JSON_MAX_VALUES values before any such number, the entry
+ * {"type":"value_error","loc":[prefix],"msg":"more than 100000 JSON
+ * values: ...","input":null}. NULL for any other text (call it after
+ * sv_json_load refused the text). New reference. */
+json_t *sv_json_limit_error(ludo__serve_t *sv, const char *text, size_t len,
                             const char *prefix);
 
 /* ---- mcp.c: JSON-RPC ------------------------------------------------ */

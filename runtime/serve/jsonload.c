@@ -10,7 +10,16 @@
  * shape; a number beyond 64 bits or the double range keeps jansson's own
  * words ("too big integer"). Such a text is JSON all the same: the
  * callers answer it as a value out of range (docs/json.md), named by its
- * path in the text (sv_json_range_error). */
+ * path in the text (sv_json_limit_error).
+ *
+ * jansson's tree costs about a microsecond of the loop for each value
+ * (an object, a key and its value: two), built, used and freed, which no
+ * CPU budget counts: the pass also counts the values and refuses a text
+ * of more than SV_JSON_MAX_VALUES, which would hold the worker's other
+ * clients for longer than about 0.1-0.2 s. The callers answer that as a
+ * value error too (it is JSON). POST /step and /ws messages of the common
+ * shapes never come here: their big part goes to the session as sent
+ * (bodyscan.c, wsscan.c), to be decoded under its caps. */
 #include "serve/internal.h"
 
 #include <stdio.h>
@@ -24,6 +33,36 @@ static char *check_scratch(void *ud, size_t n) {
   b->len = 0;
   return ludo__buf_reserve(b, n) == 0 ? b->p : NULL;
 }
+
+/* The first pass: the scratch buffer and the count of values. */
+typedef struct {
+  ludo__buf_t scratch;
+  size_t values;
+} check_t;
+
+static char *count_scratch(void *ud, size_t n) {
+  return check_scratch(&((check_t *)ud)->scratch, n);
+}
+
+/* One more value: 1 (stop) past the limit. */
+static int count_value(void *ud) {
+  return ++((check_t *)ud)->values > SV_JSON_MAX_VALUES;
+}
+static int count_bool(void *ud, int v) { (void)v; return count_value(ud); }
+static int count_int(void *ud, int64_t v) { (void)v; return count_value(ud); }
+static int count_real(void *ud, double v) { (void)v; return count_value(ud); }
+static int count_str(void *ud, const char *s, size_t n) {
+  (void)s;
+  (void)n;
+  return count_value(ud);
+}
+
+/* The message of a text past the limit. */
+#define TOO_MANY_VALUES_TEXT(n)                                              \
+  "more than " #n " JSON values: the most ludo serve decodes outside a "  \
+  "session (docs/protocol.md, \"Limits\")"
+#define TOO_MANY_VALUES_(n) TOO_MANY_VALUES_TEXT(n)
+#define TOO_MANY_VALUES TOO_MANY_VALUES_(SV_JSON_MAX_VALUES)
 
 /* jansson's words for a number out of range, with the parser's token. */
 static void range_text(const ludo__jsonparse_err_t *pe, const char *text,
@@ -41,22 +80,33 @@ static int refused(ludo__serve_t *sv, const char *text, size_t len,
                    json_error_t *err) {
   ludo__jsonparse_cb_t cb;
   ludo__jsonparse_err_t pe;
-  ludo__buf_t scratch;
+  check_t ck;
   int rc;
   memset(&cb, 0, sizeof cb);
-  cb.scratch = check_scratch;
-  ludo__buf_init(&scratch, ludo__alloc_fn, &sv->core->heap);
-  rc = ludo__jsonparse_run(text, len, -1, &cb, &scratch, &pe);
-  ludo__buf_free(&scratch);
+  cb.null_value = count_value;
+  cb.boolean = count_bool;
+  cb.integer = count_int;
+  cb.real = count_real;
+  cb.string = count_str;
+  cb.begin_object = count_value;
+  cb.begin_array = count_value;
+  cb.scratch = count_scratch;
+  ck.values = 0;
+  ludo__buf_init(&ck.scratch, ludo__alloc_fn, &sv->core->heap);
+  rc = ludo__jsonparse_run(text, len, -1, &cb, &ck, &pe);
+  ludo__buf_free(&ck.scratch);
   if (rc == 0 || (pe.kind != LUDO__JSONPARSE_ESYNTAX &&
-                  pe.kind != LUDO__JSONPARSE_ERANGE))
+                  pe.kind != LUDO__JSONPARSE_ERANGE &&
+                  ck.values <= SV_JSON_MAX_VALUES))
     return 0;
   memset(err, 0, sizeof *err);
   err->line = (int)pe.line;
   err->column = (int)pe.column;
   err->position = (int)pe.offset;
   snprintf(err->source, sizeof err->source, "<buffer>");
-  if (pe.kind == LUDO__JSONPARSE_ERANGE)
+  if (ck.values > SV_JSON_MAX_VALUES)
+    snprintf(err->text, sizeof err->text, "%s", TOO_MANY_VALUES);
+  else if (pe.kind == LUDO__JSONPARSE_ERANGE)
     range_text(&pe, text, len, err);
   else
     snprintf(err->text, sizeof err->text, "%s", pe.msg);
@@ -82,6 +132,7 @@ typedef struct {
     size_t key_len;
   } f[PATH_MAX_DEPTH];
   int depth;            /* open containers (may pass PATH_MAX_DEPTH) */
+  size_t values;        /* values so far (SV_JSON_MAX_VALUES) */
   ludo__buf_t scratch;  /* for strings with escapes */
 } path_t;
 
@@ -95,7 +146,7 @@ static int path_value(void *ud) {
   if (p->depth > 0 && p->depth <= PATH_MAX_DEPTH &&
       p->f[p->depth - 1].array)
     p->f[p->depth - 1].count++;
-  return 0;
+  return ++p->values > SV_JSON_MAX_VALUES; /* stop there, as refused() */
 }
 static int path_null(void *ud) { return path_value(ud); }
 static int path_bool(void *ud, int v) { (void)v; return path_value(ud); }
@@ -118,7 +169,7 @@ static int path_key(void *ud, const char *s, size_t n) {
 }
 
 static int path_open(path_t *p, int array) {
-  path_value(p);
+  if (path_value(p)) return 1;
   if (p->depth < PATH_MAX_DEPTH) {
     p->f[p->depth].array = array;
     p->f[p->depth].count = 0;
@@ -150,7 +201,7 @@ static json_t *path_loc(const path_t *p, const char *prefix) {
   return loc;
 }
 
-json_t *sv_json_range_error(ludo__serve_t *sv, const char *text, size_t len,
+json_t *sv_json_limit_error(ludo__serve_t *sv, const char *text, size_t len,
                             const char *prefix) {
   ludo__jsonparse_cb_t cb;
   ludo__jsonparse_err_t pe;
@@ -173,7 +224,11 @@ json_t *sv_json_range_error(ludo__serve_t *sv, const char *text, size_t len,
   ludo__buf_init(&p->scratch, ludo__alloc_fn, &sv->core->heap);
   rc = ludo__jsonparse_run(text, len, -1, &cb, p, &pe);
   ludo__buf_free(&p->scratch);
-  if (rc != 0 && pe.kind == LUDO__JSONPARSE_ERANGE) {
+  if (rc != 0 && p->values > SV_JSON_MAX_VALUES) {
+    entry = json_pack("{s:s,s:o,s:s,s:n}", "type", "value_error", "loc",
+                      prefix ? json_pack("[s]", prefix) : json_array(),
+                      "msg", TOO_MANY_VALUES, "input");
+  } else if (rc != 0 && pe.kind == LUDO__JSONPARSE_ERANGE) {
     int integer = strncmp(pe.msg, "integer", 7) == 0;
     path_value(p); /* the number that stopped the parse had no callback */
     entry = json_pack(

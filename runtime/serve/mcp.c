@@ -254,9 +254,20 @@ static void tools_call(ludo__serve_t *sv, sv_sess_t *bound,
   sv_sess_t *x = bound;
   char *text;
   int rc, why;
+  if (name != NULL && !json_is_null(name) && !json_is_string(name)) {
+    sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Invalid params: 'name' "
+                 "must be a string", NULL);
+    return;
+  }
   if (!json_is_string(name)) {
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Missing 'name' in params",
                  NULL);
+    return;
+  }
+  if (sid != NULL && !json_is_null(sid) && !json_is_string(sid)) {
+    /* not a session's name: never a throwaway session instead */
+    sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Invalid params: "
+                 "'session_id' must be a string", NULL);
     return;
   }
   if (args != NULL && !json_is_null(args) && !json_is_object(args)) {
@@ -371,9 +382,14 @@ static void session_close(ludo__serve_t *sv, sv_sess_t *bound,
   json_t *sid = json_object_get(params, "session_id");
   char msg[200], *result;
   int code;
-  if (!json_is_string(sid)) {
+  if (sid == NULL || json_is_null(sid)) {
     sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Invalid params - "
                  "'session_id' is required", NULL);
+    return;
+  }
+  if (!json_is_string(sid)) {
+    sv_rpc_error(sv, req, ws, rpc_ws, id, -32602, "Invalid params - "
+                 "'session_id' must be a string", NULL);
     return;
   }
   if (bound != NULL && strcmp(bound->id, json_string_value(sid)) == 0) {
@@ -670,7 +686,7 @@ void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
                    sv_ws_t *ws, int rpc_ws, const char *data, size_t len) {
   json_error_t err;
   json_t *r = sv_json_load(sv, data, len, &err);
-  if (r == NULL && (r = sv_json_range_error(sv, data, len, NULL)) != NULL) {
+  if (r == NULL && (r = sv_json_limit_error(sv, data, len, NULL)) != NULL) {
     /* JSON, with a number beyond ludo's range (an id, an argument): not
      * a parse error */
     out_of_range(sv, req, ws, rpc_ws, r);

@@ -150,7 +150,8 @@ static void add_path(json_t *loc, const char *p, size_t n) {
 /* pydantic's error types for the schema checker's messages (the text
  * after the path): a field named in quotes is added to loc, as pydantic
  * puts the missing or extra field there. `msg` stays ludo's text, which
- * says what came ("expected string, got integer"); a message of another
+ * says what came ("expected string, got integer"); pydantic's own words
+ * (a tool action's checks) give pydantic's type; a message of another
  * kind is a value_error. */
 static const struct {
   const char *start, *type;
@@ -163,6 +164,11 @@ static const struct {
     {"expected boolean, got ", "bool_type"},
     {"expected object, got ", "dict_type"},
     {"expected array, got ", "list_type"},
+    /* the tool actions' checks (lua/ludo/tools.lua) speak pydantic's */
+    {"Field required", "missing"},
+    {"Extra inputs are not permitted", "extra_forbidden"},
+    {"Input should be a valid string", "string_type"},
+    {"Input should be a valid dictionary", "dict_type"},
 };
 
 /* The entry for `what` (the message after its path), loc completed. */
@@ -207,12 +213,11 @@ static void respond_422(ludo__serve_t *sv, ludo__http_req_t *req,
   respond_value(sv, req, 422, json_pack("{s:o}", "detail", errors), NULL, 0);
 }
 
-/* One pydantic-style error entry. */
+/* One pydantic-style error entry, loc ["body", where] (where NULL:
+ * ["body"]). */
 static json_t *field_error(const char *type, const char *where,
                            const char *msg, json_t *input) {
-  return json_pack("[{s:s,s:[s,s],s:s,s:o}]", "type", type, "loc", "body",
-                   where, "msg", msg, "input",
-                   input ? json_incref(input) : json_null());
+  return sv_field_error(type, "body", where, msg, input);
 }
 
 /* ---- read-only routes ------------------------------------------------- */
@@ -296,38 +301,59 @@ static void route_metrics(ludo__serve_t *sv, ludo__http_req_t *req) {
 
 /* ---- simulation routes ------------------------------------------------ */
 
-/* The session id a request names: the X-Session-Id header, the body's
- * session_id (when `body` is given; the field is removed), or the
- * query's session_id. NULL when none. Copied into buf. */
-static const char *named_session(ludo__http_req_t *req, json_t *body,
+/* The session id a request names, first found of: the X-Session-Id
+ * header, the body's session_id (`body_id`, NULL: none), the query's
+ * session_id. NULL when none. Copied into buf. */
+static const char *named_session(ludo__http_req_t *req, const char *body_id,
                                  char *buf, size_t n) {
   const char *h = ludo__http_req_header(req, SESSION_HEADER);
-  json_t *v;
   if (h != NULL && *h) {
     snprintf(buf, n, "%s", h);
-    if (body) json_object_del(body, "session_id");
     return buf;
   }
-  if (body && (v = json_object_get(body, "session_id")) != NULL &&
-      json_is_string(v)) {
-    snprintf(buf, n, "%s", json_string_value(v));
-    json_object_del(body, "session_id");
+  if (body_id != NULL) {
+    snprintf(buf, n, "%s", body_id);
     return buf;
   }
   return sv_query_value(ludo__http_req_query(req), "session_id", buf, n);
 }
 
-/* The body as a JSON object (an empty body: {}); NULL after answering
- * 422 when it is not one. */
-static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req) {
+/* Takes the body's session_id out of `body` into buf: *id is buf, or
+ * NULL when absent or null. Returns 0, or -1 after answering 422 when it
+ * is not a string (it would name no session: never a throwaway session
+ * in its place). */
+static int body_session_id(ludo__serve_t *sv, ludo__http_req_t *req,
+                           json_t *body, char *buf, size_t n,
+                           const char **id) {
+  json_t *v = json_object_get(body, "session_id");
+  *id = NULL;
+  if (v == NULL) return 0;
+  if (!json_is_null(v) && !json_is_string(v)) {
+    respond_422(sv, req, field_error("string_type", "session_id", "Input "
+                                     "should be a valid string", v));
+    return -1;
+  }
+  if (json_is_string(v)) {
+    snprintf(buf, n, "%s", json_string_value(v));
+    *id = buf;
+  }
+  json_object_del(body, "session_id");
+  return 0;
+}
+
+/* The body as a JSON object (an empty body: {}; null: {} for a reset,
+ * whose body has a default, as FastAPI's Body(default_factory=...));
+ * NULL after answering 422 when it is not one. */
+static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req,
+                           int reset) {
   size_t len;
   const char *body = ludo__http_req_body(req, &len);
   json_error_t err;
   json_t *v;
   if (len == 0) return json_object();
   v = sv_json_load(sv, body, len, &err);
-  if (v == NULL && (v = sv_json_range_error(sv, body, len, "body")) != NULL) {
-    respond_422(sv, req, json_pack("[o]", v)); /* JSON, out of range */
+  if (v == NULL && (v = sv_json_limit_error(sv, body, len, "body")) != NULL) {
+    respond_422(sv, req, json_pack("[o]", v)); /* JSON, past a limit */
     return NULL;
   }
   if (v == NULL) {
@@ -338,11 +364,20 @@ static json_t *body_object(ludo__serve_t *sv, ludo__http_req_t *req) {
                           "loc", "body", err.position, "msg", msg, "ctx"));
     return NULL;
   }
+  if (json_is_null(v) && reset) {
+    json_decref(v);
+    return json_object();
+  }
+  if (json_is_null(v)) { /* FastAPI: a required body that is null */
+    respond_422(sv, req, field_error("missing", NULL, "Field required",
+                                     NULL));
+    return NULL;
+  }
   if (!json_is_object(v)) {
-    respond_422(sv, req, field_error("model_attributes_type", "body",
+    respond_422(sv, req, field_error("model_attributes_type", NULL,
                                      "Input should be a valid dictionary "
                                      "or object to extract fields from",
-                                     NULL));
+                                     v));
     json_decref(v);
     return NULL;
   }
@@ -426,21 +461,19 @@ static void opened_then_call(sv_sess_t *x, int status, const char *data,
   }
 }
 
-/* Starts call `kind` with `input` (taken) and the wall limit wall_ms (0:
- * the runtime's) on the named session, or a new one of `kind_new` when
- * `id` is NULL. */
+/* Starts call `kind` with `input` (copied; NULL: none) and the wall
+ * limit wall_ms (0: the runtime's) on the named session, or a new one of
+ * `kind_new` when `id` is NULL. */
 static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
                            const char *id, int kind, int kind_new,
-                           char *input, size_t len, uint32_t wall_ms) {
+                           const char *input, size_t len, uint32_t wall_ms) {
   sv_sess_t *x;
   int why, rc;
   if (id != NULL) {
     char msg[200];
     int st;
-    if (sv_fwd_http(sv, req, id, kind, input, len, wall_ms, http_done)) {
-      free(input); /* another worker's session: passed on */
-      return;
-    }
+    if (sv_fwd_http(sv, req, id, kind, input, len, wall_ms, http_done))
+      return; /* another worker's session: passed on */
     st = sv_check_http(sv, id, &x, msg, sizeof msg);
     if (st != 0) {
       sv_respond_detail(sv, req, st, msg);
@@ -456,7 +489,6 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
         refuse_start(sv, req, rc);
       }
     }
-    free(input);
     return;
   }
   x = sv_sess_open(sv, kind_new, opened_then_call, &why);
@@ -468,7 +500,6 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
     else
       sv_respond_detail(sv, req, why == LUDO_EBUSY ? 503 : 500,
                         why == LUDO_EBUSY ? msg : "out of memory");
-    free(input);
     return;
   }
   x->req = req;
@@ -482,60 +513,58 @@ static void run_on_session(ludo__serve_t *sv, ludo__http_req_t *req,
     ludo__http_req_set_data(req, NULL);
     sv_sess_close(x);
     sv_respond_detail(sv, req, 500, "out of memory");
-    free(input);
     return;
   }
   memcpy(x->pending, input ? input : "", len);
   x->pending[len] = '\0';
   x->pending_len = len;
-  free(input);
 }
 
-/* ResetRequest's checks: seed an integer >= 0 or null, episode_id a
- * string of at most 255 characters or null. */
-static json_t *reset_errors(json_t *body) {
-  json_t *seed = json_object_get(body, "seed");
-  json_t *eid = json_object_get(body, "episode_id");
-  if (seed && !json_is_null(seed) && !json_is_integer(seed))
-    return field_error("int_type", "seed", "Input should be a valid "
-                       "integer", seed);
-  if (seed && json_is_integer(seed) && json_integer_value(seed) < 0)
-    return field_error("greater_than_equal", "seed", "Input should be "
-                       "greater than or equal to 0", seed);
-  if (eid && !json_is_null(eid) && !json_is_string(eid))
-    return field_error("string_type", "episode_id", "Input should be a "
-                       "valid string", eid);
-  if (eid && json_is_string(eid) &&
-      ludo__utf8_chars(json_string_value(eid), json_string_length(eid)) > 255)
-    return field_error("string_too_long", "episode_id", "String should "
-                       "have at most 255 characters", eid);
-  return NULL;
+/* Runs a reset with the options text/len on the named session or a new
+ * one, and frees text (json_dumps's, may be NULL). */
+static void reset_text(ludo__serve_t *sv, ludo__http_req_t *req,
+                       const char *id, char *text) {
+  run_on_session(sv, req, id, LUDO__CALL_RESET, SV_SESS_HTTP, text,
+                 text ? strlen(text) : 0, 0);
+  free(text);
 }
 
+/* POST /reset: a body of the common shape goes to the session as sent
+ * (sv_body_scan); any other through jansson, which answers its errors. */
 static void route_reset(ludo__serve_t *sv, ludo__http_req_t *req) {
-  json_t *body = body_object(sv, req), *errs;
-  char idbuf[64], *text;
+  size_t len;
+  const char *raw = ludo__http_req_body(req, &len);
+  json_t *body, *errs;
+  char idbuf[64], bodyid[64];
   const char *id;
-  if (body == NULL) return;
-  id = named_session(req, body, idbuf, sizeof idbuf);
-  if ((errs = reset_errors(body)) != NULL) {
+  sv_body_t b;
+  if (sv_body_scan(&sv->core->heap, raw, len, 1, &b)) {
+    id = named_session(req, NULL, idbuf, sizeof idbuf);
+    run_on_session(sv, req, id, LUDO__CALL_RESET, SV_SESS_HTTP, raw, len, 0);
+    return;
+  }
+  if ((body = body_object(sv, req, 1)) == NULL) return;
+  if (body_session_id(sv, req, body, bodyid, sizeof bodyid, &id) != 0) {
+    json_decref(body);
+    return;
+  }
+  id = named_session(req, id, idbuf, sizeof idbuf);
+  if ((errs = sv_reset_errors(body, "body")) != NULL) {
     respond_422(sv, req, errs);
     json_decref(body);
     return;
   }
-  text = json_dumps(body, JSON_COMPACT);
+  reset_text(sv, req, id, json_dumps(body, JSON_COMPACT));
   json_decref(body);
-  run_on_session(sv, req, id, LUDO__CALL_RESET, SV_SESS_HTTP, text,
-                 text ? strlen(text) : 0, 0);
 }
 
 /* StepRequest's timeout_s (a number > 0, or null / absent: 0) as the
  * step's wall-clock limit in ms: rounded up, so that no positive timeout
  * becomes 0 ("none"); past 2^32 - 1 ms (49 days), that. */
-static uint32_t timeout_ms(json_t *t) {
+static uint32_t timeout_ms(double t) {
   double ms;
-  if (!json_is_number(t)) return 0;
-  ms = ceil(json_number_value(t) * 1000.0);
+  if (!(t > 0)) return 0;
+  ms = ceil(t * 1000.0);
   return ms >= 4294967295.0 ? UINT32_MAX : (uint32_t)ms;
 }
 
@@ -553,32 +582,57 @@ static json_t *request_id_error(json_t *body) {
   return NULL;
 }
 
+/* StepRequest's checks of the body (session_id taken out): the errors'
+ * list of the first failure, or NULL. */
+static json_t *step_errors(json_t *body) {
+  json_t *action = json_object_get(body, "action");
+  json_t *t = json_object_get(body, "timeout_s");
+  if (action == NULL)
+    return field_error("missing", "action", "Field required", body);
+  if (!json_is_object(action))
+    return field_error("dict_type", "action", "Input should be a valid "
+                       "dictionary", action);
+  if (t != NULL && !json_is_null(t) && !json_is_number(t))
+    return field_error("float_type", "timeout_s", "Input should be a "
+                       "valid number", t);
+  if (t != NULL && json_is_number(t) && json_number_value(t) <= 0)
+    return field_error("greater_than", "timeout_s", "Input should be "
+                       "greater than 0", t);
+  return request_id_error(body);
+}
+
+/* POST /step: a body of the common shape hands its action's bytes to the
+ * session as sent (sv_body_scan), building no tree on the loop; any other
+ * goes through jansson, which answers its errors. */
 static void route_step(ludo__serve_t *sv, ludo__http_req_t *req) {
-  json_t *body = body_object(sv, req), *action, *t, *t2;
-  char idbuf[64], *text;
+  size_t len;
+  const char *raw = ludo__http_req_body(req, &len);
+  json_t *body, *errs;
+  char idbuf[64], bodyid[64], *text;
   const char *id;
-  if (body == NULL) return;
-  id = named_session(req, body, idbuf, sizeof idbuf);
-  action = json_object_get(body, "action");
-  if (action == NULL) {
-    respond_422(sv, req, field_error("missing", "action", "Field required",
-                                     body));
-  } else if (!json_is_object(action)) {
-    respond_422(sv, req, field_error("dict_type", "action", "Input should "
-                                     "be a valid dictionary", action));
-  } else if ((t = json_object_get(body, "timeout_s")) != NULL &&
-             !json_is_null(t) && !json_is_number(t)) {
-    respond_422(sv, req, field_error("float_type", "timeout_s", "Input "
-                                     "should be a valid number", t));
-  } else if (t != NULL && json_is_number(t) && json_number_value(t) <= 0) {
-    respond_422(sv, req, field_error("greater_than", "timeout_s", "Input "
-                                     "should be greater than 0", t));
-  } else if ((t2 = request_id_error(body)) != NULL) {
-    respond_422(sv, req, t2);
+  sv_body_t b;
+  if (sv_body_scan(&sv->core->heap, raw, len, 0, &b)) {
+    id = named_session(req, b.has_session_id ? b.session_id : NULL, idbuf,
+                       sizeof idbuf);
+    run_on_session(sv, req, id, LUDO__CALL_STEP, SV_SESS_EPHEMERAL,
+                   raw + b.action_at, b.action_len, timeout_ms(b.timeout_s));
+    return;
+  }
+  if ((body = body_object(sv, req, 0)) == NULL) return;
+  if (body_session_id(sv, req, body, bodyid, sizeof bodyid, &id) != 0) {
+    json_decref(body);
+    return;
+  }
+  id = named_session(req, id, idbuf, sizeof idbuf);
+  if ((errs = step_errors(body)) != NULL) {
+    respond_422(sv, req, errs);
   } else {
-    text = json_dumps(action, JSON_COMPACT);
+    json_t *t = json_object_get(body, "timeout_s");
+    text = json_dumps(json_object_get(body, "action"), JSON_COMPACT);
     run_on_session(sv, req, id, LUDO__CALL_STEP, SV_SESS_EPHEMERAL, text,
-                   text ? strlen(text) : 0, timeout_ms(t));
+                   text ? strlen(text) : 0,
+                   timeout_ms(json_is_number(t) ? json_number_value(t) : 0));
+    free(text);
   }
   json_decref(body);
 }

@@ -172,7 +172,7 @@ static json_t *task_request(ludo__serve_t *sv, ludo__http_req_t *req,
   }
   body = sv_json_load(sv, text, len, &jerr);
   if (body == NULL &&
-      (body = sv_json_range_error(sv, text, len, "body")) != NULL) {
+      (body = sv_json_limit_error(sv, text, len, "body")) != NULL) {
     respond(sv, req, 422, json_pack("{s:[o]}", "detail", body));
     return NULL; /* JSON, with a number out of range */
   }

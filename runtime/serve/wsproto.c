@@ -230,6 +230,10 @@ static int ws_message_fast(sv_ws_t *c, const char *text, uint64_t t0,
     if (!f->data_object) return 0;
     start_call(c, LUDO__CALL_STEP, data, len, t0);
   } else if (strcmp(f->type, "reset") == 0) {
+    sv_body_t b; /* ResetRequest's fields checked as over HTTP */
+    if (f->data_object &&
+        !sv_body_scan(&c->sv->core->heap, data, len, 1, &b))
+      return 0;
     start_call(c, LUDO__CALL_RESET, data, len, t0);
   } else if (strcmp(f->type, "state") == 0) {
     if (f->has_data) return 0;
@@ -260,7 +264,7 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
     return;
   root = sv_json_load(c->sv, text, len, &err);
   if (root == NULL &&
-      (root = sv_json_range_error(c->sv, text, len, NULL)) != NULL) {
+      (root = sv_json_limit_error(c->sv, text, len, NULL)) != NULL) {
     sv_ws_error(c, "VALIDATION_ERROR", "Invalid message", /* JSON all the */
                 json_pack("{s:[o]}", "errors", root));    /* same */
     return;
@@ -287,10 +291,15 @@ static void ws_message(sv_ws_t *c, const char *text, size_t len,
     free(v);
     sv_ws_error(c, "UNKNOWN_TYPE", msg, NULL);
   } else if (strcmp(t, "reset") == 0) {
+    json_t *errs = NULL;
     if (extra_fields(c, root, "data")) {
     } else if (data && !json_is_null(data) && !json_is_object(data)) {
       invalid_field(c, "dict_type", "data", "Input should be a valid "
                     "dictionary", data);
+    } else if (json_is_object(data) &&
+               (errs = sv_reset_errors(data, "data")) != NULL) {
+      sv_ws_error(c, "VALIDATION_ERROR", "Invalid message",
+                  json_pack("{s:o}", "errors", errs));
     } else {
       start_call_value(c, LUDO__CALL_RESET,
                        json_is_object(data) ? data : NULL, t0);

@@ -284,6 +284,9 @@
   /* test-wsscan.c: parser offsets and the /ws fast path (runtime/serve) */ \
   X(jsonparse_offsets)                                                       \
   X(serve_wsscan)                                                            \
+  /* test-bodyscan.c: the POST /step and /reset fast path (runtime/serve) */ \
+  X(serve_bodyscan_step)                                                     \
+  X(serve_bodyscan_reset)                                                    \
   /* test-evalresult.c: the step-result walk of ludo eval (runtime/cli) */  \
   X(eval_result_numbers)                                                     \
   X(eval_result_null_scores)                                                 \

@@ -3027,6 +3027,213 @@ def mcp_tool_error_names_its_code():
         check(c.stop() == 0, "exit status")
 
 
+async def big_requests(c, big, odd, objs, limit):
+    """many_values_hold_no_one_else's requests, over HTTP."""
+    st, v, _ = await asyncio.to_thread(c.http, "POST", "/step",
+                                       {"action": big})
+    check(st == 200 and v["observation"]["echoed_message"] == "big",
+          (st, str(v)[:200]))
+    st, v, _ = await asyncio.to_thread(c.http, "POST", "/step", odd)
+    check(st == 422 and v["detail"][0]["type"] == "value_error" and
+          v["detail"][0]["loc"] == ["body"] and
+          limit in v["detail"][0]["msg"], (st, v))
+    rpc_text = ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+                '{"name":"echo_message","arguments":{"message":%s}}}' % objs)
+    st, v, _ = await asyncio.to_thread(c.http, "POST", "/mcp", rpc_text)
+    check(v["error"]["code"] == -32600 and limit in v["error"]["message"], v)
+    st, v, _ = await asyncio.to_thread(
+        c.http, "POST", "/reset", '{"seed":null,"seed":null,"x":%s}' % objs)
+    check(st == 422 and limit in v["detail"][0]["msg"], (st, v))
+
+
+@test
+async def many_values_hold_no_one_else():
+    # POST /step hands the action's bytes to the session, building no tree
+    # on the loop: a big legit action works. Any other body, /ws message or
+    # JSON-RPC text is decoded into a tree only up to 100000 values: past
+    # that, a clear error naming the limit, not a stall of the worker.
+    c = Server("examples/echo", "--workers", "1")
+    limit = "more than 100000 JSON values"
+    big = {"message": "big", "metadata": {"a": list(range(300000))}}
+    objs = "[" + ",".join(["{}"] * 1000000) + "]"
+    # not the common shape (a repeated field): the tree's path
+    odd = ('{"action":{"message":"x","metadata":{"a":%s}},'
+           '"request_id":null,"request_id":null}' % objs)
+    try:
+        async with c.ws() as other:
+            await rpc(other, {"type": "reset"})
+            done, stop = [], False
+
+            async def step_meanwhile():
+                while not stop:
+                    v = await rpc(other, {"type": "step",
+                                          "data": {"message": "o"}})
+                    done.append(v["type"])
+
+            task = asyncio.create_task(step_meanwhile())
+            await asyncio.sleep(0.2)
+            before = len(done)
+            try:
+                await big_requests(c, big, odd, objs, limit)
+            finally:
+                stop = True
+            await task
+            # the other client was answered while those ran, every time
+            check(len(done) > before and
+                  set(done) == {"observation"}, done)
+        async with c.ws() as ws:
+            await ws.send('{"type":"step","data":{"message":"x","a":%s},'
+                          '"extra":1}' % objs)
+            v = json.loads(await ws.recv())
+            check(v["data"]["code"] == "VALIDATION_ERROR" and
+                  limit in v["data"]["errors"][0]["msg"], v)
+            v = await rpc(ws, {"type": "step", "data": {"message": "y"}})
+            check(v["type"] == "observation", v)  # the connection stays
+    finally:
+        check(c.stop() == 0, "exit status")
+
+
+@test
+def http_body_fields_tree_free_and_not():
+    # the same answers whether the body takes the scan or jansson's path
+    # (a repeated unknown member is ignored by both; a repeated field sends
+    # it to jansson, which keeps the last)
+    st, v, h = S.http("POST", "/reset", {"seed": 1})
+    sid = h["X-Session-Id"]
+    for body in ({"action": {"message": "a"}, "session_id": sid},
+                 '{"action":{"message":"b"},"session_id":"%s",'
+                 '"session_id":"%s"}' % (sid, sid)):
+        st, v, h2 = S.http("POST", "/step", body)
+        check(st == 200 and h2.get("X-Session-Id") == sid, (st, v, h2))
+    st, v, _ = S.http("GET", "/state", headers={"X-Session-Id": sid})
+    check(v["step_count"] == 2, v)
+    for body in ({"action": {"message": "a"}, "session_id": ""},
+                 '{"action":{"message":"a"},"timeout_s":1,"timeout_s":1,'
+                 '"session_id":""}'):
+        st, v, _ = S.http("POST", "/step", body)
+        check(st == 404, (st, v))
+    st, v, _ = S.http("POST", "/step", {"action": {"message": "t"},
+                                        "timeout_s": 2.5, "request_id": "r"})
+    check(st == 200 and v["observation"]["echoed_message"] == "t", (st, v))
+
+
+@test
+def wrong_typed_session_ids_are_refused():
+    st, v, h = S.http("POST", "/reset", {})
+    sid = h["X-Session-Id"]
+    for path, body in (("/step", {"action": {"message": "a"},
+                                  "session_id": 5}),
+                       ("/reset", {"session_id": ["x"]})):
+        st, v, h2 = S.http("POST", path, body)
+        check(st == 422 and v["detail"] == [{
+            "type": "string_type", "loc": ["body", "session_id"],
+            "msg": "Input should be a valid string",
+            "input": body["session_id"]}] and
+            "X-Session-Id" not in h2, (path, st, v))
+    # null names none: a throwaway session
+    st, v, h2 = S.http("POST", "/step", {"action": {"message": "a"},
+                                         "session_id": None})
+    check(st == 200 and "X-Session-Id" not in h2, (st, v))
+    # the header wins over the body and the query (documented)
+    st, v, h2 = S.http("POST", "/step", {"action": {"message": "a"},
+                                         "session_id": "no-such"},
+                       {"X-Session-Id": sid})
+    check(st == 200 and h2["X-Session-Id"] == sid, (st, v))
+
+    def mcp(method, params):
+        return S.http("POST", "/mcp", {"jsonrpc": "2.0", "id": 1,
+                                       "method": method,
+                                       "params": params})[1]["error"]
+    e = mcp("tools/call", {"name": "echo_message", "session_id": 5,
+                           "arguments": {"message": "a"}})
+    check(e["code"] == -32602 and
+          e["message"] == "Invalid params: 'session_id' must be a string", e)
+    e = mcp("openenv/session/close", {"session_id": 5})
+    check(e["code"] == -32602 and "'session_id' must be a string" in
+          e["message"], e)
+    e = mcp("openenv/session/close", {})
+    check(e["code"] == -32602 and "'session_id' is required" in
+          e["message"], e)
+    e = mcp("tools/call", {"name": 5})
+    check(e["code"] == -32602 and
+          e["message"] == "Invalid params: 'name' must be a string", e)
+    e = mcp("tools/call", {})
+    check(e["message"] == "Missing 'name' in params", e)
+
+
+@test
+def reset_body_not_an_object():
+    # FastAPI, Body(default_factory=ResetRequest): null is the default
+    st, v, h = S.http("POST", "/reset", "null")
+    check(st == 200 and v["done"] is False and "X-Session-Id" in h, (st, v))
+    for text, value in (("[]", []), ("5", 5), ('"x"', "x")):
+        st, v, _ = S.http("POST", "/reset", text)
+        check(st == 422 and v["detail"] == [{
+            "type": "model_attributes_type", "loc": ["body"],
+            "msg": "Input should be a valid dictionary or object to "
+                   "extract fields from", "input": value}], (text, v))
+    st, v, _ = S.http("POST", "/step", "null")  # a required body
+    check(st == 422 and v["detail"] == [{
+        "type": "missing", "loc": ["body"], "msg": "Field required",
+        "input": None}], v)
+    st, v, _ = S.http("POST", "/step", "[1]")
+    check(st == 422 and v["detail"][0]["loc"] == ["body"] and
+          v["detail"][0]["input"] == [1], v)
+
+
+@test
+async def ws_reset_checked_as_http():
+    # one validator: the same error types as POST /reset, loc under "data"
+    cases = (({"seed": -1}, "greater_than_equal", "seed"),
+             ({"seed": "x"}, "int_type", "seed"),
+             ({"seed": 1.5}, "int_type", "seed"),
+             ({"episode_id": 5}, "string_type", "episode_id"),
+             ({"episode_id": "e" * 256}, "string_too_long", "episode_id"))
+    async with S.ws() as ws:
+        for data, typ, field in cases:
+            v = await rpc(ws, {"type": "reset", "data": data})
+            check(v["type"] == "error" and
+                  v["data"]["code"] == "VALIDATION_ERROR", (data, v))
+            e = v["data"]["errors"]
+            st, h, _ = S.http("POST", "/reset", data)
+            check(st == 422 and len(e) == 1 and e[0]["type"] == typ and
+                  e[0]["loc"] == ["data", field] and
+                  h["detail"][0]["type"] == typ and
+                  e[0]["msg"] == h["detail"][0]["msg"] and
+                  e[0]["input"] == h["detail"][0]["input"], (data, e, h))
+        # and the connection goes on; valid options pass, on either path
+        for msg in ('{"type":"reset","data":{"seed":3,"episode_id":"e"}}',
+                    '{"data":{"seed":3,"seed":4},"type":"reset"}',
+                    '{"type":"reset","data":{"seed":3},"data":{"seed":4}}'):
+            await ws.send(msg)
+            v = json.loads(await ws.recv())
+            check(v["type"] == "observation", (msg, v))
+
+
+@test
+async def tool_action_errors_as_pydantic():
+    cases = (({"type": "call_tool", "arguments": {}},
+              "missing", ["tool_name"], "Field required"),
+             ({"type": "call_tool", "tool_name": 5},
+              "string_type", ["tool_name"], "Input should be a valid string"),
+             ({"type": "call_tool", "tool_name": "echo_message",
+               "arguments": []},
+              "dict_type", ["arguments"], "Input should be a valid dictionary"),
+             ({"type": "call_tool", "tool_name": "echo_message", "zz": 1},
+              "extra_forbidden", ["zz"], "Extra inputs are not permitted"),
+             ({"type": "list_tools", "zz": 1},
+              "extra_forbidden", ["zz"], "Extra inputs are not permitted"))
+    async with S.ws() as ws:
+        for data, typ, loc, msg in cases:
+            v = await rpc(ws, {"type": "step", "data": data})
+            e = v["data"]["errors"]
+            check(v["data"]["code"] == "VALIDATION_ERROR" and len(e) == 1 and
+                  e[0]["type"] == typ and e[0]["loc"] == loc and
+                  e[0]["msg"] == msg, (data, v))
+            st, h, _ = S.http("POST", "/step", {"action": data})
+            check(st == 422 and h["detail"] == e, (data, h))
+
+
 for name, srv in (("workers_server_exit", W2), ("server_exit", S)):
     check_status = srv.stop()
     if check_status != 0:
