@@ -75,7 +75,10 @@ LUDO_EXTERN void ludo_options_init(ludo_options_t *opts);
 
 /* Creates a runtime. `opts` may be NULL for defaults; it is copied.
  * On success stores the runtime in *out (caller frees with
- * ludo_runtime_free). Returns 0, LUDO_EINVAL or LUDO_ENOMEM. */
+ * ludo_runtime_free). Returns 0, LUDO_EINVAL, LUDO_EBUSY (opts->loop
+ * carries another runtime: one runtime per host loop, from its creation
+ * to its ludo_runtime_free; one runtime loads any number of
+ * environments) or LUDO_ENOMEM. */
 LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
                                  const ludo_options_t *opts);
 

@@ -106,8 +106,8 @@ typedef struct ludo_options_s {
                               default 4 */
   void *loop;              /* a uv_loop_t* of the host's to run on
                               (borrowed until ludo_runtime_free and the
-                              host's next uv_run), or NULL for an own
-                              loop */
+                              host's next uv_run; one runtime per loop),
+                              or NULL for an own loop */
   uint32_t slice_us;       /* on a host-run loop, Lua runs at most this
                               long before yielding to the loop (the call
                               goes on in the next pass); 0: no slicing.

@@ -2,6 +2,7 @@
 #include "core/core.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "base/clock.h"
@@ -14,6 +15,41 @@
 
 static void run_queue(ludo__core_t *c);
 static void on_check(uv_check_t *h);
+
+/* The cores on hosts' loops: one per loop. A second runtime on a loop
+ * would make blocking calls that run the loop (uv_run is not reentrant)
+ * from inside the first's callbacks, where the first's re-entrancy rule
+ * cannot see them; one runtime loads any number of environments. */
+static pthread_mutex_t borrowers_lock = PTHREAD_MUTEX_INITIALIZER;
+static ludo__core_t *borrowers;
+
+/* Registers c, on the host's `loop`; 0, or LUDO_EBUSY when a runtime
+ * runs on that loop already. */
+static int claim_loop(ludo__core_t *c, uv_loop_t *loop) {
+  ludo__core_t *o;
+  int rc = 0;
+  pthread_mutex_lock(&borrowers_lock);
+  for (o = borrowers; o != NULL && rc == 0; o = o->next_borrower)
+    if (o->loop == loop) rc = LUDO_EBUSY;
+  if (rc == 0) {
+    c->loop = loop;
+    c->next_borrower = borrowers;
+    borrowers = c;
+  }
+  pthread_mutex_unlock(&borrowers_lock);
+  return rc;
+}
+
+static void release_loop(ludo__core_t *c) {
+  ludo__core_t **p;
+  pthread_mutex_lock(&borrowers_lock);
+  for (p = &borrowers; *p != NULL; p = &(*p)->next_borrower)
+    if (*p == c) {
+      *p = c->next_borrower;
+      break;
+    }
+  pthread_mutex_unlock(&borrowers_lock);
+}
 
 int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
                     ludo_log_cb log, void *log_ud, uv_loop_t *loop,
@@ -30,8 +66,11 @@ int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
   if (loop == NULL) {
     if (uv_loop_init(&c->own_loop) != 0) goto fail_path;
     c->loop = &c->own_loop;
+  } else if (claim_loop(c, loop) != 0) {
+    if (c->module_path)
+      ludo__free(&c->heap, c->module_path, strlen(c->module_path) + 1);
+    return LUDO_EBUSY;
   } else {
-    c->loop = loop;
     c->borrowed = 1;
   }
   ludo__registry_init(&c->cmods, &c->heap);
@@ -51,6 +90,7 @@ int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
 fail_loop:
   ludo__registry_free(&c->cmods);
   if (!c->borrowed) uv_loop_close(&c->own_loop);
+  if (c->borrowed) release_loop(c);
 fail_path:
   if (c->module_path)
     ludo__free(&c->heap, c->module_path, strlen(c->module_path) + 1);
@@ -81,6 +121,7 @@ void ludo__core_run_closers(ludo__core_t *c) {
 void ludo__core_close(ludo__core_t *c) {
   ludo__core_run_closers(c);
   c->closing = 1;
+  if (c->borrowed) release_loop(c); /* another runtime may take it now */
   c->ready.head = c->ready.tail = c->later.head = c->later.tail = NULL;
   c->held.head = c->held.tail = NULL;
   if (c->has_watchdog) ludo__watchdog_free(&c->watchdog);

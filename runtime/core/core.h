@@ -69,6 +69,8 @@ typedef struct ludo__core_s {
   uv_loop_t own_loop;
   uv_loop_t *loop;           /* &own_loop, or the host's */
   int borrowed;              /* the loop is the host's */
+  struct ludo__core_s *next_borrower; /* the list of cores on hosts' loops
+                                (core.c, claim_loop) */
   uv_idle_t idle;            /* active while tasks are ready: the loop
                                 then polls for I/O without blocking */
   uv_check_t check;          /* runs the queue, after the I/O phase */
@@ -113,8 +115,9 @@ typedef struct ludo__core_s {
 void ludo__core_handle_opened(ludo__core_t *c);
 void ludo__core_handle_closed(ludo__core_t *c);
 
-/* Sets up `c`: `loop` NULL for an own loop. Copies module_path. Returns 0
- * or LUDO_ENOMEM. On failure nothing is left to free. */
+/* Sets up `c`: `loop` NULL for an own loop. Copies module_path. Returns 0,
+ * LUDO_EBUSY (`loop` carries another core already, until that one's
+ * ludo__core_close) or LUDO_ENOMEM. On failure nothing is left to free. */
 int ludo__core_init(ludo__core_t *c, ludo_alloc_fn alloc, void *alloc_ud,
                     ludo_log_cb log, void *log_ud, uv_loop_t *loop,
                     const char *module_path);

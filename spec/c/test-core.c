@@ -184,6 +184,29 @@ TEST_IMPL(core_borrowed_loop) {
   ASSERT_OK(uv_loop_close(&loop));
 }
 
+/* One runtime per host loop: a second on the same loop is refused with
+ * EBUSY (its blocking calls would run the loop from inside the first's
+ * callbacks); once the first is freed, the loop takes a new one. */
+TEST_IMPL(core_one_runtime_per_loop) {
+  uv_loop_t loop;
+  ludo_options_t o;
+  ludo_runtime_t *rt, *rt2 = NULL;
+  ASSERT_OK(uv_loop_init(&loop));
+  test_options(&o);
+  o.loop = &loop;
+  rt = test_rt_new(&o);
+  ASSERT_ERR(ludo_runtime_new(&rt2, &o), LUDO_EBUSY);
+  ASSERT_TRUE(rt2 == NULL);
+  ludo_runtime_free(rt);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  rt = test_rt_new(&o);
+  test_open(test_env_load(rt, "examples/echo", NULL));
+  ludo_runtime_free(rt);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ASSERT_EQ(test_heap.live, 0);
+  ASSERT_OK(uv_loop_close(&loop));
+}
+
 /* ---- poll ------------------------------------------------------------ */
 
 static int chain_left;

@@ -47,6 +47,7 @@
   X(script_blocking_wait_beside_host_handles)                                \
   /* test-core.c: loop ownership, run queue, lifecycle, re-entrancy */     \
   X(core_borrowed_loop)                                                      \
+  X(core_one_runtime_per_loop)                                               \
   X(core_async_on_the_loop)                                                  \
   X(core_poll_budget_slices)                                                 \
   X(core_async_open_close)                                                   \
