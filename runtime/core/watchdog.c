@@ -32,7 +32,8 @@ static void on_sigurg(int sig) {
   }
   if (last_killed != NULL) {
     for (e = tl_top; e != NULL; e = e->outer) {
-      e->interrupt(e->arg, LUDO__WD_KILL);
+      e->interrupt(e->arg, expired(e->budget_ns, now) ? LUDO__WD_KILL
+                                                      : LUDO__WD_KILL_OUTER);
       if (e == last_killed) break;
     }
   } else if (tl_top != NULL && expired(tl_top->slice_ns, now)) {

@@ -30,8 +30,10 @@
 
 /* Why an entry is interrupted. CANCEL: ludo_runtime_interrupt (every
  * entry's interrupt gets it at each SIGURG; an owner acts when
- * `cancel_gen` moved since its call was issued). */
-enum { LUDO__WD_KILL = 1, LUDO__WD_SLICE = 2, LUDO__WD_CANCEL = 3 };
+ * `cancel_gen` moved since its call was issued). KILL: its budget ended;
+ * KILL_OUTER: the budget of an entry it runs inside ended, not its own. */
+enum { LUDO__WD_KILL = 1, LUDO__WD_SLICE = 2, LUDO__WD_CANCEL = 3,
+       LUDO__WD_KILL_OUTER = 4 };
 
 typedef struct ludo__wd_entry_s {
   uint64_t budget_ns;  /* end of the CPU budget (ludo__clock_ns); 0: none */

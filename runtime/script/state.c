@@ -147,6 +147,10 @@ static void push_killed(lua_State *L, ludo__state_t *st) {
   } else if (st->killed == LUDO__KILL_WALL) {
     ludo__state_locate(st, L);
     lua_pushliteral(L, "ETIMEOUT: the call exceeded its wall-clock limit");
+  } else if (st->killed == LUDO__KILL_OUTER) {
+    ludo__state_locate(st, L);
+    lua_pushliteral(L, "ETIMEOUT: the budget of the call it ran inside "
+                       "ran out");
   } else {
     ludo__state_locate(st, L); /* the first time: where it ran */
     lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
@@ -688,9 +692,11 @@ static void interrupt(void *arg, int why) {
   if (why == LUDO__WD_CANCEL) {
     if (st->killed || !cancel_asked(st)) return;
     st->killed = LUDO__KILL_INTERRUPTED;
-  } else if (why == LUDO__WD_KILL) {
+  } else if (why == LUDO__WD_KILL || why == LUDO__WD_KILL_OUTER) {
     if (st->killed) return;
-    st->killed = st->wall_first ? LUDO__KILL_WALL : LUDO__KILL_BUDGET;
+    st->killed = why == LUDO__WD_KILL_OUTER ? LUDO__KILL_OUTER
+                 : st->wall_first           ? LUDO__KILL_WALL
+                                            : LUDO__KILL_BUDGET;
   } else {
     if (st->yield_wanted || st->killed) return;
     st->yield_wanted = 1;
@@ -1043,6 +1049,11 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
     else if (st->killed == LUDO__KILL_WALL)
       lua_pushfstring(L, "ETIMEOUT: the call exceeded its wall-clock limit "
                          "of %I ms", (lua_Integer)(st->wall_ns / 1000000));
+    else if (st->killed == LUDO__KILL_OUTER)
+      lua_pushfstring(L, "ETIMEOUT: the call was stopped when the budget "
+                         "of the call it ran inside (a host function's "
+                         "caller) ran out, not its own CPU budget of %I "
+                         "ms", (lua_Integer)(st->budget_ns / 1000000));
     else
       lua_pushfstring(L, "ETIMEOUT: the call exceeded its CPU budget of %I "
                          "ms", (lua_Integer)(st->budget_ns / 1000000));

@@ -121,7 +121,9 @@ typedef struct ludo__state_s {
 enum {
   LUDO__KILL_BUDGET = 1, LUDO__KILL_CLOSED = 2, LUDO__KILL_MEMORY = 3,
   LUDO__KILL_INTERRUPTED = 4, /* ludo_runtime_interrupt */
-  LUDO__KILL_WALL = 5         /* the call's wall-clock limit, while it ran */
+  LUDO__KILL_WALL = 5,        /* the call's wall-clock limit, while it ran */
+  LUDO__KILL_OUTER = 6        /* the budget of a call it runs inside (its
+                                 host function's caller's) ran out */
 };
 #define LUDO__REFUSALS_MAX 64
 

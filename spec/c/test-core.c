@@ -18,6 +18,7 @@ typedef struct host_s {
   ludo_runtime_t *rt;
   int count;
   int rc[4];               /* codes the host function saw */
+  char msg[512];           /* and a message */
 } host_t;
 
 static host_t host;
@@ -79,6 +80,15 @@ static int h_open_cold(lua_State *L) {
   return push_rc(L, host.rc[0]);
 }
 
+/* load_spin(): loads a module whose top level never ends. */
+static int h_load_spin(lua_State *L) {
+  ludo_env_t *e = NULL;
+  host.rc[0] = ludo_env_load(host.rt, "spec/fixtures/c/loadspin", NULL, &e);
+  snprintf(host.msg, sizeof host.msg, "%s", ludo_runtime_errmsg(host.rt));
+  if (e != NULL) ludo_env_free(e);
+  return push_rc(L, host.rc[0]);
+}
+
 #define HOST_FN(f) ((int (*)(void *))(void (*)(void))(f))
 
 static const ludo_host_func_t funcs[] = {
@@ -88,6 +98,7 @@ static const ludo_host_func_t funcs[] = {
     {"step_self_async", HOST_FN(h_step_self_async)},
     {"close_self", HOST_FN(h_close_self)},
     {"open_cold", HOST_FN(h_open_cold)},
+    {"load_spin", HOST_FN(h_load_spin)},
     {NULL, NULL}};
 
 static ludo_env_t *load_reenter(ludo_runtime_t *rt) {
@@ -402,6 +413,29 @@ TEST_IMPL(reenter_outer_budget) {
   ASSERT_STR_CONTAINS(ludo_session_errmsg(a), "ETIMEOUT");
   /* The session stays usable. */
   ASSERT_OK(step(a, "{\"op\":\"count\"}"));
+  ludo_session_close(a);
+  test_rt_free(rt);
+}
+
+/* Lua run from inside a host function that the caller's budget stops
+ * (the caller spun most of it first) says so: not that it exceeded a
+ * budget of its own, which it did not reach. */
+TEST_IMPL(reenter_inner_stopped_by_outer) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *a;
+  test_options(&o);
+  o.cpu_budget_ms = 400;
+  rt = test_rt_new(&o);
+  memset(&host, 0, sizeof host);
+  host.rt = rt;
+  a = test_open(load_reenter(rt));
+  ASSERT_ERR(step(a, "{\"op\":\"load_spin\",\"pre_ms\":300}"),
+             LUDO_ETIMEOUT);
+  ASSERT_ERR(host.rc[0], LUDO_ETIMEOUT);
+  ASSERT_STR_CONTAINS(host.msg, "ETIMEOUT: the call was stopped when the "
+                      "budget of the call it ran inside");
+  ASSERT_STR_CONTAINS(ludo_session_errmsg(a), "exceeded its CPU budget");
   ludo_session_close(a);
   test_rt_free(rt);
 }

@@ -55,6 +55,7 @@
   X(core_free_with_pending_lifecycle)                                        \
   X(reenter_blocking_ebusy)                                                  \
   X(reenter_outer_budget)                                                    \
+  X(reenter_inner_stopped_by_outer)                                          \
   X(reenter_close_self)                                                      \
   X(batch_blocking)                                                          \
   X(batch_blocking_refusals_named)                                           \
