@@ -34,7 +34,11 @@
  * one object made to be shared between threads.
  *
  * Errors: every function that can fail returns 0 or a negative LUDO_E* code.
- * ludo_err_name() and ludo_strerror() describe a code. Sessions also keep a
+ * Whatever its comment lists, a function returns LUDO_EINVAL for a NULL
+ * pointer it needs (a callback included), a count of 0 where items are
+ * needed (a batch's n) or an empty name or path. A NULL input with its
+ * length (json, len) is an empty input. ludo_err_name() and ludo_strerror()
+ * describe a code. Sessions also keep a
  * human-readable message for their last failure (ludo_session_errmsg()),
  * and the same failure in parts (ludo_session_error(): call, phase, and
  * where a limit stopped the Lua). Tracebacks name file:line in every
@@ -124,8 +128,8 @@ LUDO_EXTERN int ludo_runtime_poll(ludo_runtime_t *rt, uint32_t budget_us);
 /* Runs the loop until no call is in flight and every completion callback
  * owed has run (including those a blocking call held back while it ran
  * the loop), and the Lua states of closed sessions, which the loop frees
- * a slice per pass, are all freed. Returns 0 or LUDO_EBUSY when called
- * from inside a ludo callback. */
+ * a slice per pass, are all freed. Returns 0, LUDO_EINVAL (rt NULL) or
+ * LUDO_EBUSY when called from inside a ludo callback. */
 LUDO_EXTERN int ludo_runtime_run(ludo_runtime_t *rt);
 
 /* Stops every call of `rt` in progress (issued and not yet completed):

@@ -83,7 +83,9 @@ typedef struct ludo_script_s ludo_script_t;
 typedef struct ludo_options_s {
   ludo_alloc_fn alloc;     /* NULL: malloc/realloc/free */
   void *alloc_ud;          /* passed to alloc */
-  size_t memory_cap;       /* bytes per session Lua state; default 64 MiB */
+  size_t memory_cap;       /* bytes per session Lua state; default 64 MiB;
+                              0 = none (a zero-filled struct has no cap:
+                              start from ludo_options_init) */
   uint32_t cpu_budget_ms;  /* Lua running time per call: the time its Lua
                               runs (monotonic clock, from each resume to
                               its yield or end; waits do not count, time
@@ -92,7 +94,8 @@ typedef struct ludo_options_s {
                               meet it with less CPU); default 10000;
                               0 = none */
   size_t max_input_bytes;  /* largest action / reset options / script
-                              arguments a call accepts; default 8 MiB */
+                              arguments a call accepts; default 8 MiB;
+                              0 = none */
   uint32_t wall_limit_ms;  /* wall-clock time per call, waits included
                               (ludo.sleep, later I/O) and running Lua
                               stopped at it too; default 60000; 0 = none */
@@ -254,9 +257,10 @@ typedef struct ludo_client_s ludo_client_t;
 
 /* Memory figures of a runtime. */
 typedef struct ludo_stats_s {
-  size_t lua_bytes;      /* bytes held by the Lua states of sessions and
-                            of pre-warmed pools (0 once every session is
-                            closed and every environment freed) */
+  size_t lua_bytes;      /* bytes held by the Lua states of sessions, of
+                            pre-warmed pools and of scripts (0 once every
+                            session is closed, every script and every
+                            environment freed) */
   size_t heap_bytes;     /* all bytes the runtime holds through its
                             allocator: Lua states, the compiled-code cache,
                             buffers, the runtime itself */
@@ -343,7 +347,8 @@ typedef void (*ludo_script_cb)(ludo_script_t *sc, int status,
                                const char *out, size_t len, void *ud);
 
 /* One result of a batched step: the i-th session's status and result (or
- * error message), borrowed until the callback returns. */
+ * error message), borrowed until the callback returns. `s` is NULL for an
+ * entry closed during the batch (its status LUDO_ECANCELED). */
 typedef void (*ludo_batch_cb)(size_t i, ludo_session_t *s, int status,
                               const char *data, size_t len, void *ud);
 
