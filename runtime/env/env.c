@@ -323,6 +323,18 @@ static int is_file(const char *p) {
   return stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+static int exists(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0;
+}
+
+/* ELOAD for `file`, which is there but is no regular file (a FIFO, a
+ * device, a directory: reading it would block, never end, or fail). */
+static int not_regular(ludo_runtime_t *rt, const char *file) {
+  ludo__runtime_seterr(rt, "ELOAD: %s is not a regular file", file);
+  return LUDO_ELOAD;
+}
+
 /* Upvalue 1: the ludo_host_module_t (borrowed until the environment, or
  * the runtime that registered it, is freed). See env.h. */
 int ludo__env_host_module_open(lua_State *L) {
@@ -379,12 +391,15 @@ int ludo__env_load(ludo_runtime_t *rt, const char *path,
   dir[n] = '\0';
   if (is_dir(dir)) {
     snprintf(file, sizeof file, "%s/env.lua", dir);
-    if (!is_file(file)) snprintf(file, sizeof file, "%s/init.lua", dir);
-    if (!is_file(file)) {
+    if (!exists(file)) snprintf(file, sizeof file, "%s/init.lua", dir);
+    if (!exists(file)) {
       ludo__runtime_seterr(rt, "ENOENT: %s has no env.lua or init.lua",
                            dir);
       return LUDO_ENOENT;
     }
+    if (!is_file(file)) return not_regular(rt, file);
+  } else if (exists(dir) && !is_file(dir)) {
+    return not_regular(rt, dir);
   } else if (is_file(dir)) {
     char *slash;
     memcpy(file, dir, n + 1);

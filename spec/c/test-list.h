@@ -219,6 +219,7 @@
   /* test-sources.c: the files require reads */                              \
   X(sources_require_confined)                                                \
   X(sources_env_and_script_confined)                                         \
+  X(sources_env_file_not_regular)                                            \
   X(sources_read_under_the_cap)                                              \
   /* test-where.c: errors that say where and what */                       \
   X(where_tracebacks)                                                        \

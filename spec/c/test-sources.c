@@ -201,6 +201,41 @@ TEST_IMPL(sources_env_and_script_confined) {
   remove_tree();
 }
 
+/* An environment whose env.lua is there but is no regular file (a FIFO,
+ * a link to /dev/zero, a folder), or a path to such a file, is ELOAD
+ * saying so, at once: not "has no env.lua", and never a read that
+ * blocks or never ends. */
+TEST_IMPL(sources_env_file_not_regular) {
+  static const char *const dirs[] = {"fifoenv", "zeroenv", "dirofenv"};
+  ludo_runtime_t *rt;
+  ludo_env_t *env;
+  char path[160];
+  size_t i;
+  make_tree();
+  for (i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", top, dirs[i]);
+    ASSERT_OK(mkdir(path, 0700));
+  }
+  snprintf(path, sizeof path, "%s/fifoenv/env.lua", top);
+  ASSERT_OK(mkfifo(path, 0600));
+  snprintf(path, sizeof path, "%s/zeroenv/env.lua", top);
+  ASSERT_OK(symlink("/dev/zero", path));
+  snprintf(path, sizeof path, "%s/dirofenv/env.lua", top);
+  ASSERT_OK(mkdir(path, 0700));
+  rt = sources_rt(0);
+  for (i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", top, dirs[i]);
+    ASSERT_ERR(ludo_env_load(rt, path, NULL, &env), LUDO_ELOAD);
+    ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "env.lua is not a "
+                        "regular file");
+  }
+  snprintf(path, sizeof path, "%s/fifoenv/env.lua", top);
+  ASSERT_ERR(ludo_env_load(rt, path, NULL, &env), LUDO_ELOAD);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "is not a regular file");
+  test_rt_free(rt);
+  remove_tree();
+}
+
 /* A file under the size limit is read into the session's own memory, so
  * it counts against the session's cap: with 4 MiB, a 10 MiB module fails
  * with a memory error and the runtime's heap never holds its 10 MiB
