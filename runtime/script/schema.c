@@ -1089,6 +1089,13 @@ static int mixes_keys(lua_State *L, int idx) {
   return 0;
 }
 
+/* A number as it reads back: the shortest of 15 or 17 significant
+ * digits that gives d again (1e+30, 0.1, -9.2233720368547758e+18). */
+static void real_text(double d, char *out, size_t n) {
+  snprintf(out, n, "%.15g", d);
+  if (strtod(out, NULL) != d) snprintf(out, n, "%.17g", d);
+}
+
 static int check_node(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
@@ -1121,14 +1128,21 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
   }
   if (t & (T_NUMBER | T_INTEGER)) {
     double d = lua_tonumber(L, idx);
-    if (n->has_min && !(d >= n->min))
-      return fail(c, "must be >= %g, got %g", n->min, d);
-    if (n->has_max && !(d <= n->max))
-      return fail(c, "must be <= %g, got %g", n->max, d);
-    if (n->has_xmin && !(d > n->xmin))
-      return fail(c, "must be > %g, got %g", n->xmin, d);
-    if (n->has_xmax && !(d < n->xmax))
-      return fail(c, "must be < %g, got %g", n->xmax, d);
+    char lim[32], got[32];
+    const char *op = NULL;
+    double bound = 0;
+    if (n->has_min && !(d >= n->min)) op = ">=", bound = n->min;
+    else if (n->has_max && !(d <= n->max)) op = "<=", bound = n->max;
+    else if (n->has_xmin && !(d > n->xmin)) op = ">", bound = n->xmin;
+    else if (n->has_xmax && !(d < n->xmax)) op = "<", bound = n->xmax;
+    if (op != NULL) {
+      real_text(bound, lim, sizeof lim);
+      if (lua_isinteger(L, idx))
+        snprintf(got, sizeof got, "%lld", (long long)lua_tointeger(L, idx));
+      else
+        real_text(d, got, sizeof got);
+      return fail(c, "must be %s %s, got %s", op, lim, got);
+    }
   }
   if (t == T_STRING && (n->min_len >= 0 || n->max_len >= 0)) {
     size_t len;

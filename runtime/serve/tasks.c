@@ -125,6 +125,13 @@ static int int_field(json_t *v, const char *field, json_int_t *out,
       *out = (json_int_t)d;
       return 0;
     }
+    if (d == floor(d)) { /* whole, but past what an integer holds */
+      json_array_append_new(errors, body_error("int_parsing_size", field,
+                                               "Unable to parse input as an "
+                                               "integer, exceeded maximum "
+                                               "size", v));
+      return -1;
+    }
     json_array_append_new(errors, body_error("int_from_float", field,
                                              "Input should be a valid "
                                              "integer, got a number with a "

@@ -539,6 +539,9 @@ describe("environment API", function()
           "ESCHEMA: reset.episode_id: expected string or null, got integer" },
         -- OpenEnv's ResetRequest ranges, on every transport
         { '{"seed":-1}', "ESCHEMA: reset.seed: must be >= 0, got -1" },
+        -- the value as sent, not rounded to six digits
+        { '{"seed":-9223372036854775808}', "ESCHEMA: reset.seed: must be "
+          .. ">= 0, got -9223372036854775808" },
         { '{"episode_id":"' .. ("\u{e9}"):rep(256) .. '"}',
           "ESCHEMA: reset.episode_id: length must be <= 255, got 256" },
         { '"x"', "ESCHEMA: reset: expected object, got string" },

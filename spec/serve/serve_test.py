@@ -1172,6 +1172,8 @@ def tasks_errors():
          [("int_parsing", ["body", "index"])]),
         ("/quiz_tasks/task", {"split": "test", "index": 1.5},
          [("int_from_float", ["body", "index"])]),
+        ("/quiz_tasks/task", {"split": "test", "index": 1e30},
+         [("int_parsing_size", ["body", "index"])]),
         ("/quiz_tasks/task", {"split": "test", "index": [1]},
          [("int_type", ["body", "index"])]),
         ("/quiz_tasks/task_range", {"split": "test", "start": 0, "n": 2},
