@@ -124,9 +124,17 @@ LUDO_EXTERN int ludo_env_load(ludo_runtime_t *rt, const char *path,
   if (rt_freeing(rt)) return LUDO_ECLOSED;
   rt->errmsg[0] = '\0';
   if (opts != NULL && opts->nmodules > 0) {
-    if (opts->modules == NULL) return LUDO_EINVAL;
+    if (opts->modules == NULL) {
+      ludo__runtime_seterr(rt, "EINVAL: opts->modules is NULL but "
+                           "opts->nmodules is %zu", opts->nmodules);
+      return LUDO_EINVAL;
+    }
     for (i = 0; i < opts->nmodules; i++)
-      if (opts->modules[i].name == NULL) return LUDO_EINVAL;
+      if (opts->modules[i].name == NULL) {
+        ludo__runtime_seterr(rt, "EINVAL: opts->modules[%zu] has no name",
+                             i);
+        return LUDO_EINVAL;
+      }
   }
   return ludo__env_load(rt, path, opts, out);
 }

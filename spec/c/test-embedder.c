@@ -457,6 +457,18 @@ TEST_IMPL(embedder_env_host_modules_checked) {
   m[1].name = "y";
   ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
   ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "function list");
+  o.modules = NULL;
+  o.nmodules = 3;
+  ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
+  ASSERT_STR_EQ(ludo_runtime_errmsg(rt), "EINVAL: opts->modules is NULL "
+                "but opts->nmodules is 3");
+  m[1].funcs = emb_funcs;
+  m[1].name = NULL;
+  o.modules = m;
+  o.nmodules = 2;
+  ASSERT_ERR(ludo_env_load(rt, EMB, &o, &env), LUDO_EINVAL);
+  ASSERT_STR_CONTAINS(ludo_runtime_errmsg(rt), "opts->modules[1] has no "
+                      "name");
   test_rt_free(rt);
 }
 
