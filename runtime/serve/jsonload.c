@@ -44,9 +44,11 @@ static char *count_scratch(void *ud, size_t n) {
   return check_scratch(&((check_t *)ud)->scratch, n);
 }
 
-/* One more value: 1 (stop) past the limit. */
+/* One more value. The pass reads the whole text even past the limit: a
+ * text that is not JSON is answered as such, whatever its size. */
 static int count_value(void *ud) {
-  return ++((check_t *)ud)->values > SV_JSON_MAX_VALUES;
+  ((check_t *)ud)->values++;
+  return 0;
 }
 static int count_bool(void *ud, int v) { (void)v; return count_value(ud); }
 static int count_int(void *ud, int64_t v) { (void)v; return count_value(ud); }
@@ -92,19 +94,20 @@ static int refused(ludo__serve_t *sv, const char *text, size_t len,
   cb.begin_array = count_value;
   cb.scratch = count_scratch;
   ck.values = 0;
+  memset(&pe, 0, sizeof pe); /* no place, for a text past the limit */
   ludo__buf_init(&ck.scratch, ludo__alloc_fn, &sv->core->heap);
   rc = ludo__jsonparse_run(text, len, -1, &cb, &ck, &pe);
   ludo__buf_free(&ck.scratch);
-  if (rc == 0 || (pe.kind != LUDO__JSONPARSE_ESYNTAX &&
-                  pe.kind != LUDO__JSONPARSE_ERANGE &&
-                  ck.values <= SV_JSON_MAX_VALUES))
+  if (rc == 0 ? ck.values <= SV_JSON_MAX_VALUES
+              : pe.kind != LUDO__JSONPARSE_ESYNTAX &&
+                    pe.kind != LUDO__JSONPARSE_ERANGE)
     return 0;
   memset(err, 0, sizeof *err);
   err->line = (int)pe.line;
   err->column = (int)pe.column;
   err->position = (int)pe.offset;
   snprintf(err->source, sizeof err->source, "<buffer>");
-  if (ck.values > SV_JSON_MAX_VALUES)
+  if (rc == 0)
     snprintf(err->text, sizeof err->text, "%s", TOO_MANY_VALUES);
   else if (pe.kind == LUDO__JSONPARSE_ERANGE)
     range_text(&pe, text, len, err);
@@ -146,7 +149,8 @@ static int path_value(void *ud) {
   if (p->depth > 0 && p->depth <= PATH_MAX_DEPTH &&
       p->f[p->depth - 1].array)
     p->f[p->depth - 1].count++;
-  return ++p->values > SV_JSON_MAX_VALUES; /* stop there, as refused() */
+  p->values++; /* the whole text is read, as refused() reads it */
+  return 0;
 }
 static int path_null(void *ud) { return path_value(ud); }
 static int path_bool(void *ud, int v) { (void)v; return path_value(ud); }
@@ -224,7 +228,7 @@ json_t *sv_json_limit_error(ludo__serve_t *sv, const char *text, size_t len,
   ludo__buf_init(&p->scratch, ludo__alloc_fn, &sv->core->heap);
   rc = ludo__jsonparse_run(text, len, -1, &cb, p, &pe);
   ludo__buf_free(&p->scratch);
-  if (rc != 0 && p->values > SV_JSON_MAX_VALUES) {
+  if (rc == 0 && p->values > SV_JSON_MAX_VALUES) {
     entry = json_pack("{s:s,s:o,s:s,s:n}", "type", "value_error", "loc",
                       prefix ? json_pack("[s]", prefix) : json_array(),
                       "msg", TOO_MANY_VALUES, "input");
