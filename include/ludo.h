@@ -113,10 +113,14 @@ LUDO_EXTERN int ludo_runtime_new(ludo_runtime_t **out,
 LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
 
 /* Runs the work that is ready (starting queued calls, resuming Lua after
- * waits, completion callbacks, pool refills) for at most `budget_us`
+ * waits, completion callbacks, pool refills) for about `budget_us`
  * microseconds, and returns without blocking. Lua that runs longer is
  * time-sliced: it yields at the budget's end and goes on in the next poll
- * (its CPU budget keeps counting only while it runs). Callbacks started
+ * (its CPU budget keeps counting only while it runs). The end of a slice
+ * is signalled by ludo's watchdog thread, so the overshoot is what the
+ * OS takes to schedule that thread: about 0.1 ms on an idle machine
+ * (docs/performance.md, poll.overshoot), milliseconds when every core is
+ * busy. Callbacks started
  * from callbacks are delivered in the next poll. budget_us == 0: run what
  * is ready now, without a limit. On a borrowed loop, runs ludo's queue
  * only (the host runs the loop). Returns the number of calls in flight
