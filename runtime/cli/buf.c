@@ -54,6 +54,22 @@ static const unsigned char json_escape[256] = {
     [0x18] = 2, [0x19] = 2, [0x1a] = 2, [0x1b] = 2, [0x1c] = 2, [0x1d] = 2,
     [0x1e] = 2, [0x1f] = 2, ['"'] = 1,  ['\\'] = 1};
 
+void ludo__cli_buf_json_real(ludo__cli_buf_t *b, double v) {
+  char t[40];
+  int prec;
+  if (v != v || v - v != 0) {
+    ludo__cli_buf_add(b, "null", 4);
+    return;
+  }
+  for (prec = 15; prec < 17; prec++) {
+    snprintf(t, sizeof t, "%.*g", prec, v);
+    if (strtod(t, NULL) == v) break;
+  }
+  if (prec == 17) snprintf(t, sizeof t, "%.17g", v);
+  if (strpbrk(t, ".eE") == NULL) strcat(t, ".0");
+  ludo__cli_buf_add(b, t, strlen(t));
+}
+
 void ludo__cli_buf_json_chars(ludo__cli_buf_t *b, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *u = (const unsigned char *)s;

@@ -161,6 +161,10 @@ void ludo__cli_buf_json_stringn(ludo__cli_buf_t *b, const char *s, size_t n);
 /* The same without the quotes: the escaped bytes, for a literal written
  * in pieces. */
 void ludo__cli_buf_json_chars(ludo__cli_buf_t *b, const char *s, size_t n);
+/* Appends v as a JSON real: the fewest significant digits (15 to 17) that
+ * read back as v, with ".0" when it would read as an integer; NaN and the
+ * infinities as null. */
+void ludo__cli_buf_json_real(ludo__cli_buf_t *b, double v);
 void ludo__cli_buf_reset(ludo__cli_buf_t *b);
 void ludo__cli_buf_free(ludo__cli_buf_t *b);
 

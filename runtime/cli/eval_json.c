@@ -9,21 +9,6 @@
 
 #include "cli/eval.h"
 
-/* The shortest of %.15g, %.16g and %.17g that reads back as d (a double
- * has 15 to 17 significant digits: one of 15 that reads back is the
- * shortest there is), with ".0" when it would read back as an integer. */
-static void add_real(ludo__cli_buf_t *b, double d) {
-  char t[40];
-  int prec;
-  for (prec = 15; prec < 17; prec++) {
-    snprintf(t, sizeof t, "%.*g", prec, d);
-    if (strtod(t, NULL) == d) break;
-  }
-  if (prec == 17) snprintf(t, sizeof t, "%.17g", d);
-  if (strpbrk(t, ".eEn") == NULL) strcat(t, ".0");
-  ludo__cli_buf_add(b, t, strlen(t));
-}
-
 static void add_object(ludo__cli_buf_t *b, json_t *v) {
   void *it;
   int first = 1;
@@ -61,7 +46,7 @@ void eval_json_add(ludo__cli_buf_t *b, json_t *v) {
       snprintf(t, sizeof t, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
       ludo__cli_buf_add(b, t, strlen(t));
       break;
-    case JSON_REAL: add_real(b, json_real_value(v)); break;
+    case JSON_REAL: ludo__cli_buf_json_real(b, json_real_value(v)); break;
     case JSON_TRUE: ludo__cli_buf_add(b, "true", 4); break;
     case JSON_FALSE: ludo__cli_buf_add(b, "false", 5); break;
     case JSON_NULL: ludo__cli_buf_add(b, "null", 4); break;

@@ -303,21 +303,6 @@ static void episode_fail(episode_t *ep, const char *msg) {
   snprintf(ep->why, sizeof ep->why, "%.*s", (int)n, msg);
 }
 
-/* Writes a double as the shortest text that reads back as the same value,
- * looking like a float (3.0, 0.7); NaN and infinities as null. */
-static void fmt_float(char *buf, size_t n, double v) {
-  int p;
-  if (v != v || v - v != 0) {
-    snprintf(buf, n, "null");
-    return;
-  }
-  for (p = 1; p <= 17; p++) {
-    snprintf(buf, n, "%.*g", p, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  if (strpbrk(buf, ".eE") == NULL && strlen(buf) + 2 < n) strcat(buf, ".0");
-}
-
 /* Writes one trace line: the step's action and its result's fields. */
 static void trace_step(const run_args_t *ra, int i, long long step,
                        const char *action, size_t alen, const char *out,
@@ -398,23 +383,24 @@ static int episode_step(const run_args_t *ra, int i, target_t *s,
 
 static void print_episode(const run_args_t *ra, int i, const target_t *t,
                           const episode_t *ep) {
-  char total[40];
-  fmt_float(total, sizeof total, ep->total);
   if (ra->as_json) {
+    ludo__cli_buf_t total = {0};
     ludo__cli_buf_t why = {0};
     if (ep->err)
       ludo__cli_buf_json_string(&why, ep->why);
     else
       ludo__cli_buf_printf(&why, "null");
     ludo__cli_buf_t sid = {0};
+    ludo__cli_buf_json_real(&total, ep->total);
     if (t->s != NULL)
       ludo__cli_buf_json_string(&sid, ludo_session_id(t->s));
     else
       ludo__cli_buf_printf(&sid, "null"); /* the server's, unknown here */
     printf("{\"episode\":%d,\"session\":%s,\"steps\":%lld,"
            "\"total_reward\":%s,\"done\":%s,\"failed\":%s,\"error\":%s}\n",
-           i + 1, sid.p, ep->steps, total,
+           i + 1, sid.p, ep->steps, total.p,
            ep->done ? "true" : "false", ep->err ? "true" : "false", why.p);
+    ludo__cli_buf_free(&total);
     ludo__cli_buf_free(&why);
     ludo__cli_buf_free(&sid);
   } else if (ep->err) {

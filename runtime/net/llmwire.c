@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/jsonparse.h"
+#include "base/realtext.h"
 #include "base/utf8.h"
 
 /* ---- requests ----------------------------------------------------------- */
@@ -68,12 +69,11 @@ static int put_key(ludo__buf_t *b, const char *key, int first) {
   return 0;
 }
 
-/* A double as JSON: the shortest of %.15g / %.17g that reads back the
- * same, with ".0" when it would read as an integer. */
+/* A double as JSON: its shortest exact text, with ".0" when it would read
+ * as an integer. */
 static int put_real(ludo__buf_t *b, double v) {
   char t[40];
-  snprintf(t, sizeof t, "%.15g", v);
-  if (strtod(t, NULL) != v) snprintf(t, sizeof t, "%.17g", v);
+  ludo__real_text(v, t, sizeof t);
   if (strpbrk(t, ".eE") == NULL) strcat(t, ".0");
   return ludo__buf_adds(b, t);
 }

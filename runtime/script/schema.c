@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/errors.h"
+#include "base/realtext.h"
 #include "base/regex.h"
 #include "base/utf8.h"
 #include "ludo_defs.h"
@@ -1089,13 +1090,6 @@ static int mixes_keys(lua_State *L, int idx) {
   return 0;
 }
 
-/* A number as it reads back: the shortest of 15 or 17 significant
- * digits that gives d again (1e+30, 0.1, -9.2233720368547758e+18). */
-static void real_text(double d, char *out, size_t n) {
-  snprintf(out, n, "%.15g", d);
-  if (strtod(out, NULL) != d) snprintf(out, n, "%.17g", d);
-}
-
 static int check_node(chk_t *c, int idx, const node_t *n) {
   lua_State *L = c->L;
   unsigned t;
@@ -1136,11 +1130,11 @@ static int check_node(chk_t *c, int idx, const node_t *n) {
     else if (n->has_xmin && !(d > n->xmin)) op = ">", bound = n->xmin;
     else if (n->has_xmax && !(d < n->xmax)) op = "<", bound = n->xmax;
     if (op != NULL) {
-      real_text(bound, lim, sizeof lim);
+      ludo__real_text(bound, lim, sizeof lim);
       if (lua_isinteger(L, idx))
         snprintf(got, sizeof got, "%lld", (long long)lua_tointeger(L, idx));
       else
-        real_text(d, got, sizeof got);
+        ludo__real_text(d, got, sizeof got);
       return fail(c, "must be %s %s, got %s", op, lim, got);
     }
   }
