@@ -6,7 +6,11 @@
  * (__builtin_prefetch) and then read, in runs of 1 to 64 neighbouring
  * lines. Prints the time per line of each run length, and the baseline:
  * the same reads with the buffer's lines in the caches (a 256 KiB
- * buffer). Standalone: no ludo, no flags beyond -O2.
+ * buffer). Also the latency of one line nobody asked for: a chase of
+ * dependent loads through the buffer, each load's address read by the one
+ * before (what a line a step reads without its having been asked for
+ * costs on the step's path; docs/performance.md, "Session 40").
+ * Standalone: no ludo, no flags beyond -O2.
  *
  *   cc -O2 -o /tmp/line-cost bench/line_cost.c && taskset -c 0 /tmp/line-cost */
 #define _GNU_SOURCE
@@ -54,6 +58,33 @@ static double per_line(const char *m, size_t size, int run, uint64_t *seed,
   return (now_s() - t0 - gen) * 1e9 / ((double)n * run * ROUNDS);
 }
 
+/* ns per load of CHASE loads chasing through the lines of m[0..size) in
+ * a random cycle (Sattolo's shuffle): each line holds the offset of the
+ * next, so each load waits for the one before. */
+#define CHASE 2000000
+static double chase(char *m, size_t size, uint64_t *seed, uint64_t *sink) {
+  size_t lines = size / 64, i, at;
+  size_t *cycle = malloc(lines * sizeof *cycle);
+  double t0;
+  if (cycle == NULL) return 0;
+  for (i = 0; i < lines; i++) cycle[i] = i;
+  for (i = lines - 1; i > 0; i--) { /* one cycle through every line */
+    size_t j = next(seed) % i, t = cycle[i];
+    cycle[i] = cycle[j];
+    cycle[j] = t;
+  }
+  for (i = 0; i < lines; i++) {
+    size_t to = cycle[i] * 64;
+    memcpy(m + i * 64, &to, sizeof to);
+  }
+  free(cycle);
+  at = 0;
+  t0 = now_s();
+  for (i = 0; i < CHASE; i++) memcpy(&at, m + at, sizeof at);
+  *sink += at;
+  return (now_s() - t0) * 1e9 / CHASE;
+}
+
 int main(void) {
   static const int runs[] = {1, 2, 4, 8, 16, 64};
   size_t big = (size_t)512 << 20, small = (size_t)256 << 10;
@@ -75,5 +106,7 @@ int main(void) {
     printf("runs of %2d lines from memory: %6.2f ns a line, %5.1fx the "
            "baseline\n", runs[k], t, t / cached);
   }
+  printf("a line not asked for (dependent loads): %.1f ns\n",
+         chase(m, big, &seed, &sink));
   return sink == 42 ? 2 : 0; /* keeps the reads */
 }
