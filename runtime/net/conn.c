@@ -36,10 +36,15 @@ static void recharge(ludo__net_conn_t *c, int live) {
   size_t pending = c->out.len + c->inflight;
   size_t want = live && pending > LUDO__NET_CONN_FREE_BYTES ? pending : 0;
   if (c->budget == NULL || want == c->charged) return;
-  if (want > c->charged)
+  if (want > c->charged) {
     atomic_fetch_add(&c->budget->used, want - c->charged);
-  else
+  } else {
     atomic_fetch_sub(&c->budget->used, c->charged - want);
+    /* Output that piled up for a slow reader is freed: the C library
+     * keeps it unless told (malloc_trim, once a few MiB went). Output
+     * under the free allowance, a reading client's, is not counted. */
+    ludo__core_note_freed(c->core, c->charged - want);
+  }
   c->charged = want;
 }
 
@@ -78,10 +83,20 @@ int ludo__net_conn_reserve(ludo__net_conn_t *c, size_t n) {
   return ludo__buf_reserve(&c->out, n) == 0 ? 0 : LUDO_ENOMEM;
 }
 
+/* Unused bytes past which a block's buffer is shrunk before it is sent. */
+#define SLACK_BYTES ((size_t)1024)
+
 void ludo__net_conn_flush(ludo__net_conn_t *c) {
-  char *p = c->out.p;
-  size_t len = c->out.len, cap = c->out.cap;
-  if (len == 0 || c->closing == 2) return;
+  char *p;
+  size_t len, cap;
+  if (c->out.len == 0 || c->closing == 2) return;
+  /* The block goes to the sink as it is: what its buffer holds beyond
+   * the bytes (its growth by doubling) is given back first, so the memory
+   * a slow reader holds is what its pending bytes count. */
+  if (c->out.cap - c->out.len > SLACK_BYTES) ludo__buf_fit(&c->out);
+  p = c->out.p;
+  len = c->out.len;
+  cap = c->out.cap;
   ludo__buf_init(&c->out, ludo__alloc_fn, &c->core->heap);
   c->inflight += len;
   recharge(c, 1);

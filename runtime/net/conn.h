@@ -119,6 +119,12 @@ struct ludo__net_conn_s {
   size_t charged;                 /* bytes counted in budget->used */
 };
 
+/* 1 while reading is paused for backpressure: more than high_water bytes
+ * written wait to be sent (until they drop to half of it). */
+static inline int ludo__net_conn_write_full(const ludo__net_conn_t *c) {
+  return (c->paused & LUDO__NET_PAUSE_WRITE) != 0;
+}
+
 /* Sets up `c` on `core` for a transport. high_water 0 means 1 MiB,
  * linger_ms 0 means 5000. The protocol is set next. Never fails. */
 void ludo__net_conn_init(ludo__net_conn_t *c, ludo__core_t *core,

@@ -276,9 +276,14 @@ static int idle(const ludo__http_conn_t *hc) {
   return hc->cur == NULL && hc->waiting == 0 && !hc->upgrade_pending;
 }
 
+/* The next request is parsed only while the responses before it are
+ * being read: past the write high water the bytes already read wait
+ * unparsed too (a peer pipelining cheap requests that answer large, and
+ * not reading, would otherwise make the server build every response). */
 static int can_parse(const ludo__http_conn_t *hc) {
   return hc->nc != NULL && !hc->closing && !hc->stop &&
-         !hc->upgrade_pending && hc->waiting < hc->o.max_pipelined;
+         !hc->upgrade_pending && hc->waiting < hc->o.max_pipelined &&
+         !ludo__net_conn_write_full(hc->nc);
 }
 
 static void timer(ludo__http_conn_t *hc, uint32_t ms) {
@@ -381,7 +386,8 @@ static void input_pause(ludo__http_conn_t *hc) {
 
 static void resume_task(ludo__task_t *t);
 
-/* After an answer: parse what waits in `in`, from the loop. */
+/* After an answer, or once the peer read enough of the answers: parse
+ * what waits in `in`, from the loop. */
 static void maybe_resume(ludo__http_conn_t *hc) {
   if (can_parse(hc) && hc->in.len > hc->in_off)
     ludo__core_post(hc->core, &hc->resume);
@@ -670,8 +676,11 @@ static uint32_t body_wait(const ludo__http_conn_t *hc) {
              : hc->o.body_timeout_ms;
 }
 
-/* Hands a complete request to the handler. */
-static void dispatch(ludo__http_conn_t *hc, ludo__http_req_t *r) {
+/* Hands a complete request to the handler. Returns 1 when the handler
+ * answered it at once (the next request is then parsed from the loop:
+ * see parse_in), 0 when it holds it. */
+static int dispatch(ludo__http_conn_t *hc, ludo__http_req_t *r) {
+  unsigned held = hc->waiting;
   r->state = RQ_WAITING;
   enqueue(hc, r);
   hc->waiting++;
@@ -681,6 +690,7 @@ static void dispatch(ludo__http_conn_t *hc, ludo__http_req_t *r) {
     hc->stop = 1;
   timer(hc, 0);
   call_request(hc, r);
+  return hc->waiting == held;
 }
 
 /* 1 when the n bytes at p (the parser's latest piece of a request head)
@@ -754,17 +764,19 @@ static void stash(ludo__http_conn_t *hc, const char *p, size_t n) {
   input_pause(hc);
 }
 
-/* Parses what waits in `in`, as far as the handler lets it. */
+/* Parses what waits in `in`, as far as the handler lets it. After a
+ * request the handler answered at once (a health check, the schema) it
+ * stops: the answer posted the parse of the next to the loop, so a
+ * connection's pipelined requests take turns with the loop's other work
+ * instead of holding it for as many requests as its bytes hold. */
 static void parse_in(ludo__http_conn_t *hc) {
   while (can_parse(hc) && hc->in_off < hc->in.len) {
     ludo__http_req_t *done;
     size_t k = execute(hc, hc->in.p + hc->in_off, hc->in.len - hc->in_off,
                        &done);
     hc->in_off += k;
-    if (done)
-      dispatch(hc, done);
-    else if (k == 0)
-      break;
+    if (done && dispatch(hc, done)) break;
+    if (!done && k == 0) break;
   }
   if (hc->switched || hc->dead) return;
   if (hc->stop || hc->in_off == hc->in.len) {
@@ -787,10 +799,10 @@ static void parse_data(ludo__http_conn_t *hc, const char *p, size_t n) {
     n -= k;
     if (done) {
       /* The rest waits in `in` while the handler runs: an upgrade hands
-       * it over from there. */
+       * it over from there; the next request is parsed from the loop
+       * (see parse_in). */
       stash(hc, p, n);
-      dispatch(hc, done);
-      parse_in(hc);
+      if (!dispatch(hc, done)) parse_in(hc);
       return;
     }
     if (k == 0) break;
@@ -853,6 +865,7 @@ static void http_timeout(void *p) {
 static void http_written(void *p) {
   ludo__http_conn_t *hc = p;
   if (idle(hc) && !hc->closing) timer(hc, hc->o.idle_timeout_ms);
+  maybe_resume(hc); /* the peer read enough: parsing goes on */
 }
 
 static void http_shutdown(void *p) {

@@ -258,6 +258,9 @@ void sv_maybe_finish(ludo__serve_t *sv);
  * is in flight. */
 void sv_drain_check(ludo__serve_t *sv);
 
+/* Sessions open, as reports give it (never above the maximum). */
+unsigned sv_active_sessions(ludo__serve_t *sv);
+
 /* The capacity error text: "Server at capacity: N/M sessions active.
  * Cannot accept new connections." into buf. */
 void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n);
@@ -418,6 +421,12 @@ void sv_fwd_stop(ludo__serve_t *sv);
 
 /* Routes one HTTP request (auth already checked). */
 void sv_route(ludo__serve_t *sv, ludo__http_req_t *req);
+
+/* Answers req (ludo__http_respond); once the server is stopping, the
+ * answer also ends the connection (Connection: close). */
+void sv_respond(ludo__serve_t *sv, ludo__http_req_t *req, int status,
+                const ludo__http_header_t *h, size_t n, const void *body,
+                size_t len);
 
 /* Answers with a JSON body (copied) and `status`; extra header fields
  * h/n. Counts the bytes. */

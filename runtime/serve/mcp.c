@@ -369,7 +369,7 @@ static void session_create(ludo__serve_t *sv, sv_sess_t *bound,
                  : why == LUDO_ECLOSED ? SV_SHUTTING_DOWN
                                        : "the server cannot open a session",
                  json_pack("{s:I,s:I}", "active_sessions",
-                           (json_int_t)atomic_load(&sv->shared->open),
+                           (json_int_t)sv_active_sessions(sv),
                            "max_sessions", (json_int_t)sv->o.max_sessions));
     return;
   }
@@ -549,7 +549,7 @@ static void batch_end(sv_batch_t *b, int later) {
     b->oom = 1;
   if (req != NULL) {
     if (b->oom) sv_respond_detail(sv, req, 500, "out of memory");
-    else if (b->replies == 0) ludo__http_respond(req, 202, NULL, 0, NULL, 0);
+    else if (b->replies == 0) sv_respond(sv, req, 202, NULL, 0, NULL, 0);
     else sv_respond_json(sv, req, 200, b->out.p, b->out.len, NULL, 0);
   } else if (b->oom) {
     sv_ws_close(ws, 1011, "out of memory");
@@ -696,7 +696,7 @@ void sv_mcp_handle(ludo__serve_t *sv, sv_sess_t *x, ludo__http_req_t *req,
   } else if (json_is_array(r)) {
     batch_start(sv, req, ws, rpc_ws, r);
   } else if (!handle_one(sv, x, req, ws, rpc_ws, r) && req != NULL) {
-    ludo__http_respond(req, 202, NULL, 0, NULL, 0);
+    sv_respond(sv, req, 202, NULL, 0, NULL, 0);
   }
   json_decref(r);
 }

@@ -77,6 +77,16 @@ const char *sv_query_value(const char *q, const char *key, char *buf,
   return NULL;
 }
 
+void sv_respond(ludo__serve_t *sv, ludo__http_req_t *req, int status,
+                const ludo__http_header_t *h, size_t n, const void *body,
+                size_t len) {
+  /* Once the server stops, every answer ends its connection, which the
+   * drain is about to close: a keep-alive client is told so and does not
+   * send its next request into a closing socket. */
+  if (sv->closing) ludo__http_req_close_after(req);
+  ludo__http_respond(req, status, h, n, body, len);
+}
+
 void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
                      const char *body, size_t len,
                      const ludo__http_header_t *h, size_t n) {
@@ -90,7 +100,7 @@ void sv_respond_json(ludo__serve_t *sv, ludo__http_req_t *req, int status,
     ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_5XX);
   else if (status >= 400)
     ludo__metrics_proto(&sv->shared->metrics, LUDO__MERR_HTTP_4XX);
-  ludo__http_respond(req, status, all, k, body, len);
+  sv_respond(sv, req, status, all, k, body, len);
 }
 
 /* Answers the JSON of `v` (a new reference, taken). */
@@ -295,7 +305,7 @@ static void route_metrics(ludo__serve_t *sv, ludo__http_req_t *req) {
     sv_respond_detail(sv, req, 500, "out of memory");
     return;
   }
-  ludo__http_respond(req, 200, h, 1, b.p, b.len);
+  sv_respond(sv, req, 200, h, 1, b.p, b.len);
   ludo__buf_free(&b);
 }
 

@@ -42,10 +42,19 @@ uint64_t sv_now_us(void) {
 
 uint64_t sv_now_ms(ludo__serve_t *sv) { return uv_now(sv->core->loop); }
 
+/* The shared count can read one over the maximum for a moment: an open
+ * counts itself first and takes the count back when it finds no room
+ * (sv_sess_open), so other threads may read its claim. No more sessions
+ * than the maximum ever exist; reports say so. */
+unsigned sv_active_sessions(ludo__serve_t *sv) {
+  unsigned n = atomic_load(&sv->shared->open);
+  return n < sv->o.max_sessions ? n : sv->o.max_sessions;
+}
+
 void sv_capacity_text(ludo__serve_t *sv, char *buf, size_t n) {
   snprintf(buf, n, "Server at capacity: %u/%u sessions active. Cannot "
            "accept new connections.",
-           atomic_load(&sv->shared->open), sv->o.max_sessions);
+           sv_active_sessions(sv), sv->o.max_sessions);
 }
 
 /* ---- session records -------------------------------------------------- */

@@ -605,12 +605,12 @@ void sv_ws_accept(ludo__serve_t *sv, ludo__http_req_t *req, int mcp) {
     } else if (mcp) {
       sv_rpc_error(sv, NULL, c, 1, NULL, -32000, msg,
                    json_pack("{s:I,s:I}", "active_sessions",
-                             (json_int_t)atomic_load(&sv->shared->open),
+                             (json_int_t)sv_active_sessions(sv),
                              "max_sessions", (json_int_t)sv->o.max_sessions));
     } else {
       sv_ws_error(c, "CAPACITY_REACHED", msg,
                   json_pack("{s:I,s:I}", "active_sessions",
-                            (json_int_t)atomic_load(&sv->shared->open),
+                            (json_int_t)sv_active_sessions(sv),
                             "max_sessions", (json_int_t)sv->o.max_sessions));
     }
     sv_ws_close(c, 1000, NULL);

@@ -58,6 +58,7 @@ static void mem_write(ludo__net_conn_t *c, char *p, size_t len, size_t cap) {
   m->out[m->out_len] = '\0';
   m->unacked += len;
   m->blocks++;
+  if (cap - len > m->slack_max) m->slack_max = cap - len;
   ludo__net_conn_free_block(c, p, cap);
 }
 

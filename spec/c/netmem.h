@@ -40,6 +40,7 @@ typedef struct mem_s {
   size_t out_len, out_cap;
   size_t unacked;       /* written, not yet reported with mem_ack */
   size_t blocks;        /* sink->write calls */
+  size_t slack_max;     /* the most unused bytes a block came with */
   int paused;           /* what the conn last asked */
   uint64_t timer_ms;    /* the timer's setting (0: stopped) */
   int close_req;        /* 0, 1 graceful, 2 abort (the highest asked) */

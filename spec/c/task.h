@@ -50,6 +50,8 @@ const char *test__str(const char *s);
 typedef unsigned long long test__ull_t;
 #define ASSERT_UINT_EQ(a, b) ASSERT__CMP(test__ull_t, "%llu", a, ==, b, #a, #b)
 #define ASSERT_UINT_GT(a, b) ASSERT__CMP(test__ull_t, "%llu", a, >, b, #a, #b)
+#define ASSERT_UINT_GE(a, b) ASSERT__CMP(test__ull_t, "%llu", a, >=, b, #a, #b)
+#define ASSERT_UINT_LE(a, b) ASSERT__CMP(test__ull_t, "%llu", a, <=, b, #a, #b)
 /* Floating point. */
 #define ASSERT_DBL_LT(a, b) ASSERT__CMP(double, "%.6g", a, <, b, #a, #b)
 #define ASSERT_DBL_GE(a, b) ASSERT__CMP(double, "%.6g", a, >=, b, #a, #b)

@@ -779,6 +779,105 @@ TEST_IMPL(http_backpressure) {
   net_core_free(&core);
 }
 
+/* Past the write high water the bytes already read wait unparsed too: a
+ * peer pipelining cheap requests with large answers and not reading them
+ * makes the server build one answer past the mark, not all of them. The
+ * next request is parsed once the peer read enough. Blocks go to the
+ * sink without their buffers' unused space, and output a slow reader
+ * held counts toward giving memory back (core.h, ludo__core_note_freed);
+ * a reading client's does not. */
+TEST_IMPL(http_no_parse_past_high_water) {
+  static const char four[] = "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /3 HTTP/1.1\r\nHost: x\r\n\r\n"
+                             "GET /4 HTTP/1.1\r\nHost: x\r\n\r\n";
+  ludo__core_t core;
+  ludo__http_options_t o;
+  ludo__net_budget_t b;
+  mem_t m;
+  rec_t r;
+  size_t freed;
+  char *body = malloc(100 << 10);
+  int i;
+  ASSERT_NOT_NULL(body);
+  memset(body, 'b', 100 << 10);
+  atomic_init(&b.used, 0);
+  atomic_init(&b.max, (size_t)64 << 20);
+  net_core_init(&core);
+  ludo__http_options_init(&o);
+  o.write_high_water = 4096;
+  memset(&r, 0, sizeof r);
+  http_on(&m, &core, &o, &r);
+  ludo__net_conn_set_budget(&m.conn, &b);
+  mem_feed(&m, four, sizeof four - 1);
+  ASSERT_EQ(r.n, 1);
+  /* 5,000 bytes: the buffer grew past them by doubling */
+  ASSERT_OK(ludo__http_respond(r.req[0], 200, NULL, 0, body, 5000));
+  ASSERT_UINT_LE(m.slack_max, 1024);
+  ASSERT_EQ(m.paused, 1);
+  for (i = 0; i < 5; i++) net_core_pump(&core);
+  ASSERT_EQ(r.n, 1); /* the output waits unread: nothing more parsed */
+  mem_ack(&m);
+  ASSERT_EQ(m.paused, 0);
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 2);
+  ASSERT_STR_EQ(r.path[1], "/2");
+  /* a slow reader's pile, counted against the budget, counts when freed */
+  freed = core.trim_freed;
+  ASSERT_OK(ludo__http_respond(r.req[1], 200, NULL, 0, body, 100 << 10));
+  ASSERT_UINT_GT(atomic_load(&b.used), (size_t)100 << 10);
+  mem_ack(&m);
+  ASSERT_UINT_GE(core.trim_freed, freed + ((size_t)100 << 10));
+  /* a small answer read at once does not */
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 3);
+  freed = core.trim_freed;
+  ASSERT_OK(ludo__http_respond(r.req[2], 200, NULL, 0, body, 3000));
+  mem_ack(&m);
+  ASSERT_UINT_EQ(core.trim_freed, freed);
+  net_core_pump(&core);
+  ASSERT_EQ(r.n, 4);
+  rec_answer(&r, 3);
+  free(body);
+  hang_up(&m);
+  ASSERT_EQ(r.aborted, 0);
+  net_core_free(&core);
+}
+
+/* Pipelined requests the handler answers at once take turns with the
+ * loop: the first is parsed and answered as it is read, each next one in
+ * a pass of the loop of its own, so one connection's burst of cheap
+ * requests cannot hold the loop (a health check from another client is
+ * served in between). The answers keep their order. */
+TEST_IMPL(http_answered_at_once_take_turns) {
+  ludo__core_t core;
+  mem_t m;
+  rec_t r;
+  char *many, *out, *at;
+  size_t n = 0, i;
+  static const char one[] = "GET /p HTTP/1.1\r\nHost: x\r\n\r\n";
+  net_core_init(&core);
+  many = malloc(30 * (sizeof one - 1));
+  ASSERT_NOT_NULL(many);
+  for (i = 0; i < 30; i++, n += sizeof one - 1)
+    memcpy(many + n, one, sizeof one - 1);
+  memset(&r, 0, sizeof r);
+  r.answer_now = 1;
+  http_on(&m, &core, NULL, &r);
+  mem_feed(&m, many, n);
+  ASSERT_EQ(r.n, 1);
+  for (i = 2; i <= 30; i++) {
+    net_core_pump(&core);
+    ASSERT_EQ(r.n, (int)i);
+  }
+  out = (char *)mem_take(&m, NULL);
+  for (i = 0, at = out; (at = strstr(at, "HTTP/1.1 200 OK\r\n")); at++) i++;
+  ASSERT_UINT_EQ(i, 30);
+  free(many);
+  hang_up(&m);
+  net_core_free(&core);
+}
+
 /* Pipelined input beyond what the parser may take waits, bounded: reading
  * stops while it is full. */
 TEST_IMPL(http_input_bounded) {

@@ -258,6 +258,8 @@
   X(http_timeouts)                                                           \
   X(http_abort_pending)                                                      \
   X(http_backpressure)                                                       \
+  X(http_no_parse_past_high_water)                                          \
+  X(http_answered_at_once_take_turns)                                        \
   X(http_input_bounded)                                                      \
   X(http_alloc_failures)                                                     \
   /* test-ws.c: WebSocket connections, byte scripts (runtime/net) */        \

@@ -1689,6 +1689,32 @@ async def workers_capacity_is_shared():
 
 
 @test
+async def capacity_never_reported_over_the_maximum():
+    # Many clients refused at once, on two workers: an open counts itself
+    # before it checks for room and takes the count back, so the shared
+    # count can read one over for a moment; what clients are told never
+    # is (a review saw "9/8 sessions active").
+    w = Server("examples/echo", "--workers", "2", "--max-sessions", "2")
+    try:
+        async with w.ws() as a, w.ws() as b:
+            await rpc(a, {"type": "reset"})
+            await rpc(b, {"type": "reset"})
+
+            async def refused(_):
+                async with w.ws() as third:
+                    return json.loads(await third.recv())["data"]
+            for _ in range(3):
+                got = await asyncio.gather(*(refused(k) for k in range(40)))
+                for v in got:
+                    check(v["code"] == "CAPACITY_REACHED" and
+                          v["active_sessions"] == 2 and
+                          v["max_sessions"] == 2 and
+                          "2/2 sessions active" in v["message"], v)
+    finally:
+        check(w.stop() == 0, "exit status")
+
+
+@test
 async def workers_sigterm_closes_everything():
     w = Server("examples/echo", "--workers", "2")
     sockets = []
@@ -2912,8 +2938,13 @@ async def graceful_shutdown_refuses_new_http_requests():
                       h.get("connection") == "close", (req, st, v, h))
                 check(f.read() == b"", "the connection stays open")
                 s.close()
+            # answered during the drain: the answer says the connection
+            # ends, and it does (a keep-alive client would otherwise send
+            # its next request into a closing socket)
             st, v, h = read_response(ef)
-            check(st == 200 and v["observation"]["slept"] == 800, (st, v))
+            check(st == 200 and v["observation"]["slept"] == 800 and
+                  h.get("connection") == "close", (st, v, h))
+            check(ef.read() == b"", "the connection stays open")
             early.close()
             reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
             check(reply.get("type") == "observation", reply)
