@@ -120,7 +120,11 @@ LUDO_EXTERN void ludo_runtime_free(ludo_runtime_t *rt);
  * is signalled by ludo's watchdog thread, so the overshoot is what the
  * OS takes to schedule that thread: about 0.1 ms on an idle machine
  * (docs/performance.md, poll.overshoot), milliseconds when every core is
- * busy. Callbacks started
+ * busy. A slice can end only where the Lua may yield: code running inside
+ * a coroutine the script resumed itself, a table.sort comparator, a
+ * metamethod called from C or one long C operation (decoding a large
+ * action) runs on until it can, bounded by its CPU budget
+ * (docs/embedding.md, "Who owns the loop"). Callbacks started
  * from callbacks are delivered in the next poll. budget_us == 0: run what
  * is ready now, without a limit. On a borrowed loop, runs ludo's queue
  * only (the host runs the loop). Returns the number of calls in flight
@@ -270,9 +274,10 @@ LUDO_EXTERN int ludo_env_prewarm(ludo_env_t *env, unsigned n);
  * episode starts with the first reset. Stores the session in *out (caller
  * frees with ludo_session_close). Returns 0, LUDO_ENOMEM, LUDO_ELOAD,
  * LUDO_ETIMEOUT (building a state ran the module's top level past the CPU
- * budget or wall limit) or LUDO_EBUSY (the environment is not marked
- * concurrent and already has a session open) or LUDO_ECLOSED (from a
- * callback that ludo_runtime_free runs). */
+ * budget or wall limit), LUDO_ECANCELED (ludo_runtime_interrupt stopped
+ * the build) or LUDO_EBUSY (the environment is not marked concurrent and
+ * already has a session open) or LUDO_ECLOSED (from a callback that
+ * ludo_runtime_free runs). */
 LUDO_EXTERN int ludo_session_open(ludo_env_t *env, ludo_session_t **out);
 
 /* Opens a session on the loop: `cb` runs from the loop with the session
@@ -348,10 +353,10 @@ LUDO_EXTERN int ludo_session_set_strict(ludo_session_t *s, int on);
 /* Message for the session's last failed call, e.g.
  * "ESCHEMA: action.message: expected string, got number".
  * Borrowed until the next call on the session. Never NULL ("" for a NULL
- * session). A message the
- * Lua raised is kept up to 16 KiB (cut at a UTF-8 boundary, then
- * " [... N more bytes]"): the raised value is under the session's memory
- * cap, this copy is the runtime's. */
+ * session). The message is kept up to 16 KiB: the text the Lua raised
+ * up to 12 KiB (cut at a UTF-8 boundary, then " [... N more bytes]"),
+ * the rest for ludo's code prefix and the traceback. The raised value is
+ * under the session's memory cap; this copy is the runtime's. */
 LUDO_EXTERN const char *ludo_session_errmsg(const ludo_session_t *s);
 
 /* The session's last failed call in parts (see ludo_error_t): its code,
@@ -824,8 +829,9 @@ LUDO_EXTERN int ludo_session_step_batch(ludo_session_t *const *sessions,
 /* Non-blocking: queues every step on the loop; `cb` runs from the loop
  * for each session as its step completes. All or nothing: returns 0, or
  * LUDO_EINVAL / LUDO_EBUSY / LUDO_ECLOSED (some session cannot step, or
- * from a callback that ludo_runtime_free runs) / LUDO_ENOMEM, in which
- * case no step was queued and `cb` never runs. */
+ * from a callback that ludo_runtime_free runs) / LUDO_ETOOBIG (an action
+ * over max_input_bytes) / LUDO_ENOMEM, in which case no step was queued
+ * and `cb` never runs. */
 LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *sessions,
                                               const char *const *actions,
                                               const size_t *lens, size_t n,

@@ -92,7 +92,12 @@ typedef struct ludo_options_s {
                               the OS gives other threads meanwhile does:
                               on an oversubscribed machine a call can
                               meet it with less CPU); default 10000;
-                              0 = none */
+                              0 = none. Under a second it is measured on
+                              the precise clock, never ending a call
+                              early; from a second on on the kernel's
+                              coarse clock, which may end one a few ms
+                              (under 1 %) early. The same for
+                              wall_limit_ms */
   size_t max_input_bytes;  /* largest action / reset options / script
                               arguments a call accepts; default 8 MiB;
                               0 = none */

@@ -339,7 +339,9 @@ LUDO_EXTERN int ludo_session_step_batch_async(ludo_session_t *const *ss,
 LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
                                  const char *dir, ludo_script_t **out) {
   if (out != NULL) *out = NULL;
-  if (rt == NULL || module == NULL || out == NULL) return LUDO_EINVAL;
+  if (rt == NULL || module == NULL || out == NULL || *module == '\0' ||
+      (dir != NULL && *dir == '\0'))
+    return LUDO_EINVAL;
   if (rt_freeing(rt)) return LUDO_ECLOSED; /* a callback of the free */
   if (!ludo__runtime_may_block(rt)) return LUDO_EBUSY;
   rt->errmsg[0] = '\0';
@@ -349,7 +351,8 @@ LUDO_EXTERN int ludo_script_open(ludo_runtime_t *rt, const char *module,
 LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
                                  const char *args_json, size_t len,
                                  const char **out, size_t *out_len) {
-  if (sc == NULL || fn == NULL || out == NULL || out_len == NULL)
+  if (sc == NULL || fn == NULL || *fn == '\0' || out == NULL ||
+      out_len == NULL)
     return LUDO_EINVAL;
   return ludo__script_call(sc, fn, args_json, len, out, out_len);
 }
@@ -357,7 +360,8 @@ LUDO_EXTERN int ludo_script_call(ludo_script_t *sc, const char *fn,
 LUDO_EXTERN int ludo_script_call_async(ludo_script_t *sc, const char *fn,
                                        const char *args_json, size_t len,
                                        ludo_script_cb cb, void *ud) {
-  if (sc == NULL || fn == NULL || cb == NULL) return LUDO_EINVAL;
+  if (sc == NULL || fn == NULL || *fn == '\0' || cb == NULL)
+    return LUDO_EINVAL;
   return ludo__script_call_async(sc, fn, args_json, len, cb, ud);
 }
 

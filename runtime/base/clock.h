@@ -12,4 +12,15 @@ uint64_t ludo__clock_ns(void);
  * precision below a millisecond. */
 uint64_t ludo__clock_coarse_ns(void);
 
+/* A limit shorter than this is measured on the precise clock: the coarse
+ * one lags it by up to a tick, more after the CPU idled (4-7 ms seen on a
+ * virtual machine), so a deadline taken from it comes that much early.
+ * Longer limits take the coarse clock, its lag under 1 % of them. */
+#define LUDO__CLOCK_COARSE_FROM_NS ((uint64_t)1000000000u)
+
+/* ludo__clock_ns() when `precise`, else ludo__clock_coarse_ns(). */
+static inline uint64_t ludo__clock_for(int precise) {
+  return precise ? ludo__clock_ns() : ludo__clock_coarse_ns();
+}
+
 #endif

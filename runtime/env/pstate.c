@@ -90,7 +90,7 @@ static int run_failed(ludo_runtime_t *rt, lua_State *L, int rc,
     ludo__runtime_seterr(rt, "%s during load", msg);
     return rc;
   }
-  if (rc == LUDO_EBUSY) {
+  if (rc == LUDO_EBUSY || rc == LUDO_ECANCELED) { /* the host's doing */
     ludo__runtime_seterr(rt, "%s", msg);
     return rc;
   }

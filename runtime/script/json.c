@@ -852,11 +852,18 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
   lua_State *L = e->L;
   int base = lua_gettop(L);
   unsigned int pos = 0;
-  if (nstr > LUDO__JSON_MAXKEYS || !lua_checkstack(L, 2 * (int)nstr + 4)) {
+  if (nstr > LUDO__JSON_MAXKEYS) {
     char what[96];
     snprintf(what, sizeof what, "cannot encode an object of %zu keys (at "
              "most %d)", nstr, LUDO__JSON_MAXKEYS);
     enc_fail(e, what);
+  }
+  /* under the limit, no room for the keys is memory's doing */
+  if (!lua_checkstack(L, 2 * (int)nstr + 4)) {
+    lua_pushfstring(L, "no room to grow the Lua stack for an object of %d "
+                       "keys (the session's memory limit, or Lua's stack "
+                       "limit)", (int)nstr);
+    raise_code(L, LUDO_ENOMEM);
   }
   /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
   lua_pushnil(L);

@@ -139,7 +139,7 @@ static void wall_arm(ludo__sched_t *s) {
     s->wall->data = s;
   }
   uv_update_time(st->loop);
-  now = ludo__clock_coarse_ns();
+  now = ludo__clock_for(s->wall_ns < LUDO__CLOCK_COARSE_FROM_NS);
   uv_timer_start(s->wall, wall_fired,
                  s->wall_end_ns > now
                      ? (s->wall_end_ns - now + 999999u) / 1000000u : 0,
@@ -271,9 +271,23 @@ static void resume(ludo__sched_t *s, int nargs) {
     if (s->wake) s->wake(s, s->wake_ud);
     return;
   }
+  if (rc == LUA_YIELD && st->killed) {
+    /* stopped as it yielded (a slice's end or a wait, and an interrupt,
+     * a close or a limit at that moment): the call ends as stopped */
+    lua_pop(co, nres);
+    if (st->killed == LUDO__KILL_MEMORY) {
+      lua_pushliteral(co, "not enough memory"); /* Lua's own: made */
+      rc = LUA_ERRMEM;
+    } else {
+      lua_pushnil(co); /* replaced by the limit's message */
+      rc = LUA_ERRRUN;
+    }
+    finish(s, call_error(s, rc));
+    return;
+  }
   if (rc == LUA_YIELD) {
     int ok = 0;
-    if (nres >= 2 && !st->killed) ok = is_pending(s, co, -nres);
+    if (nres >= 2) ok = is_pending(s, co, -nres);
     lua_pop(co, nres);
     if (ok && (s->nops > 0 || s->backlog_ref != LUA_NOREF)) {
       s->waiting = 1;
@@ -308,7 +322,10 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input = input;
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
-  s->wall_end_ns = s->wall_ns ? ludo__clock_coarse_ns() + s->wall_ns : 0;
+  s->wall_end_ns =
+      s->wall_ns ? ludo__clock_for(s->wall_ns < LUDO__CLOCK_COARSE_FROM_NS) +
+                       s->wall_ns
+                 : 0;
   s->st->wall_end_ns = s->wall_end_ns; /* holds while the Lua runs too */
   s->st->wall_ns = s->wall_ns;
   s->nargs = 0;

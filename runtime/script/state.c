@@ -170,7 +170,7 @@ static int cancel_asked(const ludo__state_t *st) {
 /* Sets st->killed when the running call is over its CPU budget or past
  * its wall-clock deadline. */
 static void over_limits(ludo__state_t *st) {
-  uint64_t now = ludo__clock_coarse_ns();
+  uint64_t now = ludo__clock_for(st->precise);
   if (st->budget_ns != 0 &&
       st->used_ns + (now - st->run_start_ns) > st->budget_ns)
     st->killed = LUDO__KILL_BUDGET;
@@ -537,7 +537,7 @@ static void wrap_global(lua_State *L, const char *name, lua_CFunction fn) {
   lua_setglobal(L, name);
 }
 
-static const char nomem_key, timeout_key;
+static const char nomem_key, timeout_key, cancel_key, closed_key;
 
 /* Runs inside lua_pcall: opens and trims the libraries. [-0, +0, m] */
 static int open_sandbox(lua_State *L) {
@@ -596,6 +596,10 @@ static int open_sandbox(lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &nomem_key);
   lua_pushliteral(L, "ETIMEOUT: the call exceeded its CPU budget");
   lua_rawsetp(L, LUA_REGISTRYINDEX, &timeout_key);
+  lua_pushliteral(L, "ECANCELED: the call was interrupted by the host");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &cancel_key);
+  lua_pushliteral(L, "ECANCELED: the session or script was closed");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &closed_key);
   return 0;
 }
 
@@ -708,18 +712,22 @@ static void interrupt(void *arg, int why) {
 
 int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
                           uint64_t slice_ns) {
-  /* The coarse clock (a few ms behind at most) is enough for budgets;
-   * slices, which are short, are checked against the precise one. */
-  uint64_t now = ludo__clock_coarse_ns();
+  /* The coarse clock is enough for long budgets; short ones, and
+   * slices, are measured on the precise one (base/clock.h). */
+  uint64_t left = st->budget_ns > st->used_ns ? st->budget_ns - st->used_ns
+                                              : 0;
+  uint64_t now;
+  st->precise = (st->budget_ns != 0 && left < LUDO__CLOCK_COARSE_FROM_NS) ||
+                (st->wall_end_ns != 0 &&
+                 st->wall_ns < LUDO__CLOCK_COARSE_FROM_NS);
+  now = ludo__clock_for(st->precise);
   st->run_start_ns = now;
   st->depth = 0;
   st->sliced = 0;
   st->yield_wanted = 0;
   st->wd.slice_ns = slice_ns;
   st->wd.budget_ns = 0;
-  if (st->budget_ns != 0)
-    st->wd.budget_ns = now + (st->budget_ns > st->used_ns
-                                  ? st->budget_ns - st->used_ns : 0);
+  if (st->budget_ns != 0) st->wd.budget_ns = now + left;
   st->wall_first = st->wall_end_ns != 0 &&
                    (st->wd.budget_ns == 0 || st->wall_end_ns < st->wd.budget_ns);
   if (st->wall_first) st->wd.budget_ns = st->wall_end_ns;
@@ -743,7 +751,7 @@ void ludo__state_run_end(ludo__state_t *st) {
   if (!st->count_hook) ludo__watchdog_leave(&st->wd);
   st->running = 0;
   st->yield_wanted = 0;
-  st->used_ns += ludo__clock_coarse_ns() - st->run_start_ns;
+  st->used_ns += ludo__clock_for(st->precise) - st->run_start_ns;
   st->depth = 0;
 }
 
@@ -841,6 +849,8 @@ static int state_error(ludo__state_t *st, lua_State *L, int status,
 
 static const char nomem_key = 'm';   /* registry: ENOMEM message */
 static const char timeout_key = 't'; /* registry: ETIMEOUT message */
+static const char cancel_key = 'c';  /* registry: ECANCELED messages */
+static const char closed_key = 'C';
 
 typedef struct {
   ludo__state_t *st;
@@ -1003,6 +1013,15 @@ int ludo__state_error_tb(ludo__state_t *st, lua_State *L, int status,
   st->cap = r.cap;
   if (rc == LUA_OK) return r.code;
   lua_pop(L, 1);
+  /* the code state_error would have given (an interrupt that came while
+   * a call's result was encoded ends here too) */
+  if (st->killed == LUDO__KILL_CLOSED ||
+      st->killed == LUDO__KILL_INTERRUPTED) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, st->killed == LUDO__KILL_CLOSED
+                                          ? (const void *)&closed_key
+                                          : (const void *)&cancel_key);
+    return LUDO_ECANCELED;
+  }
   if (st->killed && st->killed != LUDO__KILL_MEMORY) {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &timeout_key);
     return LUDO_ETIMEOUT;

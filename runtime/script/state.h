@@ -75,10 +75,14 @@ typedef struct ludo__state_s {
   int close_depth;            /* coroutine.close calls in progress */
   int depth;                  /* coroutines running (chain) */
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
-  uint64_t wall_end_ns;       /* the call's wall-clock deadline (coarse
-                                 clock); 0 = none (set by the scheduler) */
+  uint64_t wall_end_ns;       /* the call's wall-clock deadline (the
+                                 clock of ludo__clock_for(wall_ns <
+                                 LUDO__CLOCK_COARSE_FROM_NS)); 0 = none
+                                 (set by the scheduler) */
   uint64_t wall_ns;           /* ... the limit it came from, for messages */
   int wall_first;             /* this run's deadline is the wall's */
+  int precise;                /* this run's times are on the precise
+                                 clock (base/clock.h) */
   int located;                /* `where` holds where this call was
                                  stopped (ludo__state_locate) */
   uint64_t max_instr;         /* instructions allowed per call; 0 = none */

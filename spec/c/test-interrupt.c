@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -55,13 +56,14 @@ static ludo_session_t *spin_session(ludo_runtime_t **rt, int count_hook) {
 typedef struct {
   ludo_runtime_t *rt;
   volatile int stop;
+  unsigned period_us;
   pthread_t th;
 } pester_t;
 
 static void *pester_main(void *arg) {
   pester_t *p = arg;
   while (!p->stop) {
-    usleep(10000);
+    usleep(p->period_us);
     ludo_runtime_interrupt(p->rt);
   }
   return NULL;
@@ -70,6 +72,15 @@ static void *pester_main(void *arg) {
 static void pester_start(pester_t *p, ludo_runtime_t *rt) {
   p->rt = rt;
   p->stop = 0;
+  p->period_us = 10000;
+  ASSERT_EQ(pthread_create(&p->th, NULL, pester_main, p), 0);
+}
+
+/* The same, every `us` microseconds. */
+static void pester_start_every(pester_t *p, ludo_runtime_t *rt, unsigned us) {
+  p->rt = rt;
+  p->stop = 0;
+  p->period_us = us;
   ASSERT_EQ(pthread_create(&p->th, NULL, pester_main, p), 0);
 }
 
@@ -228,6 +239,96 @@ TEST_IMPL(interrupt_when_idle_is_lost) {
     step_ok(s);
     step_ok(s);
     ludo_session_close(s);
+    test_rt_free(rt);
+  }
+}
+
+static double mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* An interrupt in any instant of a call ends it with ECANCELED and the
+ * interrupt's message, never another code: interrupts every 50 us from
+ * another thread while short blocking steps run (one landing while the
+ * result is encoded read as ETIMEOUT), and while spinning steps run
+ * time-sliced by polls (one landing as a slice ends read as ESCRIPT,
+ * "yielded outside the ludo protocol"). */
+static int n_async_done, async_rc[2];
+
+static void on_async(ludo_session_t *s, int status, const char *data,
+                     size_t len, void *ud) {
+  (void)ud;
+  (void)data;
+  (void)len;
+  n_async_done++;
+  if (status == LUDO_ECANCELED &&
+      strstr(ludo_session_errmsg(s), MSG) != NULL)
+    async_rc[0]++;
+  else
+    async_rc[1]++;
+}
+
+TEST_IMPL(interrupt_any_instant_is_canceled) {
+  ludo_runtime_t *rt;
+  ludo_session_t *s = spin_session(&rt, 0);
+  pester_t p;
+  long canceled = 0, ok = 0;
+  double t0;
+  pester_start_every(&p, rt, 50);
+  for (t0 = mono_ms(); mono_ms() - t0 < 400;) {
+    const char *out;
+    size_t len;
+    int rc = ludo_session_step(s, J("{\"mode\":\"ok\"}"), &out, &len);
+    if (rc == 0) {
+      ok++;
+      continue;
+    }
+    if (rc != LUDO_ECANCELED || !strstr(ludo_session_errmsg(s), MSG))
+      FAIL("an interrupted step gave %s: %s", ludo_err_name(rc),
+           ludo_session_errmsg(s));
+    canceled++;
+  }
+  ASSERT_TRUE(canceled > 0 && ok > 0);
+  n_async_done = async_rc[0] = async_rc[1] = 0;
+  for (t0 = mono_ms(); mono_ms() - t0 < 400;) {
+    int want = n_async_done + 1;
+    ASSERT_OK(ludo_session_step_async(s, J("{\"mode\":\"loop\"}"),
+                                      on_async, NULL));
+    while (n_async_done < want) ASSERT_TRUE(ludo_runtime_poll(rt, 300) >= 0);
+  }
+  pester_stop(&p);
+  if (async_rc[1] != 0)
+    FAIL("%d of %d interrupted sliced steps did not end ECANCELED",
+         async_rc[1], n_async_done);
+  step_ok(s);
+  ludo_session_close(s);
+  test_rt_free(rt);
+  /* blocking opens that build their state (the pool is empty): an
+   * interrupted build is ECANCELED, not ELOAD (the module is fine) */
+  {
+    ludo_env_t *env;
+    ludo_session_t *open[1000];
+    int n = 0, i, failed = 0;
+    rt = spin_rt(0);
+    env = test_env_load(rt, "examples/echo", NULL);
+    pester_start_every(&p, rt, 50);
+    for (t0 = mono_ms(); n < 1000 && mono_ms() - t0 < 400;) {
+      int rc = ludo_session_open(env, &open[n]);
+      if (rc == 0) {
+        n++;
+        continue;
+      }
+      if (rc != LUDO_ECANCELED || !strstr(ludo_runtime_errmsg(rt), MSG))
+        FAIL("an interrupted open gave %s: %s", ludo_err_name(rc),
+             ludo_runtime_errmsg(rt));
+      failed++;
+    }
+    pester_stop(&p);
+    ASSERT_TRUE(n > 0);
+    for (i = 0; i < n; i++) ludo_session_close(open[i]);
+    (void)failed; /* how many builds an interrupt reached varies */
     test_rt_free(rt);
   }
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
@@ -61,6 +62,50 @@ TEST_IMPL(limit_cpu_loop) {
   assert_usable(s);
   ludo_session_close(s);
   test_rt_free(rt);
+}
+
+static double mono_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* A short CPU budget or wall-clock limit never ends a call before it ran
+ * that long: such limits are measured on the precise clock, where the
+ * coarse one (a tick behind, more after the CPU idled) ended a 5 ms
+ * budget after 0.02 ms. The call's time, from the host's side, is at
+ * least the limit each time (a lower bound only: a loaded host makes it
+ * longer, never shorter). */
+TEST_IMPL(limit_short_budgets_not_early) {
+  ludo_options_t o;
+  ludo_runtime_t *rt;
+  ludo_session_t *s;
+  int i, kind;
+  for (kind = 0; kind < 2; kind++) { /* 0: CPU budget; 1: wall limit */
+    test_options(&o);
+    if (kind == 0) {
+      o.cpu_budget_ms = 5;
+    } else {
+      o.cpu_budget_ms = 60000;
+      o.wall_limit_ms = 5;
+    }
+    s = limits_session(&rt, &o);
+    for (i = 0; i < 20; i++) {
+      const char *out;
+      size_t len;
+      double t0;
+      if (i % 2) usleep(20000); /* an idle CPU lets the coarse clock lag */
+      t0 = mono_ms();
+      ASSERT_ERR(ludo_session_step(s, J("{\"mode\":\"loop\"}"), &out, &len),
+                 LUDO_ETIMEOUT);
+      if (mono_ms() - t0 < 5.0)
+        FAIL("a 5 ms %s ended the call after %.3f ms: %s",
+             kind ? "wall limit" : "budget", mono_ms() - t0,
+             ludo_session_errmsg(s));
+    }
+    ludo_session_close(s);
+    test_rt_free(rt);
+  }
 }
 
 /* pcall, xpcall and coroutines cannot swallow the timeout. Each mode gets
@@ -367,6 +412,20 @@ TEST_IMPL(limit_sizes_and_depths) {
                     "cannot encode an object of 300000 keys");
   assert_usable(s);
   ludo_session_close(s);
+  /* under the key limit, no room for the keys is the memory cap's doing:
+   * ENOMEM, not a key limit it is under */
+  test_options(&o);
+  o.memory_cap = (size_t)16 << 20;
+  {
+    ludo_runtime_t *rt2;
+    ludo_session_t *s2 = limits_session(&rt2, &o);
+    expect_step_error(s2, "{\"mode\":\"keys\",\"n\":100000}", LUDO_ENOMEM,
+                      "100000 keys");
+    ASSERT_TRUE(strstr(ludo_session_errmsg(s2), "at most") == NULL);
+    assert_usable(s2);
+    ludo_session_close(s2);
+    ludo_runtime_free(rt2); /* rt is still open: no global count check */
+  }
   s = test_open(test_env_load(rt, "spec/fixtures/c/deepschema", NULL));
   ASSERT_OK(ludo_session_reset(s, NULL, 0, &out, &len));
   n = snprintf(action, sizeof action, "{\"a\":");

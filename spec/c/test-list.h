@@ -203,6 +203,8 @@
   X(interrupt_script_call)                                                   \
   X(interrupt_queued_calls)                                                  \
   X(interrupt_when_idle_is_lost)                                             \
+  X(interrupt_any_instant_is_canceled)                                       \
+  X(limit_short_budgets_not_early)                                           \
   X(limit_memory_table)                                                      \
   X(limit_memory_string_rep)                                                 \
   X(limit_memory_concat)                                                     \

@@ -94,6 +94,20 @@ TEST_IMPL(script_async_errors) {
              LUDO_EINVAL);
   ASSERT_ERR(ludo_script_call_async(sc, "now", NULL, 0, NULL, &g),
              LUDO_EINVAL);
+  /* empty names are EINVAL at the call (ludo.h's rule), not a failure
+   * later */
+  ASSERT_ERR(ludo_script_call_async(sc, "", NULL, 0, on_done, &g),
+             LUDO_EINVAL);
+  {
+    const char *out;
+    size_t len;
+    ludo_script_t *none = NULL;
+    ASSERT_ERR(ludo_script_call(sc, "", NULL, 0, &out, &len), LUDO_EINVAL);
+    ASSERT_ERR(ludo_script_open(rt, "", NULL, &none), LUDO_EINVAL);
+    ASSERT_ERR(ludo_script_open(rt, "policy", "", &none), LUDO_EINVAL);
+    ASSERT_NULL(none);
+  }
+  ASSERT_EQ(g.calls, 1);
   ludo_script_free(sc);
   test_rt_free(rt);
 }
