@@ -18,6 +18,12 @@ uint64_t ludo__clock_coarse_ns(void);
  * Longer limits take the coarse clock, its lag under 1 % of them. */
 #define LUDO__CLOCK_COARSE_FROM_NS ((uint64_t)1000000000u)
 
+/* 1 when a limit of `limit_ns` (0: none) is measured on the precise
+ * clock. */
+static inline int ludo__clock_precise_for(uint64_t limit_ns) {
+  return limit_ns != 0 && limit_ns < LUDO__CLOCK_COARSE_FROM_NS;
+}
+
 /* ludo__clock_ns() when `precise`, else ludo__clock_coarse_ns(). */
 static inline uint64_t ludo__clock_for(int precise) {
   return precise ? ludo__clock_ns() : ludo__clock_coarse_ns();

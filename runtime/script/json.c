@@ -305,12 +305,17 @@ static int dec_key(void *ud, const char *s, size_t n) {
  * when the state's memory is at its cap, or when the caller's Lua used
  * the stack's own limit (1,000,000 slots, itself memory). It raised a
  * plain "stack overflow", which a decode reported as EPARSE: bad JSON,
- * for what was a full session. [-0, +0, v] */
-static void need_stack(lua_State *L, int n) {
+ * for what was a full session. `what` names what needed the room.
+ * [-0, +0, v] */
+static void need_stack_for(lua_State *L, int n, const char *what) {
   if (lua_checkstack(L, n)) return;
-  lua_pushliteral(L, "no room to grow the Lua stack for the JSON nesting "
-                     "(the session's memory limit, or Lua's stack limit)");
+  lua_pushfstring(L, "no room to grow the Lua stack for %s (the session's "
+                     "memory limit, or Lua's stack limit)", what);
   raise_code(L, LUDO_ENOMEM);
+}
+
+static void need_stack(lua_State *L, int n) {
+  need_stack_for(L, n, "the JSON nesting");
 }
 
 /* Opens a container: its values gather above the current top.
@@ -858,12 +863,10 @@ static size_t enc_fields(enc_t *e, int t, int depth, const char *const *skip,
              "most %d)", nstr, LUDO__JSON_MAXKEYS);
     enc_fail(e, what);
   }
-  /* under the limit, no room for the keys is memory's doing */
-  if (!lua_checkstack(L, 2 * (int)nstr + 4)) {
-    lua_pushfstring(L, "no room to grow the Lua stack for an object of %d "
-                       "keys (the session's memory limit, or Lua's stack "
-                       "limit)", (int)nstr);
-    raise_code(L, LUDO_ENOMEM);
+  if (!lua_checkstack(L, 2 * (int)nstr + 4)) { /* memory's doing */
+    char what[64];
+    snprintf(what, sizeof what, "an object of %zu keys", nstr);
+    need_stack_for(L, 2 * (int)nstr + 4, what);
   }
   /* stack: ..., k1, v1, k2, v2, ... (a copy of the key drives next) */
   lua_pushnil(L);

@@ -139,7 +139,7 @@ static void wall_arm(ludo__sched_t *s) {
     s->wall->data = s;
   }
   uv_update_time(st->loop);
-  now = ludo__clock_for(s->wall_ns < LUDO__CLOCK_COARSE_FROM_NS);
+  now = ludo__clock_for(ludo__clock_precise_for(s->wall_ns));
   uv_timer_start(s->wall, wall_fired,
                  s->wall_end_ns > now
                      ? (s->wall_end_ns - now + 999999u) / 1000000u : 0,
@@ -323,9 +323,9 @@ int ludo__sched_start(ludo__sched_t *s, int fnref, lua_Integer arg,
   s->input_len = input_len;
   ludo__state_arm(s->st, s->budget_ns, s->max_instr);
   s->wall_end_ns =
-      s->wall_ns ? ludo__clock_for(s->wall_ns < LUDO__CLOCK_COARSE_FROM_NS) +
-                       s->wall_ns
-                 : 0;
+      s->wall_ns
+          ? ludo__clock_for(ludo__clock_precise_for(s->wall_ns)) + s->wall_ns
+          : 0;
   s->st->wall_end_ns = s->wall_end_ns; /* holds while the Lua runs too */
   s->st->wall_ns = s->wall_ns;
   s->nargs = 0;

@@ -718,8 +718,7 @@ int ludo__state_run_begin(ludo__state_t *st, lua_State *co,
                                               : 0;
   uint64_t now;
   st->precise = (st->budget_ns != 0 && left < LUDO__CLOCK_COARSE_FROM_NS) ||
-                (st->wall_end_ns != 0 &&
-                 st->wall_ns < LUDO__CLOCK_COARSE_FROM_NS);
+                (st->wall_end_ns != 0 && ludo__clock_precise_for(st->wall_ns));
   now = ludo__clock_for(st->precise);
   st->run_start_ns = now;
   st->depth = 0;

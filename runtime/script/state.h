@@ -76,8 +76,8 @@ typedef struct ludo__state_s {
   int depth;                  /* coroutines running (chain) */
   uint64_t budget_ns;         /* running time allowed per call; 0 = none */
   uint64_t wall_end_ns;       /* the call's wall-clock deadline (the
-                                 clock of ludo__clock_for(wall_ns <
-                                 LUDO__CLOCK_COARSE_FROM_NS)); 0 = none
+                                 clock ludo__clock_precise_for(wall_ns)
+                                 picks); 0 = none
                                  (set by the scheduler) */
   uint64_t wall_ns;           /* ... the limit it came from, for messages */
   int wall_first;             /* this run's deadline is the wall's */

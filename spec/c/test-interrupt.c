@@ -270,6 +270,14 @@ static void on_async(ludo_session_t *s, int status, const char *data,
     async_rc[1]++;
 }
 
+/* 1 when a failed call (rc) ended as an interrupt must (ECANCELED with
+ * the interrupt's message); fails the test otherwise. */
+static int canceled_by_interrupt(const char *what, int rc, const char *msg) {
+  if (rc != LUDO_ECANCELED || strstr(msg, MSG) == NULL)
+    FAIL("an interrupted %s gave %s: %s", what, ludo_err_name(rc), msg);
+  return 1;
+}
+
 TEST_IMPL(interrupt_any_instant_is_canceled) {
   ludo_runtime_t *rt;
   ludo_session_t *s = spin_session(&rt, 0);
@@ -285,10 +293,7 @@ TEST_IMPL(interrupt_any_instant_is_canceled) {
       ok++;
       continue;
     }
-    if (rc != LUDO_ECANCELED || !strstr(ludo_session_errmsg(s), MSG))
-      FAIL("an interrupted step gave %s: %s", ludo_err_name(rc),
-           ludo_session_errmsg(s));
-    canceled++;
+    canceled += canceled_by_interrupt("step", rc, ludo_session_errmsg(s));
   }
   ASSERT_TRUE(canceled > 0 && ok > 0);
   n_async_done = async_rc[0] = async_rc[1] = 0;
@@ -320,10 +325,7 @@ TEST_IMPL(interrupt_any_instant_is_canceled) {
         n++;
         continue;
       }
-      if (rc != LUDO_ECANCELED || !strstr(ludo_runtime_errmsg(rt), MSG))
-        FAIL("an interrupted open gave %s: %s", ludo_err_name(rc),
-             ludo_runtime_errmsg(rt));
-      failed++;
+      failed += canceled_by_interrupt("open", rc, ludo_runtime_errmsg(rt));
     }
     pester_stop(&p);
     ASSERT_TRUE(n > 0);
